@@ -1,0 +1,164 @@
+// Package config loads and validates the BFF's configuration: a YAML file
+// with every key overridable by a BFF_* environment variable, as the contract
+// (shared/CONTRACT.md, section 1) fixes it.
+package config
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Environments the BFF knows.
+const (
+	EnvProduction  = "production"
+	EnvDevelopment = "development"
+)
+
+// Auth modes.
+const (
+	AuthModeOIDC = "oidc"
+	AuthModeDev  = "dev"
+)
+
+// Units of the token endpoint's expiresIn.
+const (
+	UnitSeconds      = "seconds"
+	UnitMilliseconds = "milliseconds"
+)
+
+// Secret is a configuration value that must never be printed. Its String,
+// LogValue, MarshalYAML and MarshalJSON all return "REDACTED"; Reveal returns
+// the value for the one place that needs it.
+type Secret string
+
+// Redacted is what a Secret prints as.
+const Redacted = "REDACTED"
+
+// Reveal returns the secret's value.
+func (s Secret) Reveal() string { return string(s) }
+
+// String implements fmt.Stringer.
+func (s Secret) String() string { return Redacted }
+
+// GoString implements fmt.GoStringer, so %#v does not leak either.
+func (s Secret) GoString() string { return Redacted }
+
+// LogValue implements slog.LogValuer.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(Redacted) }
+
+// MarshalYAML implements yaml.Marshaler.
+func (s Secret) MarshalYAML() (any, error) { return Redacted, nil }
+
+// MarshalJSON implements json.Marshaler.
+func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + Redacted + `"`), nil }
+
+// Config is the whole configuration. Field tags are the contract's key names.
+type Config struct {
+	Env             string        `yaml:"env"`
+	Listen          string        `yaml:"listen"`
+	AdminListen     string        `yaml:"admin_listen"`
+	PublicURL       string        `yaml:"public_url"`
+	TrustedProxies  []string      `yaml:"trusted_proxies"`
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"` // drain bound after SIGTERM
+	ShutdownDelay   time.Duration `yaml:"shutdown_delay"`   // /readyz is 503 this long before the listeners stop
+	LogLevel        string        `yaml:"log_level"`        // debug | info | warn | error
+	Pprof           bool          `yaml:"pprof"`            // serve /debug/pprof/ on the admin listener
+	Upstream        Upstream      `yaml:"upstream"`
+	Redis           Redis         `yaml:"redis"`
+	Session         Session       `yaml:"session"`
+	Auth            Auth          `yaml:"auth"`
+	CORS            CORS          `yaml:"cors"`
+}
+
+// Upstream configures the API the BFF fronts.
+type Upstream struct {
+	BaseURL          string        `yaml:"base_url"`
+	ClientID         string        `yaml:"client_id"`
+	ClientSecret     Secret        `yaml:"client_secret"`
+	ClientSecretFile string        `yaml:"client_secret_file"`
+	Timeout          time.Duration `yaml:"timeout"`
+	MaxBodyBytes     int64         `yaml:"max_body_bytes"`
+	ExpiresInUnit    string        `yaml:"expires_in_unit"`
+	RefreshBefore    time.Duration `yaml:"refresh_before"`
+	MaxTokenTTL      time.Duration `yaml:"max_token_ttl"`
+	// TokenCacheEntries bounds each instance's in-process token cache in
+	// front of Redis; 0 turns the in-process layer off.
+	TokenCacheEntries int     `yaml:"token_cache_entries"`
+	Retry             Retry   `yaml:"retry"`
+	Routes            []Route `yaml:"routes"`
+	// RequireIdempotencyKey makes Idempotency-Key mandatory on money-moving POSTs.
+	RequireIdempotencyKey bool `yaml:"require_idempotency_key"`
+}
+
+// Retry bounds the retries of idempotent upstream calls.
+type Retry struct {
+	MaxAttempts int           `yaml:"max_attempts"`
+	BaseDelay   time.Duration `yaml:"base_delay"`
+	MaxDelay    time.Duration `yaml:"max_delay"`
+}
+
+// Route is one allowlisted upstream path prefix and its methods.
+type Route struct {
+	Prefix  string   `yaml:"prefix"`
+	Methods []string `yaml:"methods"`
+}
+
+// Redis configures the shared store. An empty URL with no Sentinel or
+// Cluster settings selects the in-process store.
+type Redis struct {
+	URL          Secret   `yaml:"url"` // may carry a password
+	Sentinel     Sentinel `yaml:"sentinel"`
+	ClusterAddrs []string `yaml:"cluster_addrs"`
+	// Username, Password and TLS reach the Redis nodes behind Sentinel or
+	// Cluster; with url they go in the URL (redis://user:pass@…, rediss://).
+	Username      string        `yaml:"username"`
+	Password      Secret        `yaml:"password"`
+	TLS           bool          `yaml:"tls"`
+	KeyPrefix     string        `yaml:"key_prefix"`
+	EncryptionKey Secret        `yaml:"encryption_key"`
+	DialTimeout   time.Duration `yaml:"dial_timeout"`
+	ReadTimeout   time.Duration `yaml:"read_timeout"`
+	WriteTimeout  time.Duration `yaml:"write_timeout"`
+	PoolSize      int           `yaml:"pool_size"`
+}
+
+// Sentinel configures Redis Sentinel.
+type Sentinel struct {
+	Master   string   `yaml:"master"`
+	Addrs    []string `yaml:"addrs"`
+	Password Secret   `yaml:"password"`
+}
+
+// Session configures the BFF's own sessions.
+type Session struct {
+	CookieName      string        `yaml:"cookie_name"`
+	SecureCookie    bool          `yaml:"secure_cookie"`
+	IdleTimeout     time.Duration `yaml:"idle_timeout"`
+	AbsoluteTimeout time.Duration `yaml:"absolute_timeout"`
+	Keys            []Secret      `yaml:"keys"`
+	// CacheEntries bounds each instance's in-process copy of live sessions
+	// in front of Redis; 0 turns it off.
+	CacheEntries int `yaml:"cache_entries"`
+}
+
+// Auth configures how users log in.
+type Auth struct {
+	Mode               string   `yaml:"mode"`
+	OIDC               OIDC     `yaml:"oidc"`
+	MobileRedirectURIs []string `yaml:"mobile_redirect_uris"`
+}
+
+// OIDC configures the OpenID provider for browser and mobile login.
+type OIDC struct {
+	Issuer       string   `yaml:"issuer"`
+	ClientID     string   `yaml:"client_id"`
+	ClientSecret Secret   `yaml:"client_secret"`
+	RedirectURL  string   `yaml:"redirect_url"`
+	Scopes       []string `yaml:"scopes"`
+	UserIDClaim  string   `yaml:"user_id_claim"`
+}
+
+// CORS configures cross-origin web frontends.
+type CORS struct {
+	AllowedOrigins []string `yaml:"allowed_origins"`
+}

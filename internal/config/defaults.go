@@ -1,0 +1,91 @@
+package config
+
+import "time"
+
+// Derived defaults: values that depend on other keys and are filled in by
+// Load after decoding.
+const (
+	// DevPublicURL is public_url when it is empty and env is development.
+	DevPublicURL = "http://localhost:8080"
+	// SecureCookieName is the session cookie's name when cookie_name is
+	// empty and secure_cookie is true. The __Host- prefix makes the browser
+	// refuse it without Secure, with a Domain, or with a Path other than /.
+	SecureCookieName = "__Host-bff_session"
+	// PlainCookieName is the session cookie's name when cookie_name is
+	// empty and secure_cookie is false.
+	PlainCookieName = "bff_session"
+)
+
+// Defaults returns the configuration with every default filled in. The
+// derived keys (public_url in development, session.cookie_name) are left
+// empty: Load fills them from the other keys. Each call returns fresh slices,
+// so callers may modify the result.
+func Defaults() Config {
+	return Config{
+		Env:             EnvProduction,
+		Listen:          ":8080",
+		AdminListen:     ":9090",
+		TrustedProxies:  []string{},
+		ShutdownTimeout: 30 * time.Second,
+		ShutdownDelay:   5 * time.Second,
+		LogLevel:        "info",
+		Upstream: Upstream{
+			Timeout:           15 * time.Second,
+			MaxBodyBytes:      1 << 20,
+			ExpiresInUnit:     UnitSeconds,
+			RefreshBefore:     60 * time.Second,
+			MaxTokenTTL:       time.Hour,
+			TokenCacheEntries: 10000,
+			Retry: Retry{
+				MaxAttempts: 3,
+				BaseDelay:   100 * time.Millisecond,
+				MaxDelay:    time.Second,
+			},
+			Routes: DefaultRoutes(),
+		},
+		Redis: Redis{
+			URL:          "redis://127.0.0.1:6379/0",
+			Sentinel:     Sentinel{Addrs: []string{}},
+			ClusterAddrs: []string{},
+			KeyPrefix:    "bff:",
+			DialTimeout:  2 * time.Second,
+			ReadTimeout:  time.Second,
+			WriteTimeout: time.Second,
+		},
+		Session: Session{
+			SecureCookie:    true,
+			IdleTimeout:     30 * time.Minute,
+			AbsoluteTimeout: 12 * time.Hour,
+			CacheEntries:    10000,
+			Keys:            []Secret{},
+		},
+		Auth: Auth{
+			Mode: AuthModeOIDC,
+			OIDC: OIDC{
+				Scopes:      []string{"openid", "profile"},
+				UserIDClaim: "sub",
+			},
+			MobileRedirectURIs: []string{},
+		},
+		CORS: CORS{AllowedOrigins: []string{}},
+	}
+}
+
+// DefaultRoutes returns the contract's upstream allowlist, in the
+// contract's order. Each call returns a fresh slice.
+func DefaultRoutes() []Route {
+	r := func(prefix string, methods ...string) Route { return Route{Prefix: prefix, Methods: methods} }
+	return []Route{
+		r("/v2/payments", "GET", "POST", "DELETE"),
+		r("/v2/pay", "POST"),
+		r("/v2/connections", "GET", "POST", "DELETE"),
+		r("/v2/data/accounts", "GET"),
+		r("/v2/data/transactions", "GET", "PATCH"),
+		r("/v2/data/transaction-categories", "GET"),
+		r("/v2/providers", "GET"),
+		r("/v2/bank-branches", "GET"),
+		r("/v2/merchants", "GET", "POST", "PUT", "DELETE"),
+		// The 20-credit on-demand refresh.
+		r("/chat/chat/connections/refresh", "POST"),
+	}
+}

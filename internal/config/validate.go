@@ -1,0 +1,416 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Methods a route may allow.
+var routeMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
+
+// Validate checks every key and reports every problem it finds, joined with
+// errors.Join; each names its key and none holds a secret's value. It reads
+// upstream.client_secret_file, which must be readable. Load calls it after
+// filling the derived keys; on a Config built by hand an empty
+// session.cookie_name or (in development) public_url stands for the derived
+// value.
+func (c *Config) Validate() error {
+	v := &validator{}
+	prod := c.Env == EnvProduction
+
+	switch c.Env {
+	case EnvProduction, EnvDevelopment:
+	default:
+		v.addf("env", "%q is not one of production, development", c.Env)
+	}
+	v.hostPort("listen", c.Listen)
+	v.hostPort("admin_listen", c.AdminListen)
+	if sameListener(c.Listen, c.AdminListen) {
+		v.addf("admin_listen", "must differ from listen (%q): the admin endpoints are never on the public listener", c.Listen)
+	}
+	switch {
+	case c.PublicURL == "" && prod:
+		v.addf("public_url", "required when env is production")
+	case c.PublicURL != "":
+		if msg := checkOrigin(c.PublicURL, true); msg != "" {
+			v.addf("public_url", "%s", msg)
+		} else if prod && !isHTTPS(c.PublicURL) {
+			v.addf("public_url", "must be https when env is production")
+		}
+	}
+	for i, p := range c.TrustedProxies {
+		if _, err := netip.ParsePrefix(p); err == nil {
+			continue
+		}
+		if _, err := netip.ParseAddr(p); err != nil {
+			v.addf(fmt.Sprintf("trusted_proxies[%d]", i), "%q is neither a CIDR nor an IP address", p)
+		}
+	}
+	v.positive("shutdown_timeout", int64(c.ShutdownTimeout))
+	if c.ShutdownDelay < 0 {
+		v.addf("shutdown_delay", "must not be negative")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		v.addf("log_level", "%q is not one of debug, info, warn, error", c.LogLevel)
+	}
+
+	c.Upstream.validate(v, prod)
+	c.Redis.validate(v, prod)
+	c.Session.validate(v, prod)
+	c.Auth.validate(v, prod)
+
+	for i, o := range c.CORS.AllowedOrigins {
+		key := fmt.Sprintf("cors.allowed_origins[%d]", i)
+		if o == "*" {
+			v.addf(key, `"*" is not allowed: credentials are sent only to listed origins`)
+		} else if msg := checkOrigin(o, false); msg != "" {
+			v.addf(key, "%s", msg)
+		}
+	}
+	return errors.Join(v.errs...)
+}
+
+func (u *Upstream) validate(v *validator, prod bool) {
+	if u.BaseURL == "" {
+		v.addf("upstream.base_url", "required")
+	} else if msg := checkBaseURL(u.BaseURL); msg != "" {
+		v.addf("upstream.base_url", "%s", msg)
+	} else if prod && !isHTTPS(u.BaseURL) && !isLoopback(u.BaseURL) {
+		v.addf("upstream.base_url", "must be https when env is production (plain http only to a loopback host)")
+	}
+	if u.ClientID == "" {
+		v.addf("upstream.client_id", "required")
+	}
+	switch {
+	case u.ClientSecret != "" && u.ClientSecretFile != "":
+		v.addf("upstream.client_secret_file", "set client_secret or client_secret_file, not both")
+	default:
+		if _, err := u.LoadClientSecret(); err != nil {
+			v.add(err)
+		}
+	}
+	v.positive("upstream.timeout", int64(u.Timeout))
+	if u.MaxBodyBytes <= 0 {
+		v.addf("upstream.max_body_bytes", "must be greater than 0")
+	}
+	switch u.ExpiresInUnit {
+	case UnitSeconds, UnitMilliseconds:
+	default:
+		v.addf("upstream.expires_in_unit", "%q is not one of seconds, milliseconds", u.ExpiresInUnit)
+	}
+	v.positive("upstream.max_token_ttl", int64(u.MaxTokenTTL))
+	switch {
+	case u.RefreshBefore < 0:
+		v.addf("upstream.refresh_before", "must not be negative")
+	case u.MaxTokenTTL > 0 && u.RefreshBefore >= u.MaxTokenTTL:
+		v.addf("upstream.refresh_before", "must be shorter than upstream.max_token_ttl (%s)", u.MaxTokenTTL)
+	}
+	if n := u.TokenCacheEntries; n < 0 || n > 10_000_000 {
+		v.addf("upstream.token_cache_entries", "%d is not between 0 and 10000000", n)
+	}
+	if a := u.Retry.MaxAttempts; a < 1 || a > 10 {
+		v.addf("upstream.retry.max_attempts", "%d is not between 1 and 10 (attempts include the first)", a)
+	}
+	v.positive("upstream.retry.base_delay", int64(u.Retry.BaseDelay))
+	v.positive("upstream.retry.max_delay", int64(u.Retry.MaxDelay))
+	if u.Retry.BaseDelay > 0 && u.Retry.MaxDelay > 0 && u.Retry.BaseDelay > u.Retry.MaxDelay {
+		v.addf("upstream.retry.base_delay", "must not exceed upstream.retry.max_delay (%s)", u.Retry.MaxDelay)
+	}
+
+	if len(u.Routes) == 0 {
+		v.addf("upstream.routes", "at least one route is required")
+	}
+	seen := map[string]int{}
+	for i, r := range u.Routes {
+		key := fmt.Sprintf("upstream.routes[%d]", i)
+		if msg := checkPrefix(r.Prefix); msg != "" {
+			v.addf(key+".prefix", "%s", msg)
+		} else if j, dup := seen[r.Prefix]; dup {
+			v.addf(key+".prefix", "%q is already upstream.routes[%d].prefix", r.Prefix, j)
+		} else {
+			seen[r.Prefix] = i
+		}
+		if len(r.Methods) == 0 {
+			v.addf(key+".methods", "at least one method is required")
+		}
+		for j, m := range r.Methods {
+			if !slices.Contains(routeMethods, strings.ToUpper(m)) {
+				v.addf(fmt.Sprintf("%s.methods[%d]", key, j), "%q is not one of %s", m, strings.Join(routeMethods, " "))
+			}
+		}
+	}
+}
+
+// checkPrefix returns what is wrong with a route prefix, or "".
+func checkPrefix(p string) string {
+	switch {
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Sprintf("%q must start with /", p)
+	case strings.HasSuffix(p, "/"):
+		return fmt.Sprintf("%q must not end with /", p)
+	case strings.Contains(p, ".."), strings.Contains(p, "//"):
+		return fmt.Sprintf("%q must not hold .. or //", p)
+	case strings.ContainsAny(p, "%?#\\"):
+		return fmt.Sprintf("%q must not hold %%, ?, # or \\ (no escapes, no query)", p)
+	case strings.IndexFunc(p, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0:
+		return fmt.Sprintf("%q must not hold spaces or control characters", p)
+	}
+	// The token endpoint, POST {base_url}/oauth/token, is never reachable.
+	if l := strings.ToLower(p); l == "/oauth" || strings.HasPrefix(l, "/oauth/") {
+		return fmt.Sprintf("%q is under /oauth, which is never forwarded", p)
+	}
+	return ""
+}
+
+func (r *Redis) validate(v *validator, prod bool) {
+	if r.URL != "" {
+		// Never show the url: it may hold a password.
+		u, err := url.Parse(r.URL.Reveal())
+		switch {
+		case err != nil:
+			v.addf("redis.url", "not a valid URL")
+		case u.Scheme != "redis" && u.Scheme != "rediss":
+			v.addf("redis.url", "scheme must be redis or rediss")
+		case u.Host == "":
+			v.addf("redis.url", "has no host")
+		}
+	}
+	s := r.Sentinel
+	if s.Master != "" && len(s.Addrs) == 0 {
+		v.addf("redis.sentinel.addrs", "required when redis.sentinel.master is set")
+	}
+	if s.Master == "" && len(s.Addrs) > 0 {
+		v.addf("redis.sentinel.master", "required when redis.sentinel.addrs is set")
+	}
+	for i, a := range s.Addrs {
+		v.hostPort(fmt.Sprintf("redis.sentinel.addrs[%d]", i), a)
+	}
+	for i, a := range r.ClusterAddrs {
+		v.hostPort(fmt.Sprintf("redis.cluster_addrs[%d]", i), a)
+	}
+	var modes []string
+	if r.URL != "" {
+		modes = append(modes, "redis.url")
+	}
+	if s.Master != "" || len(s.Addrs) > 0 {
+		modes = append(modes, "redis.sentinel")
+	}
+	if len(r.ClusterAddrs) > 0 {
+		modes = append(modes, "redis.cluster_addrs")
+	}
+	if len(modes) > 1 {
+		v.addf(modes[1], "%s are mutually exclusive: set one", strings.Join(modes, " and "))
+	}
+	if r.URL != "" && (r.Username != "" || r.Password != "" || r.TLS) {
+		v.addf("redis.username", "username, password and tls are for Sentinel and Cluster; with redis.url put them in the URL (redis://user:pass@host, rediss:// for TLS)")
+	}
+	if r.EncryptionKey == "" {
+		if prod {
+			v.addf("redis.encryption_key", "required when env is production")
+		}
+	} else if _, err := r.DecodedEncryptionKey(); err != nil {
+		v.add(err)
+	}
+	v.positive("redis.dial_timeout", int64(r.DialTimeout))
+	v.positive("redis.read_timeout", int64(r.ReadTimeout))
+	v.positive("redis.write_timeout", int64(r.WriteTimeout))
+	if r.PoolSize < 0 {
+		v.addf("redis.pool_size", "must not be negative (0 is the client's default)")
+	}
+	if prod && r.InProcessStore() {
+		v.addf("redis.url", "required when env is production: the in-process store is not shared between instances")
+	}
+}
+
+func (s *Session) validate(v *validator, prod bool) {
+	if n := s.CacheEntries; n < 0 || n > 10_000_000 {
+		v.addf("session.cache_entries", "%d is not between 0 and 10000000", n)
+	}
+	name := s.CookieName
+	if name == "" {
+		name = PlainCookieName
+		if s.SecureCookie {
+			name = SecureCookieName
+		}
+	}
+	switch {
+	case !isToken(name):
+		v.addf("session.cookie_name", "%q is not a valid cookie name", name)
+	case !s.SecureCookie && (strings.HasPrefix(name, "__Host-") || strings.HasPrefix(name, "__Secure-")):
+		v.addf("session.cookie_name", "%q needs secure_cookie: true (browsers drop __Host- and __Secure- cookies without Secure)", name)
+	}
+	v.positive("session.idle_timeout", int64(s.IdleTimeout))
+	v.positive("session.absolute_timeout", int64(s.AbsoluteTimeout))
+	if s.IdleTimeout > 0 && s.AbsoluteTimeout > 0 && s.IdleTimeout > s.AbsoluteTimeout {
+		v.addf("session.idle_timeout", "must not exceed session.absolute_timeout (%s)", s.AbsoluteTimeout)
+	}
+	if len(s.Keys) == 0 && prod {
+		v.addf("session.keys", "at least one key is required when env is production")
+	}
+	for i, k := range s.Keys {
+		if _, err := decodeSessionKey(i, k); err != nil {
+			v.add(err)
+		}
+	}
+}
+
+func (a *Auth) validate(v *validator, prod bool) {
+	switch a.Mode {
+	case AuthModeOIDC:
+		o := a.OIDC
+		if o.Issuer == "" {
+			v.addf("auth.oidc.issuer", "required when auth.mode is oidc")
+		} else if msg := checkBaseURL(o.Issuer); msg != "" {
+			v.addf("auth.oidc.issuer", "%s", msg)
+		} else if prod && !isHTTPS(o.Issuer) && !isLoopback(o.Issuer) {
+			v.addf("auth.oidc.issuer", "must be https when env is production")
+		}
+		if o.ClientID == "" {
+			v.addf("auth.oidc.client_id", "required when auth.mode is oidc")
+		}
+		if o.RedirectURL == "" {
+			v.addf("auth.oidc.redirect_url", "required when auth.mode is oidc")
+		} else if msg := checkBaseURL(o.RedirectURL); msg != "" {
+			v.addf("auth.oidc.redirect_url", "%s", msg)
+		}
+		if o.UserIDClaim == "" {
+			v.addf("auth.oidc.user_id_claim", "required when auth.mode is oidc")
+		}
+		if !slices.Contains(o.Scopes, "openid") {
+			v.addf("auth.oidc.scopes", "must include openid")
+		}
+	case AuthModeDev:
+		if prod {
+			v.addf("auth.mode", "dev is refused when env is production")
+		}
+	default:
+		v.addf("auth.mode", "%q is not one of oidc, dev", a.Mode)
+	}
+	for i, s := range a.MobileRedirectURIs {
+		key := fmt.Sprintf("auth.mobile_redirect_uris[%d]", i)
+		u, err := url.Parse(s)
+		switch {
+		case err != nil || u.Scheme == "":
+			v.addf(key, "not an absolute URI (e.g. com.example.app:/callback)")
+		case u.Fragment != "" || strings.Contains(s, "#"):
+			v.addf(key, "must not hold a fragment")
+		}
+	}
+}
+
+// validator collects problems.
+type validator struct{ errs []error }
+
+func (v *validator) add(err error) { v.errs = append(v.errs, err) }
+
+func (v *validator) addf(key, format string, args ...any) {
+	v.add(&Error{Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) positive(key string, n int64) {
+	if n <= 0 {
+		v.addf(key, "must be greater than 0")
+	}
+}
+
+func (v *validator) hostPort(key, s string) {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		v.addf(key, "%q is not host:port", s)
+		return
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		v.addf(key, "%q: port must be a number from 0 to 65535", s)
+	}
+}
+
+// sameListener reports whether two listen addresses would collide: the same
+// non-zero port on the same or a wildcard host.
+func sameListener(a, b string) bool {
+	ha, pa, err1 := net.SplitHostPort(a)
+	hb, pb, err2 := net.SplitHostPort(b)
+	if err1 != nil || err2 != nil || pa != pb || pa == "0" {
+		return false
+	}
+	wild := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
+	return ha == hb || wild(ha) || wild(hb)
+}
+
+// checkOrigin returns what keeps s from being a bare origin
+// (scheme://host[:port]), or "". web limits the scheme to http and https.
+// The value is not echoed: it could hold user:password.
+func checkOrigin(s string, web bool) string {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil || u.Scheme == "" || u.Host == "" || u.Opaque != "":
+		return "not an absolute URL of the form scheme://host[:port]"
+	case web && u.Scheme != "http" && u.Scheme != "https":
+		return "scheme must be http or https"
+	case u.User != nil:
+		return "must not hold user:password"
+	case u.Path != "" && u.Path != "/", u.RawQuery != "", u.ForceQuery, u.Fragment != "", strings.Contains(s, "#"):
+		return "must be an origin only (scheme://host[:port]), with no path, query or fragment"
+	}
+	return ""
+}
+
+// checkBaseURL returns what keeps s from being an absolute http(s) URL
+// usable as a base (a path is allowed; a query, fragment or user:password
+// is not), or "".
+func checkBaseURL(s string) string {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil || u.Host == "" || u.Opaque != "":
+		return "not an absolute http(s) URL"
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "scheme must be http or https"
+	case u.User != nil:
+		return "must not hold user:password"
+	case u.RawQuery != "", u.ForceQuery, u.Fragment != "", strings.Contains(s, "#"):
+		return "must not hold a query or fragment"
+	}
+	return ""
+}
+
+// isHTTPS reports whether s parses as a URL with the https scheme.
+func isHTTPS(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Scheme == "https"
+}
+
+// isLoopback reports whether the URL's host is localhost or a loopback IP.
+func isLoopback(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil {
+		return false
+	}
+	h := strings.ToLower(u.Hostname())
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.IsLoopback()
+}
+
+// isToken reports whether s is a non-empty RFC 7230 token, as a cookie
+// name must be (RFC 6265 section 4.1.1).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`()<>@,;:\"/[]?={}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,56 @@
+package kv_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fintech-bff/bff/internal/kv"
+	"github.com/fintech-bff/bff/internal/redistest"
+)
+
+func suiteOnPrefixes(t *testing.T, c redis.UniversalClient) {
+	for _, prefix := range redistest.Prefixes {
+		t.Run(fmt.Sprintf("prefix %q", prefix), func(t *testing.T) {
+			if err := redistest.FlushAll(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+			suite(t, kv.NewRedis(c, prefix))
+		})
+	}
+}
+
+func TestRedisCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	c := cl.UniversalClient(t)
+	suiteOnPrefixes(t, c)
+	t.Run("keys spread over the masters", func(t *testing.T) {
+		ctx := context.Background()
+		r := kv.NewRedis(c, "bff:")
+		for i := range 30 {
+			if err := r.Set(ctx, fmt.Sprintf("spread-%d", i), []byte("x"), time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+		used := 0
+		for _, n := range cl.Nodes {
+			nc := n.Client()
+			if nc.DBSize(ctx).Val() > 0 {
+				used++
+			}
+			_ = nc.Close()
+		}
+		if used != len(cl.Nodes) {
+			t.Fatalf("got keys on %d of %d masters, want every master (the suite ran on one node only)", used, len(cl.Nodes))
+		}
+	})
+}
+
+func TestRedisSentinel(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	c := s.UniversalClient(t)
+	suiteOnPrefixes(t, c)
+}

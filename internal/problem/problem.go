@@ -1,0 +1,264 @@
+// Package problem is the BFF's one error type and its RFC 9457
+// application/problem+json rendering. Every error the BFF returns, its own or
+// the upstream's, becomes a *Problem and is written by Write, nowhere else.
+//
+// The package is plain Go: it imports no HTTP framework, so the edge, the
+// proxy and the token manager all share it.
+package problem
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// ContentType is the media type of every error body (RFC 9457).
+const ContentType = "application/problem+json"
+
+// Codes the contract names (shared/CONTRACT.md, section 4).
+const (
+	CodeSessionRequired          = "SESSION_REQUIRED"
+	CodeCSRFRejected             = "CSRF_REJECTED"
+	CodeRouteNotFound            = "ROUTE_NOT_FOUND"
+	CodeMethodNotAllowed         = "METHOD_NOT_ALLOWED"
+	CodeBadPath                  = "BAD_PATH"
+	CodeBodyTooLarge             = "BODY_TOO_LARGE"
+	CodeClientError              = "CLIENT_ERROR"
+	CodeValidationError          = "VALIDATION_ERROR"
+	CodeProviderUnavailable      = "PROVIDER_UNAVAILABLE"
+	CodeInsufficientCredits      = "INSUFFICIENT_CREDITS"
+	CodeNotAvailableOnPlan       = "NOT_AVAILABLE_ON_PLAN"
+	CodeAccountLimitReached      = "ACCOUNT_LIMIT_REACHED"
+	CodeMCPForbidden             = "MCP_FORBIDDEN"
+	CodeMCPNoServiceOrg          = "MCP_NO_SERVICE_ORG"
+	CodeMCPTemporarilyUnavail    = "MCP_TEMPORARILY_UNAVAILABLE"
+	CodeForbidden                = "FORBIDDEN"
+	CodeNoRefreshableConnections = "NO_REFRESHABLE_CONNECTIONS"
+	CodeResourceLocked           = "RESOURCE_LOCKED"
+	CodeUpstreamAuthFailed       = "UPSTREAM_AUTH_FAILED"
+	CodeUpstreamError            = "UPSTREAM_ERROR"
+	CodeUpstreamUnavailable      = "UPSTREAM_UNAVAILABLE"
+	CodeUpstreamUnreachable      = "UPSTREAM_UNREACHABLE"
+	CodeUpstreamTimeout          = "UPSTREAM_TIMEOUT"
+	CodeSessionStoreUnavailable  = "SESSION_STORE_UNAVAILABLE"
+	CodeBadRequest               = "BAD_REQUEST"
+	CodeNotFound                 = "NOT_FOUND"
+	CodeInternal                 = "INTERNAL"
+	CodeClientClosedRequest      = "CLIENT_CLOSED_REQUEST"
+	CodeLoginFailed              = "LOGIN_FAILED"
+	CodeInvalidGrant             = "INVALID_GRANT"
+	CodeIdempotencyKeyRequired   = "IDEMPOTENCY_KEY_REQUIRED"
+	CodeIdempotencyKeyInvalid    = "IDEMPOTENCY_KEY_INVALID"
+	CodeIdempotencyKeyReused     = "IDEMPOTENCY_KEY_REUSED"
+	CodeIdempotencyInProgress    = "IDEMPOTENCY_IN_PROGRESS"
+)
+
+// Actions tell a frontend what to do next.
+const (
+	ActionLogin               = "login"
+	ActionFixRequest          = "fix_request"
+	ActionRetryLater          = "retry_later"
+	ActionWaitForCredits      = "wait_for_credits"
+	ActionUpgradePlan         = "upgrade_plan"
+	ActionContactSupport      = "contact_support"
+	ActionReconnectBank       = "reconnect_bank"
+	ActionNone                = "none"
+	StatusClientClosedRequest = 499
+)
+
+// Field is one entry of a validation error.
+type Field struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Problem is the one error type of the BFF: the status, a message safe to
+// show, and the internal cause (never rendered). It implements error.
+type Problem struct {
+	Type      string   `json:"type"`
+	Title     string   `json:"title"`
+	Status    int      `json:"status"`
+	Detail    string   `json:"detail,omitempty"`
+	Code      string   `json:"code"`
+	Action    string   `json:"action"`
+	Retryable bool     `json:"retryable"`
+	Fields    []Field  `json:"fields,omitempty"`
+	Cost      *float64 `json:"cost,omitempty"`
+	Balance   *float64 `json:"balance,omitempty"`
+	RequestID string   `json:"requestId"`
+
+	// RetryAfter, when set, is sent as the Retry-After header.
+	RetryAfter string `json:"-"`
+	// Allow, when set, is sent as the Allow header (405).
+	Allow string `json:"-"`
+	// Err is the internal cause: logged, never rendered.
+	Err error `json:"-"`
+}
+
+// Error implements error with the code and detail; never the cause's text,
+// which may hold upstream details.
+func (p *Problem) Error() string {
+	if p.Detail != "" {
+		return p.Code + ": " + p.Detail
+	}
+	return p.Code
+}
+
+// Unwrap returns the internal cause.
+func (p *Problem) Unwrap() error { return p.Err }
+
+// TypeURI is the stable type URI of a code.
+func TypeURI(code string) string { return "urn:bff:problem:" + code }
+
+type spec struct {
+	status    int
+	title     string
+	action    string
+	retryable bool
+}
+
+// specs holds the BFF's own codes (those not derived from an upstream
+// status) with their fixed status, title, action and retryability.
+var specs = map[string]spec{
+	CodeSessionRequired:          {http.StatusUnauthorized, "Session required", ActionLogin, false},
+	CodeCSRFRejected:             {http.StatusForbidden, "Cross-site request rejected", ActionFixRequest, false},
+	CodeRouteNotFound:            {http.StatusNotFound, "Route not found", ActionFixRequest, false},
+	CodeMethodNotAllowed:         {http.StatusMethodNotAllowed, "Method not allowed", ActionFixRequest, false},
+	CodeBadPath:                  {http.StatusBadRequest, "Malformed path", ActionFixRequest, false},
+	CodeBodyTooLarge:             {http.StatusRequestEntityTooLarge, "Request body too large", ActionFixRequest, false},
+	CodeClientError:              {http.StatusBadRequest, "Invalid request", ActionFixRequest, false},
+	CodeValidationError:          {http.StatusBadRequest, "Validation failed", ActionFixRequest, false},
+	CodeProviderUnavailable:      {http.StatusServiceUnavailable, "Bank provider temporarily unavailable", ActionRetryLater, true},
+	CodeInsufficientCredits:      {http.StatusPaymentRequired, "Not enough credits", ActionWaitForCredits, false},
+	CodeNotAvailableOnPlan:       {http.StatusForbidden, "Not available on your plan", ActionUpgradePlan, false},
+	CodeAccountLimitReached:      {http.StatusForbidden, "Account limit reached", ActionContactSupport, false},
+	CodeMCPForbidden:             {http.StatusForbidden, "Connector scope missing", ActionContactSupport, false},
+	CodeMCPNoServiceOrg:          {http.StatusForbidden, "Connector has no linked account", ActionContactSupport, false},
+	CodeMCPTemporarilyUnavail:    {http.StatusServiceUnavailable, "Connector verification temporarily unavailable", ActionRetryLater, true},
+	CodeForbidden:                {http.StatusForbidden, "Forbidden", ActionContactSupport, false},
+	CodeNoRefreshableConnections: {http.StatusConflict, "No refreshable bank connection", ActionReconnectBank, false},
+	CodeResourceLocked:           {http.StatusLocked, "Resource locked", ActionRetryLater, true},
+	CodeUpstreamAuthFailed:       {http.StatusBadGateway, "Upstream authentication failed", ActionContactSupport, false},
+	CodeUpstreamError:            {http.StatusBadGateway, "Upstream error", ActionRetryLater, true},
+	CodeUpstreamUnavailable:      {http.StatusServiceUnavailable, "Upstream temporarily unavailable", ActionRetryLater, true},
+	CodeUpstreamUnreachable:      {http.StatusBadGateway, "Upstream unreachable", ActionRetryLater, true},
+	CodeUpstreamTimeout:          {http.StatusGatewayTimeout, "Upstream timed out", ActionRetryLater, true},
+	CodeSessionStoreUnavailable:  {http.StatusServiceUnavailable, "Session store unavailable", ActionRetryLater, true},
+	CodeBadRequest:               {http.StatusBadRequest, "Bad request", ActionFixRequest, false},
+	CodeNotFound:                 {http.StatusNotFound, "Not found", ActionFixRequest, false},
+	CodeInternal:                 {http.StatusInternalServerError, "Internal error", ActionRetryLater, true},
+	CodeClientClosedRequest:      {StatusClientClosedRequest, "Client closed request", ActionNone, false},
+	CodeLoginFailed:              {http.StatusBadRequest, "Login failed", ActionLogin, false},
+	CodeInvalidGrant:             {http.StatusBadRequest, "Invalid, used or expired login code", ActionLogin, false},
+	CodeIdempotencyKeyRequired:   {http.StatusBadRequest, "Idempotency-Key required", ActionFixRequest, false},
+	CodeIdempotencyKeyInvalid:    {http.StatusBadRequest, "Invalid Idempotency-Key", ActionFixRequest, false},
+	CodeIdempotencyKeyReused:     {http.StatusUnprocessableEntity, "Idempotency-Key reused for another request", ActionFixRequest, false},
+	CodeIdempotencyInProgress:    {http.StatusConflict, "A request with this Idempotency-Key is in progress", ActionRetryLater, true},
+}
+
+// Known reports whether code is one of the BFF's own codes (metric labels
+// carry only these, so an upstream cannot grow their cardinality).
+func Known(code string) bool {
+	_, ok := specs[code]
+	return ok
+}
+
+// New returns the Problem for one of the BFF's own codes, with a detail safe
+// to show. An unknown code yields a 500 INTERNAL problem.
+func New(code, detail string) *Problem {
+	s, ok := specs[code]
+	if !ok {
+		code, s = CodeInternal, specs[CodeInternal]
+	}
+	return &Problem{
+		Type:      TypeURI(code),
+		Title:     s.title,
+		Status:    s.status,
+		Detail:    detail,
+		Code:      code,
+		Action:    s.action,
+		Retryable: s.retryable,
+	}
+}
+
+// Wrap is New with an internal cause attached.
+func Wrap(code, detail string, cause error) *Problem {
+	p := New(code, detail)
+	p.Err = cause
+	return p
+}
+
+// Newf is New with a formatted detail.
+func Newf(code, format string, args ...any) *Problem {
+	return New(code, fmt.Sprintf(format, args...))
+}
+
+// Write renders p as application/problem+json with requestID in both the
+// body and the X-Request-Id header. It is the only place errors are rendered.
+//
+// A nil p is written as INTERNAL, and a status outside 100–999 (which
+// http.ResponseWriter.WriteHeader would panic on) as 500.
+func Write(w http.ResponseWriter, p *Problem, requestID string) {
+	if p == nil {
+		p = New(CodeInternal, "")
+	}
+	out := *p
+	out.RequestID = requestID
+	if out.Code == "" {
+		out.Code = CodeInternal
+	}
+	if out.Type == "" {
+		out.Type = TypeURI(out.Code)
+	}
+	if out.Status < 100 || out.Status > 999 {
+		out.Status = http.StatusInternalServerError
+	}
+	body, err := json.Marshal(&out)
+	if err != nil { // a NaN or infinite Cost/Balance; keep the envelope and the request id
+		out = *New(CodeInternal, "")
+		out.RequestID = requestID
+		body, _ = json.Marshal(&out)
+	}
+	h := w.Header()
+	h.Set("Content-Type", ContentType)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if requestID != "" {
+		h.Set("X-Request-Id", requestID)
+	}
+	if out.RetryAfter != "" {
+		h.Set("Retry-After", out.RetryAfter)
+	}
+	if out.Allow != "" {
+		h.Set("Allow", out.Allow)
+	}
+	record(w, out.Code)
+	w.WriteHeader(out.Status)
+	_, _ = w.Write(body)
+}
+
+// Recorder is implemented by a response writer that wants to know which
+// code was sent (the edge's access log). Write finds it through Unwrap.
+type Recorder interface {
+	RecordProblem(code string)
+}
+
+// Record tells a Recorder behind w which code was sent, for a response
+// written by other means than Write (a replayed or buffered one).
+func Record(w http.ResponseWriter, code string) { record(w, code) }
+
+func record(w http.ResponseWriter, code string) {
+	for i := 0; i < 8 && w != nil; i++ {
+		if r, ok := w.(Recorder); ok {
+			r.RecordProblem(code)
+			return
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return
+		}
+		w = u.Unwrap()
+	}
+}

@@ -1,0 +1,39 @@
+package redistest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fintech-bff/bff/internal/kv"
+)
+
+// Prefixes are the key prefixes topology suites run under: the default and
+// none. Neither has a hash tag, so on a Cluster keys spread over the slots
+// of every master (a "{bff}:" prefix would pin them to one slot and hide
+// cross-slot mistakes); token keys' own tag picks their slot.
+var Prefixes = []string{"bff:", ""}
+
+// UniversalClient is a client to the Cluster built the way the BFF builds
+// it (kv.NewClient), closed when t ends.
+func (c *Cluster) UniversalClient(t testing.TB) redis.UniversalClient {
+	return universal(t, kv.ClientOptions{ClusterAddrs: c.Addrs()})
+}
+
+// UniversalClient is a client through the Sentinel built the way the BFF
+// builds it (kv.NewClient), closed when t ends.
+func (s *Sentinel) UniversalClient(t testing.TB) redis.UniversalClient {
+	return universal(t, kv.ClientOptions{SentinelMaster: s.MasterName, SentinelAddrs: s.SentinelAddrs()})
+}
+
+func universal(t testing.TB, o kv.ClientOptions) redis.UniversalClient {
+	t.Helper()
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = 2*time.Second, 2*time.Second, 2*time.Second
+	c, err := kv.NewClient(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
