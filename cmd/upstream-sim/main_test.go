@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var listening = regexp.MustCompile(`listening on (http://\S+)`)
+
+// start runs the binary's run on a free port and returns its base URL, a
+// stop function that cancels ctx and returns run's error, and the stderr
+// buffer.
+func start(t *testing.T, args []string, env map[string]string) (string, func() error, *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	errc := make(chan error, 1)
+	go func() {
+		errc <- run(ctx, append([]string{"-listen", "127.0.0.1:0"}, args...), func(k string) string { return env[k] }, &stdout, &stderr)
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if m := listening.FindStringSubmatch(stdout.String()); m != nil {
+			stop := func() error {
+				cancel()
+				select {
+				case err := <-errc:
+					return err
+				case <-time.After(15 * time.Second):
+					t.Fatal("run did not return after cancel")
+					return nil
+				}
+			}
+			return m[1], stop, &stderr
+		}
+		select {
+		case err := <-errc:
+			cancel()
+			t.Fatalf("run returned early: %v (stderr %s)", err, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("server did not start; stderr %s", stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func mint(t *testing.T, base, secret string) (int, string) {
+	t.Helper()
+	res, err := http.Post(base+"/oauth/token", "application/json",
+		strings.NewReader(`{"clientId":"dev-client","clientSecret":"`+secret+`","userId":"u"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var m struct {
+		AccessToken string `json:"accessToken"`
+	}
+	_ = json.NewDecoder(res.Body).Decode(&m)
+	return res.StatusCode, m.AccessToken
+}
+
+func TestRun(t *testing.T) {
+	base, stop, stderr := start(t, []string{"-control", "-client-secret", "flag-secret"}, map[string]string{"SIM_CLIENT_SECRET": "env-secret"})
+
+	res, err := http.Get(base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Errorf("readyz: got %d, want 200", res.StatusCode)
+	}
+	if code, _ := mint(t, base, "flag-secret"); code != http.StatusUnauthorized {
+		t.Errorf("flag secret overridden by env: got %d, want 401", code)
+	}
+	code, tok := mint(t, base, "env-secret")
+	if code != http.StatusOK {
+		t.Fatalf("env secret: got %d, want 200", code)
+	}
+	req, _ := http.NewRequest("GET", base+"/v2/payments", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Errorf("payments: got %d, want 200", res.StatusCode)
+	}
+	res, err = http.Get(base + "/_sim/counters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Errorf("control enabled by -control: got %d, want 200", res.StatusCode)
+	}
+
+	if err := stop(); err != nil {
+		t.Errorf("run after cancel: got %v, want nil", err)
+	}
+	logs := stderr.String()
+	for _, secret := range []string{"env-secret", "flag-secret", tok} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("logs contain a secret or token %q", secret)
+		}
+	}
+	for line := range strings.SplitSeq(strings.TrimSpace(logs), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("log line is not JSON: %s", line)
+		}
+	}
+}
+
+func TestRunFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"bad plan", []string{"-plan", "gold"}},
+		{"bad unit", []string{"-expires-in-unit", "hours"}},
+		{"unknown flag", []string{"-nope"}},
+		{"stray argument", []string{"extra"}},
+		{"bad listen address", []string{"-listen", "256.0.0.1:99999"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := run(context.Background(), tt.args, func(string) string { return "" }, io.Discard, io.Discard)
+			if err == nil {
+				t.Errorf("got nil error for %v, want one", tt.args)
+			}
+		})
+	}
+}
+
+func TestRunOptions(t *testing.T) {
+	base, stop, _ := start(t, []string{"-plan", "free", "-expires-in-unit", "milliseconds", "-token-ttl", "2m", "-credits", "0"}, nil)
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	res, err := http.Post(base+"/oauth/token", "application/json",
+		strings.NewReader(`{"clientId":"dev-client","clientSecret":"dev-secret","userId":"u"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		AccessToken string  `json:"accessToken"`
+		ExpiresIn   float64 `json:"expiresIn"`
+	}
+	_ = json.NewDecoder(res.Body).Decode(&m)
+	res.Body.Close()
+	if m.ExpiresIn != 120000 {
+		t.Errorf("got expiresIn %v, want 120000 (ms)", m.ExpiresIn)
+	}
+	req, _ := http.NewRequest("GET", base+"/v2/payments", nil)
+	req.Header.Set("Authorization", "Bearer "+m.AccessToken)
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden {
+		t.Errorf("free plan: got %d, want 403", res.StatusCode)
+	}
+	res, err = http.Get(base + "/_sim/counters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNotFound {
+		t.Errorf("control off by default: got %d, want 404", res.StatusCode)
+	}
+}

@@ -1,0 +1,143 @@
+package upstreamsim
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Fault is a failure injected into the simulator's replies. Faults are
+// evaluated before routing and authentication, on every route including
+// /oauth/token (but never on the control API).
+//
+// A fault matches a request when Method (if set, case-insensitive) equals
+// its method and its path starts with PathPrefix (empty matches all). The
+// first matching fault, in injection order, applies: it waits Delay (a real
+// wait, cut short if the client goes away), then either hangs up (HangUp:
+// the connection is closed without a reply), or replies with Status, or, if
+// Status is 0, lets the request through (a pure latency fault).
+//
+// The reply body is Body with ContentType (default application/json); with
+// EmptyBody there is no body at all; with neither, a body in the upstream's
+// shape for Status. Times limits the fault to the next N matching requests;
+// 0 keeps it until ClearFaults or Reset.
+type Fault struct {
+	Method      string        `json:"method,omitempty"`
+	PathPrefix  string        `json:"pathPrefix,omitempty"`
+	Status      int           `json:"status,omitempty"`
+	Body        string        `json:"body,omitempty"`
+	ContentType string        `json:"contentType,omitempty"`
+	EmptyBody   bool          `json:"emptyBody,omitempty"`
+	Delay       time.Duration `json:"-"`
+	HangUp      bool          `json:"hangUp,omitempty"`
+	Times       int           `json:"times,omitempty"`
+}
+
+func (f *Fault) matches(r *http.Request) bool {
+	if f.Method != "" && !strings.EqualFold(f.Method, r.Method) {
+		return false
+	}
+	return strings.HasPrefix(r.URL.Path, f.PathPrefix)
+}
+
+// faultSet is the list of active faults. It is safe for concurrent use.
+type faultSet struct {
+	mu     sync.Mutex
+	faults []*Fault
+}
+
+func (s *faultSet) add(f Fault) {
+	s.mu.Lock()
+	s.faults = append(s.faults, &f)
+	s.mu.Unlock()
+}
+
+func (s *faultSet) clear() {
+	s.mu.Lock()
+	s.faults = nil
+	s.mu.Unlock()
+}
+
+// take returns the first fault matching r, consuming one of its Times.
+func (s *faultSet) take(r *http.Request) (Fault, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, f := range s.faults {
+		if !f.matches(r) {
+			continue
+		}
+		got := *f
+		if f.Times > 0 {
+			f.Times--
+			if f.Times == 0 {
+				s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
+			}
+		}
+		return got, true
+	}
+	return Fault{}, false
+}
+
+// apply carries out f. It reports whether the request was answered (or the
+// connection dropped) and must not be served further.
+func (f Fault) apply(w http.ResponseWriter, r *http.Request) bool {
+	if f.Delay > 0 {
+		t := time.NewTimer(f.Delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return true
+		}
+	}
+	if f.HangUp {
+		hangUp(w)
+		return true
+	}
+	if f.Status == 0 {
+		return false
+	}
+	switch {
+	case f.EmptyBody:
+		if f.ContentType != "" {
+			w.Header().Set("Content-Type", f.ContentType)
+		}
+		w.WriteHeader(f.Status)
+	case f.Body != "":
+		ct := f.ContentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		w.Header().Set("Content-Type", ct)
+		w.WriteHeader(f.Status)
+		_, _ = w.Write([]byte(f.Body))
+	default:
+		writeAPIError(w, defaultFaultError(f.Status))
+	}
+	return true
+}
+
+// defaultFaultError is the upstream-shaped body of a fault without a Body.
+func defaultFaultError(status int) *apiError {
+	switch {
+	case status == http.StatusUnauthorized:
+		return unauthorized("Unauthorized")
+	case status == http.StatusInternalServerError:
+		return newError(status, typeInternalError, "SERVER_ERROR")
+	case status >= 500:
+		return newError(status, "INTERNAL_SERVER_ERROR", "%s", http.StatusText(status))
+	default:
+		return newError(status, typeClientError, "%s", http.StatusText(status))
+	}
+}
+
+// hangUp closes the connection without a reply. Where the connection cannot
+// be hijacked (HTTP/2), aborting the handler resets the stream instead.
+func hangUp(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	_ = conn.Close()
+}

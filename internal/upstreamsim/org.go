@@ -1,0 +1,123 @@
+package upstreamsim
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Plans the simulator knows. Only "free" changes behaviour: the data and
+// payment routes answer 403 NOT_AVAILABLE_ON_PLAN.
+const (
+	PlanFree    = "free"
+	PlanStarter = "starter"
+	PlanPro     = "pro"
+)
+
+// Refresh constants: the cost the specification fixes, and how long a
+// refresh runs on the simulator clock.
+const (
+	refreshCost     = 20
+	refreshDuration = 60 * time.Second
+)
+
+func validPlan(p string) bool { return p == PlanFree || p == PlanStarter || p == PlanPro }
+
+// org is the organization-wide state: plan, sandbox gate, credits, the
+// running refresh, connector verification and the connection cap. It is
+// safe for concurrent use.
+type org struct {
+	mu               sync.Mutex
+	plan             string
+	productionAccess bool
+	credits          int
+	refreshUntil     time.Time
+	connectorDown    bool
+	apiConnections   int // live connections created through the API
+}
+
+// OrgState is a snapshot of the organization settings.
+type OrgState struct {
+	Plan             string `json:"plan"`
+	ProductionAccess bool   `json:"productionAccess"`
+	Credits          int    `json:"credits"`
+}
+
+func (o *org) state() OrgState {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return OrgState{Plan: o.plan, ProductionAccess: o.productionAccess, Credits: o.credits}
+}
+
+func (o *org) isFree() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.plan == PlanFree
+}
+
+func (o *org) hasProductionAccess() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.productionAccess
+}
+
+func (o *org) isConnectorDown() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.connectorDown
+}
+
+// reserveConnection counts a new API connection against the cap.
+func (o *org) reserveConnection(limit int) *apiError {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.apiConnections >= limit {
+		return newError(403, typeAccountLimit,
+			"The organization has reached its limit of %d corporate accounts", limit)
+	}
+	o.apiConnections++
+	return nil
+}
+
+func (o *org) releaseConnection() {
+	o.mu.Lock()
+	if o.apiConnections > 0 {
+		o.apiConnections--
+	}
+	o.mu.Unlock()
+}
+
+// refreshOutcome is the body of an on-demand refresh reply. Its 402 and 409
+// forms carry no type, as the specification's exceptions say.
+type refreshOutcome struct {
+	httpStatus int
+	Status     string `json:"status"`
+	Message    string `json:"message"`
+	Cost       int    `json:"cost,omitempty"`
+	Balance    *int   `json:"balance,omitempty"`
+}
+
+// startRefresh runs the refresh rules in order: a refresh already running
+// answers already_running (never charged, never a 409); a user with no
+// connection able to fetch gets 409; fewer than 20 credits gets 402;
+// otherwise 20 credits are charged and a refresh runs for refreshDuration.
+func (o *org) startRefresh(now time.Time, refreshable bool) refreshOutcome {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if now.Before(o.refreshUntil) {
+		return refreshOutcome{httpStatus: 200, Status: "already_running",
+			Message: fmt.Sprintf("A refresh is already running; it ends at %s", o.refreshUntil.UTC().Format(time.RFC3339))}
+	}
+	if !refreshable {
+		return refreshOutcome{httpStatus: 409, Status: "no_refreshable_connections",
+			Message: "No connection can fetch data: all are expired, revoked or dead. Reconnect a bank, then retry."}
+	}
+	if o.credits < refreshCost {
+		balance := o.credits
+		return refreshOutcome{httpStatus: 402, Status: "insufficient_credits", Cost: refreshCost, Balance: &balance,
+			Message: fmt.Sprintf("An on-demand refresh costs %d credits; the balance is %d", refreshCost, balance)}
+	}
+	o.credits -= refreshCost
+	o.refreshUntil = now.Add(refreshDuration)
+	return refreshOutcome{httpStatus: 200, Status: "accepted", Message: "Refresh started"}
+}

@@ -1,0 +1,356 @@
+package upstreamsim
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Remittance-text triggers: a payment whose
+// paymentInformation.remittanceInformation contains one of these words (in
+// capitals) gets that status at creation. The reply is still 2xx: RJCT,
+// CANC and ERROR are payment outcomes, not HTTP errors.
+var outcomeTriggers = []string{statusRJCT, statusCANC, statusERROR}
+
+func outcomeFor(remittance string) string {
+	for _, t := range outcomeTriggers {
+		if strings.Contains(remittance, t) {
+			return t
+		}
+	}
+	return statusInit
+}
+
+func viewPayment(now time.Time) func(*payment) payment {
+	return func(p *payment) payment {
+		p.settle(now)
+		v := *p
+		v.ProviderIDs = slices.Clone(p.ProviderIDs)
+		return v
+	}
+}
+
+// listPayments is GET /v2/payments: cursor paging, newest first by
+// default, optional status filter.
+func (s *Server) listPayments(w http.ResponseWriter, r *http.Request, c *call) *apiError {
+	q := r.URL.Query()
+	pq, e := parsePage(q, -1)
+	if e != nil {
+		return e
+	}
+	u := s.users.get(c.userID(), c.now)
+	u.mu.Lock()
+	items := u.payments
+	if st := q.Get("status"); st != "" {
+		items = nil
+		for _, p := range u.payments {
+			if p.settle(c.now); p.Status == st {
+				items = append(items, p)
+			}
+		}
+	}
+	out := paginate(items, paymentKey, viewPayment(c.now), pq)
+	u.mu.Unlock()
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// lookupPayment applies the payment id rules: a malformed id is 400
+// CLIENT_ERROR, an unknown one 404 CLIENT_ERROR. The caller holds u.mu.
+func lookupPayment(u *userData, id string) (*payment, *apiError) {
+	if !validULID(id) {
+		return nil, newError(http.StatusBadRequest, typeClientError, "Payment id %q is not valid", id)
+	}
+	p, _, ok := find(u.payments, id, paymentKey)
+	if !ok {
+		return nil, notFound("Payment %s was not found", id)
+	}
+	return p, nil
+}
+
+func (s *Server) getPayment(w http.ResponseWriter, r *http.Request, c *call) *apiError {
+	u := s.users.get(c.userID(), c.now)
+	u.mu.Lock()
+	p, e := lookupPayment(u, r.PathValue("paymentId"))
+	var v payment
+	if e == nil {
+		v = viewPayment(c.now)(p)
+	}
+	u.mu.Unlock()
+	if e != nil {
+		return e
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// cancelPayment is DELETE /v2/payments/{id}: the payment becomes CANC. A
+// payment already settled, rejected or failed cannot be cancelled (400).
+func (s *Server) cancelPayment(w http.ResponseWriter, r *http.Request, c *call) *apiError {
+	u := s.users.get(c.userID(), c.now)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	p, e := lookupPayment(u, r.PathValue("paymentId"))
+	if e != nil {
+		return e
+	}
+	p.settle(c.now)
+	switch p.Status {
+	case statusCANC:
+	case statusACSC, statusRJCT, statusERROR:
+		return newError(http.StatusBadRequest, typeClientError, "Payment %s in status %s cannot be cancelled", p.ID, p.Status)
+	default:
+		p.Status, p.UpdatedAt = statusCANC, c.now
+	}
+	writeJSON(w, http.StatusOK, viewPayment(c.now)(p))
+	return nil
+}
+
+// paymentRequest is a validated payment creation.
+type paymentRequest struct {
+	info                 paymentInfo
+	providerIDs          []string
+	redirectURL          string
+	includeFakeProviders bool
+}
+
+// parsePaymentInformation validates the paymentInformation object into ck.
+func parsePaymentInformation(ck *checker, pi map[string]any) paymentInfo {
+	var info paymentInfo
+	amountOK := false
+	switch v := pi["amount"].(type) {
+	case nil:
+		ck.add(isRequired("paymentInformation.amount"))
+	case float64:
+		info.Amount, amountOK = v, true
+	case string:
+		f, err := strconv.ParseFloat(v, 64)
+		info.Amount, amountOK = f, err == nil
+		if !amountOK {
+			ck.add(`"paymentInformation.amount" must be a number`)
+		}
+	default:
+		ck.add(`"paymentInformation.amount" must be a number`)
+	}
+	if amountOK && info.Amount <= 0 {
+		ck.add(`"paymentInformation.amount" must be a positive number`)
+	}
+	info.Currency = ck.str(pi, "currency", "paymentInformation.currency", true)
+	if info.Currency != "" && len(info.Currency) != 3 {
+		ck.add(`"paymentInformation.currency" length must be 3 characters long`)
+	}
+	info.RemittanceInformation = ck.str(pi, "remittanceInformation", "paymentInformation.remittanceInformation", false)
+	info.MerchantID = ck.str(pi, "merchantId", "paymentInformation.merchantId", false)
+	info.CreditorName = ck.str(pi, "creditorName", "paymentInformation.creditorName", false)
+	if ca := ck.obj(pi, "creditorAccount", "paymentInformation.creditorAccount", false); ca != nil {
+		info.CreditorAccount = &accountRef{IBAN: ck.str(ca, "iban", "paymentInformation.creditorAccount.iban", true)}
+	}
+	if da := ck.obj(pi, "debtorAccount", "paymentInformation.debtorAccount", false); da != nil {
+		info.DebtorAccount = &accountRef{IBAN: ck.str(da, "iban", "paymentInformation.debtorAccount.iban", true)}
+	}
+	return info
+}
+
+// parsePaymentRequest validates a POST /v2/payments body: field problems
+// (paymentInformation missing or malformed) are a 400 VALIDATION_ERROR with
+// a stringified list; so is a payment with neither merchantId nor
+// creditorAccount.
+func parsePaymentRequest(r *http.Request, body []byte) (paymentRequest, *apiError) {
+	m, e := jsonObject(r, body)
+	if e != nil {
+		return paymentRequest{}, e
+	}
+	var ck checker
+	var req paymentRequest
+	pi := ck.obj(m, "paymentInformation", "paymentInformation", true)
+	if pi != nil {
+		req.info = parsePaymentInformation(&ck, pi)
+	}
+	req.providerIDs = ck.strList(m, "providerIds", "providerIds", false)
+	if id := ck.str(m, "providerId", "providerId", false); id != "" && !slices.Contains(req.providerIDs, id) {
+		req.providerIDs = append(req.providerIDs, id)
+	}
+	req.redirectURL = ck.str(m, "redirectUrl", "redirectUrl", false)
+	req.includeFakeProviders = ck.boolean(m, "includeFakeProviders", "includeFakeProviders")
+	if len(ck.problems) > 0 {
+		return req, problemList(typeValidationError, ck.problems...)
+	}
+	if req.info.MerchantID == "" && req.info.CreditorAccount == nil {
+		return req, problemList(typeValidationError,
+			`"paymentInformation" must contain at least one of [merchantId, creditorAccount]`)
+	}
+	return req, nil
+}
+
+// redirectAllowed reports whether raw is on the allow-list. Query and
+// fragment are ignored: scheme, host and path must match an entry.
+func redirectAllowed(raw string, allowed []string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return false
+	}
+	u.RawQuery, u.Fragment, u.RawFragment, u.ForceQuery = "", "", "", false
+	return slices.Contains(allowed, u.String())
+}
+
+func normIBAN(s string) string { return strings.ToUpper(strings.ReplaceAll(s, " ", "")) }
+
+// checkPayment applies the business rules, in this order: redirect url
+// allowed (400 CLIENT_ERROR); providers known (400 CLIENT_ERROR); sandbox
+// gate (400 CLIENT_ERROR); merchant exists (404 CLIENT_ERROR); creditor and
+// debtor differ (400 CLIENT_ERROR); providers up (400
+// PROVIDER_UNAVAILABLE) and not failing (500 PROVIDER_ERROR). The caller
+// holds u.mu.
+func (s *Server) checkPayment(u *userData, req paymentRequest) *apiError {
+	if req.redirectURL != "" && !redirectAllowed(req.redirectURL, s.opts.AllowedRedirectURLs) {
+		return newError(http.StatusBadRequest, typeClientError, "Redirect url %s is not allowed for this organization", req.redirectURL)
+	}
+	if e := checkProvidersKnown(req.providerIDs); e != nil {
+		return e
+	}
+	sandboxIncluded := slices.ContainsFunc(req.providerIDs, isSandboxProvider) ||
+		(len(req.providerIDs) == 0 && req.includeFakeProviders)
+	if !s.org.hasProductionAccess() && !sandboxIncluded {
+		return newError(http.StatusBadRequest, typeClientError, msgSandboxGate)
+	}
+	creditor := ""
+	if req.info.MerchantID != "" {
+		mer, _, ok := find(u.merchants, req.info.MerchantID, merchantKey)
+		if !ok {
+			return notFound("Merchant %s was not found", req.info.MerchantID)
+		}
+		creditor = mer.IBAN
+	}
+	if req.info.CreditorAccount != nil {
+		creditor = req.info.CreditorAccount.IBAN
+	}
+	if req.info.DebtorAccount != nil && creditor != "" && normIBAN(creditor) == normIBAN(req.info.DebtorAccount.IBAN) {
+		return newError(http.StatusBadRequest, typeClientError, "Creditor and debtor accounts must be different")
+	}
+	return checkProvidersUp(req.providerIDs)
+}
+
+// addPayment stores a new payment. The caller holds u.mu.
+func addPayment(u *userData, req paymentRequest, now time.Time) *payment {
+	p := &payment{
+		ID: newULID(now), Status: outcomeFor(req.info.RemittanceInformation), PaymentInformation: req.info,
+		ProviderIDs: req.providerIDs, RedirectURL: req.redirectURL, CreatedAt: now, UpdatedAt: now,
+		includeFake: req.includeFakeProviders,
+	}
+	if p.ProviderIDs == nil {
+		p.ProviderIDs = []string{}
+	}
+	p.PayURL = payURL(p.ID)
+	u.payments = insert(u.payments, p, paymentKey)
+	return p
+}
+
+// createPayment is POST /v2/payments: 201 {id, payUrl}.
+func (s *Server) createPayment(w http.ResponseWriter, r *http.Request, c *call) *apiError {
+	req, e := parsePaymentRequest(r, c.body)
+	if e != nil {
+		return e
+	}
+	u := s.users.get(c.userID(), c.now)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if e := s.checkPayment(u, req); e != nil {
+		return e
+	}
+	p := addPayment(u, req, c.now)
+	writeJSON(w, http.StatusCreated, struct {
+		ID     string `json:"id"`
+		PayURL string `json:"payUrl"`
+	}{p.ID, p.PayURL})
+	return nil
+}
+
+// openBankingInit is POST /v2/pay/open-banking-init: start a payment at
+// one provider, for an existing payment (paymentId) or a new one
+// (paymentInformation). Rules, in order: body validation (400
+// VALIDATION_ERROR); payment id malformed (400) or unknown (404); provider
+// unknown (400 CLIENT_ERROR); provider not allowed for this payment (404
+// CLIENT_ERROR: not among the payment's providerIds, or a sandbox provider
+// without includeFakeProviders on a payment that names no providers);
+// sandbox gate (400); provider down (400 PROVIDER_UNAVAILABLE) or failing
+// (500). The reply is 200 with the payment's status, RJCT/CANC/ERROR
+// included.
+func (s *Server) openBankingInit(w http.ResponseWriter, r *http.Request, c *call) *apiError {
+	m, e := jsonObject(r, c.body)
+	if e != nil {
+		return e
+	}
+	var ck checker
+	providerID := ck.str(m, "providerId", "providerId", true)
+	paymentID := ck.str(m, "paymentId", "paymentId", false)
+	service := ck.str(m, "paymentService", "paymentService", false)
+	include := ck.boolean(m, "includeFakeProviders", "includeFakeProviders")
+	redirect := ck.str(m, "redirectUrl", "redirectUrl", false)
+	pi := ck.obj(m, "paymentInformation", "paymentInformation", false)
+	var info paymentInfo
+	if pi != nil {
+		info = parsePaymentInformation(&ck, pi)
+	}
+	if len(ck.problems) > 0 {
+		return problemList(typeValidationError, ck.problems...)
+	}
+	if paymentID == "" && pi == nil {
+		return problemList(typeValidationError, `"value" must contain at least one of [paymentId, paymentInformation]`)
+	}
+	if pi != nil && info.MerchantID == "" && info.CreditorAccount == nil {
+		return problemList(typeValidationError, `"paymentInformation" must contain at least one of [merchantId, creditorAccount]`)
+	}
+	if service == "" {
+		service = "SEPA_CREDIT_TRANSFER"
+	}
+
+	u := s.users.get(c.userID(), c.now)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var p *payment
+	if paymentID != "" {
+		if p, e = lookupPayment(u, paymentID); e != nil {
+			return e
+		}
+	}
+	if e := checkProvidersKnown([]string{providerID}); e != nil {
+		return e
+	}
+	if p != nil {
+		allowed := slices.Contains(p.ProviderIDs, providerID) ||
+			(len(p.ProviderIDs) == 0 && (!isSandboxProvider(providerID) || include || p.includeFake))
+		if !allowed {
+			return notFound("Provider %s is not allowed for this payment", providerID)
+		}
+	}
+	if !s.org.hasProductionAccess() && !isSandboxProvider(providerID) {
+		return newError(http.StatusBadRequest, typeClientError, msgSandboxGate)
+	}
+	if p == nil {
+		req := paymentRequest{info: info, providerIDs: []string{providerID}, redirectURL: redirect, includeFakeProviders: include}
+		if e := s.checkPayment(u, req); e != nil {
+			return e
+		}
+	} else if e := checkProvidersUp([]string{providerID}); e != nil {
+		return e
+	}
+	if p == nil {
+		p = addPayment(u, paymentRequest{info: info, providerIDs: []string{providerID}, redirectURL: redirect, includeFakeProviders: include}, c.now)
+	}
+	p.settle(c.now)
+	if p.Status == statusInit {
+		p.Status, p.initiatedAt = statusPending, c.now
+	}
+	p.ProviderID, p.UpdatedAt = providerID, c.now
+	writeJSON(w, http.StatusOK, struct {
+		PaymentID        string `json:"paymentId"`
+		ProviderID       string `json:"providerId"`
+		PaymentService   string `json:"paymentService"`
+		Status           string `json:"status"`
+		AuthorizationURL string `json:"authorizationUrl"`
+	}{p.ID, providerID, service, p.Status, "https://bank.sandbox.open-finance.test/authorize/" + p.ID + "?provider=" + url.QueryEscape(providerID)})
+	return nil
+}

@@ -1,0 +1,364 @@
+// Package upstreamsim is a simulator of the upstream finance and payments
+// API (shared/upstream-api.md, with the paths of
+// shared/upstream-public-facts.md). It is an http.Handler: tests run it
+// in-process with httptest.NewServer, and cmd/upstream-sim serves it.
+//
+// It follows the specification's rules: token exchange and 401s, the Free
+// plan gate, the sandbox gate, the payment rules by condition, cursor
+// paging, the on-demand refresh and its credits, the connection deletion
+// lock, and connector tokens. Tests steer it through exported methods (or
+// the /_sim/ control API): faults, secret rotation, revocation, the clock,
+// the organization's plan, production access and credits.
+package upstreamsim
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Units of expiresIn in the token reply.
+const (
+	UnitSeconds      = "seconds"
+	UnitMilliseconds = "milliseconds"
+)
+
+// Shapes of the token endpoint's 401 on bad credentials.
+const (
+	Shape401Message = "message"
+	Shape401Typed   = "typed"
+)
+
+// DefaultMCPResource is the resource (audience) of connector tokens; the
+// specification requires its trailing slash.
+const DefaultMCPResource = "https://mcp.open-finance.test/mcp/"
+
+// Options configures a Server. The zero value is usable: every field has
+// the default given in its comment.
+type Options struct {
+	ClientID, ClientSecret string // defaults "dev-client", "dev-secret"
+	// Plan is "free", "starter" or "pro" (default "pro").
+	Plan string
+	// ProductionAccess lifts the sandbox gate (default false: gate on).
+	ProductionAccess bool
+	// TokenTTL is the lifetime of access tokens (default 1h).
+	TokenTTL time.Duration
+	// ExpiresInUnit is the unit of expiresIn in the token reply: "seconds"
+	// (default) or "milliseconds".
+	ExpiresInUnit string
+	// Credits is the starting credit balance (default 100; negative means 0).
+	Credits int
+	// AccountCap is the organization's corporate-account (connection) cap
+	// for connections created through the API (default 5).
+	AccountCap int
+	// BigQueryLock, when true, makes DELETE of a connection younger than 90
+	// minutes answer 423. Nil means true.
+	BigQueryLock *bool
+	// AllowedRedirectURLs is the organization's redirect allow-list (default
+	// https://app.example.com/payment-done and http://localhost:8080/payment-done).
+	AllowedRedirectURLs []string
+	// Control enables the /_sim/ control API (default off).
+	Control bool
+	// Now is the clock (default time.Now); Advance moves the simulator's
+	// time ahead of it.
+	Now func() time.Time
+	// Logger receives one debug record per request (default: discard).
+	// Secrets and tokens are never logged.
+	Logger *slog.Logger
+	// Unauthorized401Shape is the body of the token endpoint's 401 on bad
+	// credentials: "message" (default, {"message":...}) or "typed" (the
+	// real service's {"type":"CLIENT_ERROR","message":"{\"error\":...}"}).
+	Unauthorized401Shape string
+	// MCPResource is the audience of connector tokens (default DefaultMCPResource).
+	MCPResource string
+}
+
+// Bool returns a pointer to b, for Options.BigQueryLock.
+func Bool(b bool) *bool { return &b }
+
+func (o Options) withDefaults() Options {
+	if o.ClientID == "" {
+		o.ClientID = "dev-client"
+	}
+	if o.ClientSecret == "" {
+		o.ClientSecret = "dev-secret"
+	}
+	if o.Plan == "" {
+		o.Plan = PlanPro
+	}
+	if o.TokenTTL <= 0 {
+		o.TokenTTL = time.Hour
+	}
+	if o.ExpiresInUnit == "" {
+		o.ExpiresInUnit = UnitSeconds
+	}
+	if o.Credits == 0 {
+		o.Credits = 100
+	}
+	o.Credits = max(o.Credits, 0)
+	if o.AccountCap <= 0 {
+		o.AccountCap = 5
+	}
+	if o.BigQueryLock == nil {
+		o.BigQueryLock = Bool(true)
+	}
+	if o.AllowedRedirectURLs == nil {
+		o.AllowedRedirectURLs = []string{"https://app.example.com/payment-done", "http://localhost:8080/payment-done"}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Unauthorized401Shape == "" {
+		o.Unauthorized401Shape = Shape401Message
+	}
+	if o.MCPResource == "" {
+		o.MCPResource = DefaultMCPResource
+	}
+	return o
+}
+
+// Validate reports an Options value New would refuse.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	switch {
+	case !validPlan(o.Plan):
+		return fmt.Errorf("upstreamsim: plan %q: want free, starter or pro", o.Plan)
+	case o.ExpiresInUnit != UnitSeconds && o.ExpiresInUnit != UnitMilliseconds:
+		return fmt.Errorf("upstreamsim: expiresIn unit %q: want seconds or milliseconds", o.ExpiresInUnit)
+	case o.Unauthorized401Shape != Shape401Message && o.Unauthorized401Shape != Shape401Typed:
+		return fmt.Errorf("upstreamsim: 401 shape %q: want message or typed", o.Unauthorized401Shape)
+	case !strings.HasSuffix(o.MCPResource, "/"):
+		return fmt.Errorf("upstreamsim: MCP resource %q needs a trailing slash", o.MCPResource)
+	}
+	return nil
+}
+
+// Server is the simulated upstream. It is an http.Handler and is safe for
+// concurrent use; its methods may be called while it serves.
+type Server struct {
+	opts    Options
+	clock   *simClock
+	tokens  *tokenIssuer
+	org     *org
+	users   *userStore
+	faults  *faultSet
+	seen    *requestLog
+	mints   *mintCounter
+	api     http.Handler
+	control http.Handler
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// New returns a simulator configured by opts. It panics if opts.Validate
+// fails: a bad option is a programming error in the test or main using it.
+func New(opts Options) *Server {
+	if err := opts.Validate(); err != nil {
+		panic(err)
+	}
+	opts = opts.withDefaults()
+	s := &Server{
+		opts:   opts,
+		clock:  &simClock{base: opts.Now},
+		tokens: newTokenIssuer(opts.ClientID, opts.ClientSecret),
+		org:    &org{},
+		users:  &userStore{},
+		faults: &faultSet{},
+		seen:   &requestLog{},
+		mints:  &mintCounter{},
+	}
+	s.resetOrg()
+	s.api = s.routes()
+	s.control = s.controlRoutes()
+	return s
+}
+
+// ServeHTTP serves the upstream API (and, with Options.Control, /_sim/).
+// Each request is recorded, then faults apply, then routing, auth and the
+// plan gate, then the route's handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	defer func() {
+		s.opts.Logger.LogAttrs(r.Context(), slog.LevelDebug, "upstream-sim request",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int("status", sw.status), slog.Duration("took", time.Since(start)))
+	}()
+	if s.opts.Control && strings.HasPrefix(r.URL.Path, "/_sim/") {
+		s.control.ServeHTTP(sw, r)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		writeAPIError(sw, newError(http.StatusBadRequest, typeClientError, "could not read the request body"))
+		return
+	}
+	s.seen.add(SeenRequest{
+		Time: s.clock.now(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
+		Header: r.Header.Clone(), Body: string(body),
+	})
+	if f, ok := s.faults.take(r); ok && f.apply(sw, r) {
+		return
+	}
+	if len(body) > maxBody {
+		writeAPIError(sw, newError(http.StatusRequestEntityTooLarge, typeClientError, "request entity too large"))
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	s.api.ServeHTTP(sw, r)
+}
+
+// statusWriter records the status for the request log line. Unwrap keeps
+// http.ResponseController (hijacking for HangUp faults) working.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (s *Server) resetOrg() {
+	s.org.mu.Lock()
+	s.org.plan = s.opts.Plan
+	s.org.productionAccess = s.opts.ProductionAccess
+	s.org.credits = s.opts.Credits
+	s.org.refreshUntil = time.Time{}
+	s.org.connectorDown = false
+	s.org.apiConnections = 0
+	s.org.mu.Unlock()
+}
+
+// Reset returns the simulator to its starting state: options' plan,
+// production access and credits, no running refresh, fresh seed data, no
+// faults, no recorded requests, zero mint counters, the clock offset at
+// zero and the configured client secret (if it had been rotated, that is
+// one more rotation: tokens minted under the rotated secret die). Tokens
+// minted under the configured secret stay valid.
+func (s *Server) Reset() {
+	s.resetOrg()
+	s.users.reset()
+	s.faults.clear()
+	s.seen.clear()
+	s.mints.reset()
+	s.clock.reset()
+	s.tokens.rotate(s.opts.ClientSecret)
+}
+
+// InjectFault adds a fault; see Fault.
+func (s *Server) InjectFault(f Fault) { s.faults.add(f) }
+
+// ClearFaults removes every fault.
+func (s *Server) ClearFaults() { s.faults.clear() }
+
+// RotateSecret makes newSecret the client secret. The old secret, and every
+// token minted under it, get 401 from now on.
+func (s *Server) RotateSecret(newSecret string) { s.tokens.rotate(newSecret) }
+
+// RevokeUser kills every token issued so far for userID (client and
+// connector tokens): they get 401. New tokens for the user work.
+func (s *Server) RevokeUser(userID string) { s.tokens.revoke(userID) }
+
+// Mints is the number of successful token exchanges for userID.
+func (s *Server) Mints(userID string) int { return s.mints.get(userID) }
+
+// TotalMints is the number of successful token exchanges for all users.
+func (s *Server) TotalMints() int {
+	_, n := s.mints.snapshot()
+	return n
+}
+
+// Requests returns the requests received so far (at most the last 10000),
+// oldest first. Control API requests are not included.
+func (s *Server) Requests() []SeenRequest { return s.seen.list() }
+
+// ClearRequests forgets the recorded requests.
+func (s *Server) ClearRequests() { s.seen.clear() }
+
+// Advance moves the simulator clock ahead by d and returns the new time.
+func (s *Server) Advance(d time.Duration) time.Time { return s.clock.advance(d) }
+
+// Now is the simulator's current time.
+func (s *Server) Now() time.Time { return s.clock.now() }
+
+// SetPlan sets the organization's plan. It panics on a plan other than
+// "free", "starter" or "pro".
+func (s *Server) SetPlan(plan string) {
+	if !validPlan(plan) {
+		panic(fmt.Sprintf("upstreamsim: unknown plan %q", plan))
+	}
+	s.org.mu.Lock()
+	s.org.plan = plan
+	s.org.mu.Unlock()
+}
+
+// SetProductionAccess turns the sandbox gate off (true) or on (false).
+func (s *Server) SetProductionAccess(on bool) {
+	s.org.mu.Lock()
+	s.org.productionAccess = on
+	s.org.mu.Unlock()
+}
+
+// SetCredits sets the organization's credit balance.
+func (s *Server) SetCredits(n int) {
+	s.org.mu.Lock()
+	s.org.credits = max(n, 0)
+	s.org.mu.Unlock()
+}
+
+// Org returns the organization's plan, production access and credits.
+func (s *Server) Org() OrgState { return s.org.state() }
+
+// SetConnectorVerificationDown makes connector-token requests fail with 503
+// MCP_TEMPORARILY_UNAVAILABLE (true) or verify normally (false).
+func (s *Server) SetConnectorVerificationDown(down bool) {
+	s.org.mu.Lock()
+	s.org.connectorDown = down
+	s.org.mu.Unlock()
+}
+
+// IssueConnectorToken mints a connector (MCP) token for userID with the
+// given scopes, as the AI client's connector would. linked=false models a
+// user with no linked account of the service. Such tokens are accepted on
+// GET routes only and never come from /oauth/token.
+func (s *Server) IssueConnectorToken(userID string, scopes []string, linked bool) string {
+	return s.tokens.mint(claims{
+		Sub: userID, Aud: s.opts.MCPResource, Kind: kindConnector,
+		Scope: strings.Join(scopes, " "), Linked: linked,
+	}, s.clock.now(), s.opts.TokenTTL)
+}
+
+// SetConnectionStatus sets the status (ACTIVE, EXPIRED, REVOKED,
+// FETCHING_ERROR, ...) of one of userID's connections.
+func (s *Server) SetConnectionStatus(userID, connectionID, status string) error {
+	u := s.users.get(userID, s.clock.now())
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	c, _, ok := find(u.connections, connectionID, connectionKey)
+	if !ok {
+		return fmt.Errorf("upstreamsim: user %q has no connection %q", userID, connectionID)
+	}
+	c.Status = status
+	c.UpdatedAt = s.clock.now()
+	return nil
+}

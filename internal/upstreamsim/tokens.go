@@ -1,0 +1,188 @@
+package upstreamsim
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// issuer is the "iss" claim of every token the simulator signs.
+const issuer = "upstream-sim"
+
+// Token kinds: client tokens come from /oauth/token; connector tokens only
+// from IssueConnectorToken.
+const (
+	kindClient    = "client"
+	kindConnector = "connector"
+)
+
+// scopeMCPRead is the scope a connector token needs on read routes.
+const scopeMCPRead = "mcp:read"
+
+// claims is the payload of the simulator's HS256 JWTs.
+type claims struct {
+	Iss string `json:"iss"`
+	Sub string `json:"sub"`
+	Aud string `json:"aud,omitempty"`
+	Iat int64  `json:"iat"`
+	Exp int64  `json:"exp"`
+	Jti string `json:"jti"`
+	// Sgen is the secret generation the token was minted under; rotation
+	// bumps the generation and so kills every older token at once.
+	Sgen uint64 `json:"sgen"`
+	// Rev is the user's revocation generation at mint time.
+	Rev    uint64 `json:"rev"`
+	Kind   string `json:"kind"`
+	Scope  string `json:"scope,omitempty"`
+	Linked bool   `json:"linked,omitempty"`
+}
+
+func (c *claims) hasScope(s string) bool {
+	for f := range strings.FieldsSeq(c.Scope) {
+		if f == s {
+			return true
+		}
+	}
+	return false
+}
+
+// credential is one generation of the organization's client secret.
+type credential struct {
+	secret string
+	gen    uint64
+}
+
+// tokenIssuer holds the client credentials, signs and verifies tokens and
+// tracks revocations. It is safe for concurrent use.
+type tokenIssuer struct {
+	clientID string
+	key      []byte // HS256 key, private to this simulator
+	cred     atomic.Pointer[credential]
+
+	mu      sync.RWMutex
+	revoked map[string]uint64 // userID -> revocation generation
+}
+
+func newTokenIssuer(clientID, secret string) *tokenIssuer {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	t := &tokenIssuer{clientID: clientID, key: key, revoked: map[string]uint64{}}
+	t.cred.Store(&credential{secret: secret})
+	return t
+}
+
+// checkClient reports whether id and secret are the current credentials.
+func (t *tokenIssuer) checkClient(id, secret string) bool {
+	c := t.cred.Load()
+	idOK := subtle.ConstantTimeCompare([]byte(id), []byte(t.clientID)) == 1
+	secOK := subtle.ConstantTimeCompare([]byte(secret), []byte(c.secret)) == 1
+	return idOK && secOK
+}
+
+// rotate replaces the secret. The old secret and every token minted under
+// it stop working at once. Setting the current secret again is a no-op.
+func (t *tokenIssuer) rotate(secret string) {
+	for {
+		old := t.cred.Load()
+		if old.secret == secret {
+			return
+		}
+		if t.cred.CompareAndSwap(old, &credential{secret: secret, gen: old.gen + 1}) {
+			return
+		}
+	}
+}
+
+func (t *tokenIssuer) revoke(userID string) {
+	t.mu.Lock()
+	t.revoked[userID]++
+	t.mu.Unlock()
+}
+
+func (t *tokenIssuer) revocation(userID string) uint64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.revoked[userID]
+}
+
+var jwtHeader = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
+
+// mint signs a token for c, filling in iss, iat, exp, jti and the secret
+// and revocation generations.
+func (t *tokenIssuer) mint(c claims, now time.Time, ttl time.Duration) string {
+	var jti [16]byte
+	_, _ = rand.Read(jti[:])
+	c.Iss = issuer
+	c.Iat = now.Unix()
+	c.Exp = now.Add(ttl).Unix()
+	c.Jti = hex.EncodeToString(jti[:])
+	c.Rev = t.revocation(c.Sub)
+	if c.Kind == kindClient {
+		c.Sgen = t.cred.Load().gen
+	}
+	payload, _ := json.Marshal(c)
+	signing := jwtHeader + "." + base64.RawURLEncoding.EncodeToString(payload)
+	return signing + "." + base64.RawURLEncoding.EncodeToString(t.sign(signing))
+}
+
+func (t *tokenIssuer) sign(s string) []byte {
+	m := hmac.New(sha256.New, t.key)
+	m.Write([]byte(s))
+	return m.Sum(nil)
+}
+
+// Reasons a token is refused; each becomes a 401 {message}.
+var (
+	errMalformed = errors.New("invalid token")
+	errSignature = errors.New("invalid token signature")
+	errExpired   = errors.New("token expired")
+	errRotated   = errors.New("token was issued with a rotated client secret")
+	errRevoked   = errors.New("token revoked")
+)
+
+// verify checks a token's shape, signature, expiry (against now), secret
+// generation and revocation, and returns its claims.
+func (t *tokenIssuer) verify(tok string, now time.Time) (*claims, error) {
+	h, rest, ok := strings.Cut(tok, ".")
+	if !ok || h != jwtHeader {
+		return nil, errMalformed
+	}
+	p, s, ok := strings.Cut(rest, ".")
+	if !ok || strings.Contains(s, ".") {
+		return nil, errMalformed
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, errMalformed
+	}
+	if !hmac.Equal(sig, t.sign(tok[:len(h)+1+len(p)])) {
+		return nil, errSignature
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(p)
+	if err != nil {
+		return nil, errMalformed
+	}
+	var c claims
+	if err := json.Unmarshal(payload, &c); err != nil || c.Sub == "" {
+		return nil, errMalformed
+	}
+	if !now.Before(time.Unix(c.Exp, 0)) {
+		return nil, errExpired
+	}
+	if c.Kind == kindClient && c.Sgen != t.cred.Load().gen {
+		return nil, errRotated
+	}
+	if c.Rev != t.revocation(c.Sub) {
+		return nil, errRevoked
+	}
+	return &c, nil
+}
