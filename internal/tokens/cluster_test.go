@@ -1,0 +1,351 @@
+package tokens_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fintech-bff/bff/internal/kv"
+	"github.com/fintech-bff/bff/internal/redistest"
+	"github.com/fintech-bff/bff/internal/syncbuf"
+	"github.com/fintech-bff/bff/internal/tokens"
+	"github.com/fintech-bff/bff/internal/upstreamsim"
+)
+
+// countingObserver counts lock-wait timeouts and errors.
+type countingObserver struct {
+	timeouts  atomic.Int64
+	refreshes atomic.Int64
+}
+
+func (o *countingObserver) CacheLookup(string)          {}
+func (o *countingObserver) Minted(error, time.Duration) {}
+func (o *countingObserver) LockWait(r string, _ time.Duration) {
+	if r == "timeout" {
+		o.timeouts.Add(1)
+	}
+}
+func (o *countingObserver) Refreshed(error) { o.refreshes.Add(1) }
+
+// cluster is n token managers ("instances") sharing one real Redis and
+// one simulated upstream, on the simulator's clock.
+type cluster struct {
+	sim       *upstreamsim.Server
+	simURL    string
+	instances []*tokens.Cache
+	observer  *countingObserver
+	logs      *syncbuf.Buffer
+	rc        *redis.Client
+	prefix    string
+}
+
+// newCluster is n instances on the test Redis.
+func newCluster(t *testing.T, n int, simOpts upstreamsim.Options, reload func() (string, bool)) *cluster {
+	t.Helper()
+	rc, prefix := redistest.Client(t)
+	c := newClusterOn(t, kv.NewRedis(rc, prefix), n, simOpts, reload)
+	c.rc, c.prefix = rc, prefix
+	return c
+}
+
+// newClusterOn is n instances sharing store and one simulated upstream, on
+// the simulator's clock; reload, when set, is each instance's secret re-read.
+func newClusterOn(t *testing.T, store tokens.Store, n int, simOpts upstreamsim.Options, reload func() (string, bool)) *cluster {
+	t.Helper()
+	if simOpts.ClientSecret == "" {
+		simOpts.ClientID, simOpts.ClientSecret = "cid", testSecret
+	}
+	sim := upstreamsim.New(simOpts)
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	c := &cluster{sim: sim, simURL: srv.URL, observer: &countingObserver{}, logs: &syncbuf.Buffer{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	log := slog.New(slog.NewJSONHandler(c.logs, nil))
+	for i := 0; i < n; i++ {
+		secret := simOpts.ClientSecret
+		var mu sync.Mutex
+		m := tokens.NewMinter(tokens.MinterOptions{
+			BaseURL: srv.URL, ClientID: simOpts.ClientID,
+			Secret: func() string { mu.Lock(); defer mu.Unlock(); return secret },
+			Client: &http.Client{Timeout: 5 * time.Second}, Now: sim.Now,
+		})
+		rl := reload
+		if rl != nil {
+			rl = func() (string, bool) {
+				s, changed := reload()
+				mu.Lock()
+				secret = s
+				mu.Unlock()
+				return s, changed
+			}
+		}
+		cache, err := tokens.NewCache(store, m, simOpts.ClientSecret, tokens.CacheOptions{
+			EncryptionKey: encKey, RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalEntries: 1000,
+			MintTimeout: 5 * time.Second, Now: sim.Now, Observe: c.observer, Logger: log, Reload: rl,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go cache.Run(ctx)
+		c.instances = append(c.instances, cache)
+	}
+	// Wait until every subscription is live, so the local layer is in use.
+	waitFor(t, func() bool {
+		for _, in := range c.instances {
+			if !in.Live() {
+				return false
+			}
+		}
+		return true
+	})
+	return c
+}
+
+// tokenRequests counts the token endpoint calls the simulator saw.
+func (c *cluster) tokenRequests() int {
+	n := 0
+	for _, r := range c.sim.Requests() {
+		if r.Path == "/oauth/token" {
+			n++
+		}
+	}
+	return n
+}
+
+// stampede fires n concurrent Token calls for user, spread over the
+// instances, and returns the distinct tokens served.
+func (c *cluster) stampede(t *testing.T, user string, n int) map[string]bool {
+	t.Helper()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		seen = map[string]bool{}
+	)
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			tok, err := c.instances[i%len(c.instances)].Token(context.Background(), user)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			seen[tok.Value] = true
+			mu.Unlock()
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return seen
+}
+
+func TestStampedeAcrossInstancesMintsOnce(t *testing.T) {
+	c := newCluster(t, 4, upstreamsim.Options{TokenTTL: 10 * time.Minute}, nil)
+	seen := c.stampede(t, "fresh-user", 1000)
+	if got := c.sim.Mints("fresh-user"); got != 1 || len(seen) != 1 {
+		t.Fatalf("got %d mints and %d distinct tokens for 1000 concurrent calls on 4 instances, want 1 and 1", got, len(seen))
+	}
+
+	// Into the refresh-ahead window (the last fifth of the cached life):
+	// requests keep getting the valid token while one instance refreshes.
+	c.sim.Advance(8*time.Minute + 30*time.Second)
+	seen = c.stampede(t, "fresh-user", 1000)
+	if len(seen) > 2 {
+		t.Fatalf("got %d distinct tokens in the refresh window, want the old and at most the new", len(seen))
+	}
+	waitFor(t, func() bool { return c.sim.Mints("fresh-user") == 2 })
+	time.Sleep(200 * time.Millisecond) // a second refresh would show up here
+	if got := c.sim.Mints("fresh-user"); got != 2 {
+		t.Fatalf("after entering the refresh window: got %d mints, want exactly 2", got)
+	}
+
+	// Past the end of the cached life: every instance misses at once.
+	c.sim.Advance(10 * time.Minute)
+	seen = c.stampede(t, "fresh-user", 1000)
+	if got := c.sim.Mints("fresh-user"); got != 3 || len(seen) != 1 {
+		t.Fatalf("after expiry: got %d mints and %d distinct tokens, want 3 and 1", got, len(seen))
+	}
+	if n := c.observer.timeouts.Load(); n != 0 {
+		t.Fatalf("got %d lock-wait timeouts, want 0", n)
+	}
+}
+
+func TestMintStormOfDistinctUsers(t *testing.T) {
+	c := newCluster(t, 4, upstreamsim.Options{TokenTTL: time.Hour}, nil)
+	var wg sync.WaitGroup
+	var failures atomic.Int64
+	for i := 0; i < 500; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.instances[i%4].Token(context.Background(), fmt.Sprintf("storm-%d", i)); err != nil {
+				failures.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := c.sim.TotalMints(); got != 500 || failures.Load() != 0 || c.observer.timeouts.Load() != 0 {
+		t.Fatalf("got %d mints, %d failures, %d lock timeouts; want 500, 0, 0", got, failures.Load(), c.observer.timeouts.Load())
+	}
+}
+
+// A token invalidated on one instance stops being served on the others as
+// soon as the invalidation message arrives; the latency is measured.
+func TestInvalidationReachesEveryInstance(t *testing.T) {
+	c := newCluster(t, 2, upstreamsim.Options{TokenTTL: time.Hour}, nil)
+	a, b := c.instances[0], c.instances[1]
+	ctx := context.Background()
+	old, _ := a.Token(ctx, "ivy")
+	if got, _ := b.Token(ctx, "ivy"); got.Value != old.Value {
+		t.Fatal("instances disagree before invalidation")
+	}
+	start := time.Now()
+	if err := a.Invalidate(ctx, "ivy"); err != nil {
+		t.Fatal(err)
+	}
+	var fresh tokens.Token
+	waitFor(t, func() bool {
+		fresh, _ = b.Token(ctx, "ivy")
+		return fresh.Value != old.Value
+	})
+	t.Logf("invalidation reached the other instance in %v", time.Since(start))
+	for i := 0; i < 100; i++ {
+		if got, _ := b.Token(ctx, "ivy"); got.Value == old.Value {
+			t.Fatal("the invalidated token was served again")
+		}
+		if got, _ := a.Token(ctx, "ivy"); got.Value == old.Value {
+			t.Fatal("the invalidated token was served again by the invalidating instance")
+		}
+	}
+	if got := c.sim.Mints("ivy"); got != 2 {
+		t.Fatalf("got %d mints, want 2", got)
+	}
+}
+
+// Concurrent 401s for one token cause one re-mint: InvalidateToken drops
+// only the token it names.
+func TestInvalidateTokenIsCompareAndDelete(t *testing.T) {
+	c := newCluster(t, 2, upstreamsim.Options{TokenTTL: time.Hour}, nil)
+	ctx := context.Background()
+	old, _ := c.instances[0].Token(ctx, "jo")
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in := c.instances[i%2]
+			if err := in.InvalidateToken(ctx, "jo", old.Value); err != nil {
+				t.Error(err)
+			}
+			if tok, err := in.Token(ctx, "jo"); err != nil || tok.Value == old.Value {
+				t.Errorf("got %v, want a fresh token", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := c.sim.Mints("jo"); got != 2 {
+		t.Fatalf("got %d mints after 50 concurrent invalidations of one token, want 2", got)
+	}
+}
+
+// A token endpoint that refuses the credentials is not hammered: attempts
+// per user are bounded cluster-wide, the error is typed, and the operator
+// alert is logged once.
+func TestBrokenCredentialsAreNotHammered(t *testing.T) {
+	c := newCluster(t, 4, upstreamsim.Options{TokenTTL: time.Hour}, nil)
+	c.sim.RotateSecret("rotated-elsewhere") // our secret is now wrong
+	deadline := time.Now().Add(2 * time.Second)
+	var calls, authErrors atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10_000 && time.Now().Before(deadline); i++ {
+				_, err := c.instances[w%4].Token(context.Background(), "kim")
+				calls.Add(1)
+				var me *tokens.MintError
+				if errors.As(err, &me) && me.Kind == tokens.KindAuth {
+					authErrors.Add(1)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	attempts := c.tokenRequests()
+	t.Logf("%d Token calls over 2s caused %d token endpoint attempts", calls.Load(), attempts)
+	if attempts < 1 || attempts > 4 {
+		t.Fatalf("got %d token endpoint attempts in 2s, want 1 to 4 (about one per second per user)", attempts)
+	}
+	if authErrors.Load() != calls.Load() {
+		t.Fatalf("got %d KindAuth errors for %d calls, want all", authErrors.Load(), calls.Load())
+	}
+	if n := strings.Count(c.logs.String(), "ALERT"); n < 1 || n > 4 {
+		t.Fatalf("got %d alert lines, want one per instance at most", n)
+	}
+	if strings.Contains(c.logs.String(), testSecret) {
+		t.Fatal("the client secret appears in the logs")
+	}
+}
+
+// A secret file replaced before SIGHUP is picked up when the token endpoint
+// refuses the old secret: no request is lost.
+func TestRefusedSecretIsReloaded(t *testing.T) {
+	var mu sync.Mutex
+	fileSecret := testSecret
+	reload := func() (string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		return fileSecret, fileSecret != testSecret
+	}
+	c := newCluster(t, 2, upstreamsim.Options{TokenTTL: time.Hour}, reload)
+	ctx := context.Background()
+	old, err := c.instances[0].Token(ctx, "lee")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.sim.RotateSecret("the-new-secret")
+	mu.Lock()
+	fileSecret = "the-new-secret"
+	mu.Unlock()
+	// The cached token is still served (the cache cannot know the upstream
+	// purged it); the proxy's 401 path invalidates it:
+	if err := c.instances[1].InvalidateToken(ctx, "lee", old.Value); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := c.instances[1].Token(ctx, "lee")
+	if err != nil || tok.Value == old.Value {
+		t.Fatalf("got %v, want a token minted under the reloaded secret", err)
+	}
+	// The other instance was told of the rotation and uses the new generation.
+	waitFor(t, func() bool {
+		got, err := c.instances[0].Token(ctx, "lee")
+		return err == nil && got.Value == tok.Value
+	})
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
