@@ -1,0 +1,84 @@
+package login
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// maxReturnTo bounds a returnTo path.
+const maxReturnTo = 2048
+
+// CheckReturnTo accepts only a same-origin relative path ("/", "/a/b?c=d#e")
+// and returns it; anything that a browser could resolve to another origin
+// (a scheme, "//host", "/\host", backslashes, control characters, or their
+// percent-encoded forms) is ErrBadRequest: no open redirect. Empty is "/".
+func CheckReturnTo(s string) (string, error) {
+	if s == "" {
+		return "/", nil
+	}
+	bad := func(why string) (string, error) { return "", fmt.Errorf("%w: returnTo %s", ErrBadRequest, why) }
+	if len(s) > maxReturnTo {
+		return bad("is too long")
+	}
+	if s[0] != '/' {
+		return bad("must be a relative path starting with /")
+	}
+	// Check the raw form and the decoded form: browsers decode some escapes
+	// before resolving ("/%2F%2Fevil.example" would become "//evil.example").
+	dec, err := url.PathUnescape(s)
+	if err != nil {
+		return bad("is not validly percent-encoded")
+	}
+	for _, v := range []string{s, dec} {
+		if len(v) > 1 && (v[1] == '/' || v[1] == '\\') {
+			return bad("must not start with // or /\\")
+		}
+		for _, r := range v {
+			if r < 0x20 || r == 0x7f || r == '\\' {
+				return bad("holds a control character or a backslash")
+			}
+		}
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return bad("must be a path on this origin")
+	}
+	return s, nil
+}
+
+// CheckRedirectURI accepts a native app's redirect_uri only when it is
+// exactly one of the allowed URIs (RFC 8252: exact match, no patterns).
+func CheckRedirectURI(s string, allowed []string) error {
+	if s == "" || !slices.Contains(allowed, s) {
+		return fmt.Errorf("%w: redirect_uri is not registered", ErrBadRequest)
+	}
+	return nil
+}
+
+// CheckCodeChallenge accepts an S256 PKCE challenge: 43 characters of
+// base64url (RFC 7636, 4.2). Only S256 is accepted; "plain" is refused.
+func CheckCodeChallenge(challenge, method string) error {
+	if method != "" && method != "S256" {
+		return fmt.Errorf("%w: code_challenge_method must be S256", ErrBadRequest)
+	}
+	if len(challenge) != 43 || strings.IndexFunc(challenge, notB64URL) >= 0 {
+		return fmt.Errorf("%w: code_challenge must be an S256 challenge (43 base64url characters)", ErrBadRequest)
+	}
+	return nil
+}
+
+func notB64URL(r rune) bool {
+	return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+}
+
+// validVerifier: 43 to 128 unreserved characters (RFC 7636, 4.1).
+func validVerifier(v string) bool {
+	if len(v) < 43 || len(v) > 128 {
+		return false
+	}
+	return strings.IndexFunc(v, func(r rune) bool {
+		return notB64URL(r) && r != '.' && r != '~'
+	}) < 0
+}

@@ -1,0 +1,405 @@
+// Package login is OpenID Connect login for the BFF: the authorization-code
+// flow with PKCE (S256), state and nonce for browsers; its RFC 8252 variant
+// for native apps, which end with a one-time code bound to the app's own
+// PKCE challenge; and back-channel logout tokens. Login state lives in the
+// shared store, so the callback may reach any instance.
+//
+// The package is plain Go: no HTTP framework. It uses coreos/go-oidc for
+// discovery and ID token verification and x/oauth2 for the code exchange.
+package login
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+
+	"github.com/fintech-bff/bff/internal/kv"
+	"github.com/fintech-bff/bff/internal/seal"
+)
+
+// Lifetimes of the login's own records.
+const (
+	// StateTTL bounds a login from redirect to callback.
+	StateTTL = 10 * time.Minute
+	// MobileCodeTTL bounds the one-time code handed to a native app.
+	MobileCodeTTL = 60 * time.Second
+	// replayTTL remembers the ids of back-channel logout tokens.
+	replayTTL = 10 * time.Minute
+)
+
+// backchannelEvent is the event a logout token must carry.
+const backchannelEvent = "http://schemas.openid.net/event/backchannel-logout"
+
+// Errors, each safe to show. The edge maps them to problems.
+var (
+	// ErrBadRequest: the request's parameters are not acceptable.
+	ErrBadRequest = errors.New("login: bad request")
+	// ErrState: unknown, expired, replayed or unbound state.
+	ErrState = errors.New("login: the login state is unknown, expired or already used")
+	// ErrProvider: the provider refused or failed the login.
+	ErrProvider = errors.New("login: the provider did not complete the login")
+	// ErrInvalidGrant: the mobile code is unknown, used, expired, or the
+	// verifier does not match its challenge.
+	ErrInvalidGrant = errors.New("login: the code is invalid, used or expired, or the verifier does not match")
+	// ErrLogoutToken: a back-channel logout token failed validation.
+	ErrLogoutToken = errors.New("login: invalid logout token")
+)
+
+// Store is what login needs of the shared store.
+type Store interface {
+	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	GetDel(ctx context.Context, key string) ([]byte, error)
+	SetNX(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error)
+}
+
+var (
+	_ Store = (*kv.Redis)(nil)
+	_ Store = (*kv.Memory)(nil)
+)
+
+// Options configures a Provider.
+type Options struct {
+	Issuer       string
+	ClientID     string
+	ClientSecret string
+	RedirectURL  string // the BFF's /auth/callback
+	Scopes       []string
+	UserIDClaim  string
+	// PostLogoutRedirectURL is where the provider sends the browser after
+	// RP-initiated logout.
+	PostLogoutRedirectURL string
+	// MobileRedirectURIs is the exact-match allowlist for native apps.
+	MobileRedirectURIs []string
+	Store              Store
+	// EncryptionKey (32 bytes) seals pending logins in the store: they hold
+	// the PKCE verifier and the nonce.
+	EncryptionKey []byte
+	HTTPClient    *http.Client
+	Now           func() time.Time
+}
+
+// Provider runs logins against one OpenID provider. Safe for concurrent use.
+type Provider struct {
+	oauth      oauth2.Config
+	verifier   *oidc.IDTokenVerifier
+	endSession string
+	claim      string
+	postLogout string
+	mobile     []string
+	store      Store
+	box        *seal.Box
+	client     *http.Client
+	now        func() time.Time
+}
+
+// New discovers the provider (/.well-known/openid-configuration) and
+// returns a Provider.
+func New(ctx context.Context, o Options) (*Provider, error) {
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	box, err := seal.Derive(o.EncryptionKey, "bff login records")
+	if err != nil {
+		return nil, fmt.Errorf("login: encryption key: %w", err)
+	}
+	ctx = oidc.ClientContext(ctx, o.HTTPClient)
+	p, err := oidc.NewProvider(ctx, o.Issuer)
+	if err != nil {
+		return nil, fmt.Errorf("login: discovering the OpenID provider: %w", err)
+	}
+	var meta struct {
+		EndSession string   `json:"end_session_endpoint"`
+		Methods    []string `json:"code_challenge_methods_supported"`
+	}
+	_ = p.Claims(&meta)
+	scopes := o.Scopes
+	if !slices.Contains(scopes, oidc.ScopeOpenID) {
+		scopes = append([]string{oidc.ScopeOpenID}, scopes...)
+	}
+	return &Provider{
+		oauth: oauth2.Config{
+			ClientID: o.ClientID, ClientSecret: o.ClientSecret, Endpoint: p.Endpoint(),
+			RedirectURL: o.RedirectURL, Scopes: scopes,
+		},
+		verifier:   p.Verifier(&oidc.Config{ClientID: o.ClientID, Now: o.Now}),
+		endSession: meta.EndSession,
+		claim:      o.UserIDClaim,
+		postLogout: o.PostLogoutRedirectURL,
+		mobile:     o.MobileRedirectURIs,
+		store:      o.Store,
+		box:        box,
+		client:     o.HTTPClient,
+		now:        o.Now,
+	}, nil
+}
+
+// Mobile is a native app's part of a login (RFC 8252).
+type Mobile struct {
+	RedirectURI   string `json:"r"`
+	CodeChallenge string `json:"c"`
+	AppState      string `json:"s,omitempty"` // echoed back to the app
+}
+
+// state is a pending login, stored under a hash of its state value.
+type state struct {
+	Verifier string  `json:"v"`
+	Nonce    string  `json:"n"`
+	ReturnTo string  `json:"t"`
+	Mobile   *Mobile `json:"m,omitempty"`
+}
+
+// Begin starts a login: it stores the pending state and returns the
+// provider's authorization URL and the state value, which the caller binds
+// to the browser (a short-lived cookie) before redirecting.
+func (p *Provider) Begin(ctx context.Context, returnTo string, mobile *Mobile) (authURL, stateValue string, err error) {
+	st := state{Verifier: oauth2.GenerateVerifier(), Nonce: random(), ReturnTo: returnTo, Mobile: mobile}
+	stateValue = random()
+	b, _ := json.Marshal(st)
+	if err := p.store.Set(ctx, stateKey(stateValue), p.seal(stateKey(stateValue), b), StateTTL); err != nil {
+		return "", "", err
+	}
+	return p.oauth.AuthCodeURL(stateValue, oauth2.S256ChallengeOption(st.Verifier), oidc.Nonce(st.Nonce)), stateValue, nil
+}
+
+// Result is a completed login.
+type Result struct {
+	UserID   string    `json:"u"`
+	Sub      string    `json:"s"`
+	SID      string    `json:"i,omitempty"`
+	AuthTime time.Time `json:"a"`
+	ReturnTo string    `json:"-"`
+	Mobile   *Mobile   `json:"-"`
+}
+
+// Callback completes a login: the state is used once, the code exchanged
+// with the PKCE verifier, the ID token verified (signature, issuer,
+// audience, expiry, nonce) and the user id read from the configured claim.
+// providerError is the callback's error parameter, if any.
+func (p *Provider) Callback(ctx context.Context, stateValue, code, providerError string) (Result, error) {
+	if stateValue == "" {
+		return Result{}, ErrState
+	}
+	b, err := p.store.GetDel(ctx, stateKey(stateValue))
+	if errors.Is(err, kv.ErrNotFound) {
+		return Result{}, ErrState
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	var st state
+	if plain, err := p.open(stateKey(stateValue), b); err != nil || json.Unmarshal(plain, &st) != nil {
+		return Result{}, ErrState
+	}
+	res := Result{ReturnTo: st.ReturnTo, Mobile: st.Mobile}
+	if providerError != "" {
+		return res, fmt.Errorf("%w: %s", ErrProvider, sanitize(providerError))
+	}
+	if code == "" {
+		return res, fmt.Errorf("%w: no code", ErrProvider)
+	}
+	octx := oidc.ClientContext(ctx, p.client)
+	tok, err := p.oauth.Exchange(octx, code, oauth2.VerifierOption(st.Verifier))
+	if err != nil {
+		return res, fmt.Errorf("%w: the code exchange failed", ErrProvider)
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	if raw == "" {
+		return res, fmt.Errorf("%w: no id_token", ErrProvider)
+	}
+	idt, err := p.verifier.Verify(octx, raw)
+	if err != nil {
+		return res, fmt.Errorf("%w: the ID token did not verify", ErrProvider)
+	}
+	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(st.Nonce)) != 1 {
+		return res, fmt.Errorf("%w: nonce mismatch", ErrProvider)
+	}
+	var claims map[string]any
+	if err := idt.Claims(&claims); err != nil {
+		return res, fmt.Errorf("%w: unreadable claims", ErrProvider)
+	}
+	uid, _ := claims[p.claim].(string)
+	if uid == "" {
+		return res, fmt.Errorf("%w: the ID token has no %q claim", ErrProvider, p.claim)
+	}
+	res.UserID, res.Sub = uid, idt.Subject
+	res.SID, _ = claims["sid"].(string)
+	res.AuthTime = p.now()
+	if at, ok := claims["auth_time"].(float64); ok && at > 0 {
+		res.AuthTime = time.Unix(int64(at), 0)
+	}
+	return res, nil
+}
+
+// IssueMobileCode stores a completed mobile login under a fresh one-time
+// code (single use, MobileCodeTTL) bound to the app's PKCE challenge, and
+// returns the URL to send the app's browser to.
+func (p *Provider) IssueMobileCode(ctx context.Context, res Result) (string, error) {
+	if res.Mobile == nil {
+		return "", ErrBadRequest
+	}
+	rec := struct {
+		Result
+		Challenge string `json:"c"`
+	}{res, res.Mobile.CodeChallenge}
+	b, _ := json.Marshal(rec)
+	code := random()
+	if err := p.store.Set(ctx, mobileKey(code), p.seal(mobileKey(code), b), MobileCodeTTL); err != nil {
+		return "", err
+	}
+	u, err := url.Parse(res.Mobile.RedirectURI)
+	if err != nil {
+		return "", ErrBadRequest
+	}
+	q := u.Query()
+	q.Set("code", code)
+	if res.Mobile.AppState != "" {
+		q.Set("state", res.Mobile.AppState)
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// RedeemMobileCode uses a mobile code once: it is gone afterwards whether
+// or not the verifier matches its challenge (S256).
+func (p *Provider) RedeemMobileCode(ctx context.Context, code, verifier string) (Result, error) {
+	if code == "" || !validVerifier(verifier) {
+		return Result{}, ErrInvalidGrant
+	}
+	b, err := p.store.GetDel(ctx, mobileKey(code))
+	if errors.Is(err, kv.ErrNotFound) {
+		return Result{}, ErrInvalidGrant
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	var rec struct {
+		Result
+		Challenge string `json:"c"`
+	}
+	if plain, err := p.open(mobileKey(code), b); err != nil || json.Unmarshal(plain, &rec) != nil {
+		return Result{}, ErrInvalidGrant
+	}
+	if subtle.ConstantTimeCompare([]byte(S256(verifier)), []byte(rec.Challenge)) != 1 {
+		return Result{}, ErrInvalidGrant
+	}
+	return rec.Result, nil
+}
+
+// S256 is the PKCE S256 challenge of a verifier (RFC 7636).
+func S256(verifier string) string {
+	sum := sha256.Sum256([]byte(verifier))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// LogoutURL is the provider's RP-initiated logout URL, or "" when the
+// provider has no end_session_endpoint.
+func (p *Provider) LogoutURL() string {
+	if p.endSession == "" {
+		return ""
+	}
+	u, err := url.Parse(p.endSession)
+	if err != nil {
+		return ""
+	}
+	q := u.Query()
+	q.Set("client_id", p.oauth.ClientID)
+	if p.postLogout != "" {
+		q.Set("post_logout_redirect_uri", p.postLogout)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// VerifyLogoutToken validates a back-channel logout token (OpenID Connect
+// Back-Channel Logout 1.0, section 2.6): signature, issuer, audience and
+// expiry; the back-channel event; sub or sid; no nonce; and a jti not seen
+// before. It returns the sub and sid whose sessions end.
+func (p *Provider) VerifyLogoutToken(ctx context.Context, raw string) (sub, sid string, err error) {
+	idt, err := p.verifier.Verify(oidc.ClientContext(ctx, p.client), raw)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: it did not verify", ErrLogoutToken)
+	}
+	var c struct {
+		Events map[string]json.RawMessage `json:"events"`
+		SID    string                     `json:"sid"`
+		Nonce  *string                    `json:"nonce"`
+		JTI    string                     `json:"jti"`
+	}
+	if err := idt.Claims(&c); err != nil {
+		return "", "", fmt.Errorf("%w: unreadable claims", ErrLogoutToken)
+	}
+	if _, ok := c.Events[backchannelEvent]; !ok {
+		return "", "", fmt.Errorf("%w: no back-channel logout event", ErrLogoutToken)
+	}
+	if c.Nonce != nil {
+		return "", "", fmt.Errorf("%w: a logout token must not carry a nonce", ErrLogoutToken)
+	}
+	if idt.Subject == "" && c.SID == "" {
+		return "", "", fmt.Errorf("%w: neither sub nor sid", ErrLogoutToken)
+	}
+	if c.JTI == "" {
+		return "", "", fmt.Errorf("%w: no jti", ErrLogoutToken)
+	}
+	fresh, err := p.store.SetNX(ctx, "bcl:"+hash(idt.Issuer+"\x00"+c.JTI), []byte{1}, replayTTL)
+	if err != nil {
+		return "", "", err
+	}
+	if !fresh {
+		return "", "", fmt.Errorf("%w: replayed", ErrLogoutToken)
+	}
+	return idt.Subject, c.SID, nil
+}
+
+// seal encrypts a record with its store key as associated data.
+func (p *Provider) seal(key string, plain []byte) []byte {
+	return p.box.Seal(nil, plain, []byte(key))
+}
+
+func (p *Provider) open(key string, b []byte) ([]byte, error) {
+	return p.box.Open(nil, b, []byte(key))
+}
+
+func stateKey(v string) string  { return "login:" + hash(v) }
+func mobileKey(v string) string { return "mcode:" + hash(v) }
+
+func hash(v string) string {
+	sum := sha256.Sum256([]byte(v))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// random is 256 bits, URL-safe.
+func random() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// sanitize keeps a provider's error code printable and short.
+func sanitize(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	return s
+}

@@ -1,0 +1,118 @@
+package login
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/fintech-bff/bff/internal/kv"
+)
+
+// issuer is a minimal discovery document and JWKS for signing test tokens;
+// the full provider is exercised end to end in e2e/.
+type issuer struct {
+	srv *httptest.Server
+	key *rsa.PrivateKey
+}
+
+func newIssuer(t *testing.T) *issuer {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	is := &issuer{key: key}
+	mux := http.NewServeMux()
+	is.srv = httptest.NewServer(mux)
+	t.Cleanup(is.srv.Close)
+	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"issuer": is.srv.URL, "authorization_endpoint": is.srv.URL + "/auth", "token_endpoint": is.srv.URL + "/token",
+			"jwks_uri": is.srv.URL + "/jwks", "id_token_signing_alg_values_supported": []string{"RS256"},
+		})
+	})
+	mux.HandleFunc("/jwks", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}})
+	})
+	return is
+}
+
+func (is *issuer) sign(t *testing.T, claims map[string]any) string {
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: is.key, KeyID: "k1"}},
+		(&jose.SignerOptions{}).WithType("logout+jwt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(claims)
+	obj, err := signer.Sign(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := obj.CompactSerialize()
+	return s
+}
+
+func TestVerifyLogoutToken(t *testing.T) {
+	is := newIssuer(t)
+	p, err := New(context.Background(), Options{Issuer: is.srv.URL, ClientID: "bff", RedirectURL: "http://x/cb", UserIDClaim: "sub", Store: kv.NewMemory(nil), EncryptionKey: make([]byte, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Unix()
+	base := func() map[string]any {
+		return map[string]any{
+			"iss": is.srv.URL, "aud": "bff", "iat": now, "exp": now + 120, "jti": randomJTI(), "sub": "u1", "sid": "s1",
+			"events": map[string]any{backchannelEvent: map[string]any{}},
+		}
+	}
+	ctx := context.Background()
+	good := is.sign(t, base())
+	sub, sid, err := p.VerifyLogoutToken(ctx, good)
+	if err != nil || sub != "u1" || sid != "s1" {
+		t.Fatalf("got %q %q %v, want u1 s1", sub, sid, err)
+	}
+	if _, _, err := p.VerifyLogoutToken(ctx, good); !errors.Is(err, ErrLogoutToken) {
+		t.Fatalf("replay: got %v, want ErrLogoutToken", err)
+	}
+	cases := map[string]func(map[string]any){
+		"no event":       func(c map[string]any) { delete(c, "events") },
+		"with a nonce":   func(c map[string]any) { c["nonce"] = "n" },
+		"other audience": func(c map[string]any) { c["aud"] = "someone-else" },
+		"other issuer":   func(c map[string]any) { c["iss"] = "https://evil.example" },
+		"expired":        func(c map[string]any) { c["exp"] = now - 3600 },
+		"no sub, no sid": func(c map[string]any) { delete(c, "sub"); delete(c, "sid") },
+		"no jti":         func(c map[string]any) { delete(c, "jti") },
+	}
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := base()
+			mutate(c)
+			if _, _, err := p.VerifyLogoutToken(ctx, is.sign(t, c)); !errors.Is(err, ErrLogoutToken) {
+				t.Fatalf("got %v, want ErrLogoutToken", err)
+			}
+		})
+	}
+	t.Run("sid alone", func(t *testing.T) {
+		c := base()
+		delete(c, "sub")
+		if _, sid, err := p.VerifyLogoutToken(ctx, is.sign(t, c)); err != nil || sid != "s1" {
+			t.Fatalf("got %q %v", sid, err)
+		}
+	})
+	t.Run("not signed by the provider", func(t *testing.T) {
+		other := newIssuer(t)
+		c := base()
+		if _, _, err := p.VerifyLogoutToken(ctx, other.sign(t, c)); !errors.Is(err, ErrLogoutToken) {
+			t.Fatalf("got %v, want ErrLogoutToken", err)
+		}
+	})
+}
+
+func randomJTI() string { return random() }

@@ -1,0 +1,396 @@
+// Package session keeps the BFF's own user sessions: an opaque random id in
+// a signed and encrypted cookie (or sent as a session token), and the record
+// it names in a shared store, so any instance serves it and a logout takes
+// effect everywhere at once.
+//
+// The package is plain Go: no HTTP framework.
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/kv"
+	"github.com/fintech-bff/bff/internal/lru"
+)
+
+// Login methods recorded on a session.
+const (
+	MethodDev    = "dev"
+	MethodOIDC   = "oidc"
+	MethodMobile = "mobile"
+)
+
+// touchEvery bounds how often a session's sliding idle timeout is written
+// back: at most once a minute per session, not on every request.
+const touchEvery = time.Minute
+
+// localTTL bounds how long an instance trusts its in-process copy of a
+// session without reading the store: the safety net behind pub/sub
+// invalidation, so a revoked session is refused everywhere within it even
+// if an invalidation message were lost.
+const localTTL = time.Second
+
+// channel carries session invalidations between instances.
+const channel = "sessions:events"
+
+// ErrNotFound means there is no live session for the id: never created,
+// logged out, revoked or expired. The edge answers 401 SESSION_REQUIRED.
+var ErrNotFound = errors.New("session: not found")
+
+// ErrUnavailable means the store could not answer; the edge answers 503
+// SESSION_STORE_UNAVAILABLE (fail closed, never 401).
+var ErrUnavailable = kv.ErrUnavailable
+
+// Store is what sessions need of the shared store.
+type Store interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	Del(ctx context.Context, key string) error
+	SAdd(ctx context.Context, key, member string, ttl time.Duration) error
+	SRem(ctx context.Context, key, member string) error
+	SMembers(ctx context.Context, key string) ([]string, error)
+	Publish(ctx context.Context, channel, msg string) error
+	Subscribe(ctx context.Context, channel string, onMessage func(string), onReady func(bool))
+}
+
+var (
+	_ Store = (*kv.Redis)(nil)
+	_ Store = (*kv.Memory)(nil)
+)
+
+// Record is a session as stored.
+type Record struct {
+	UserID    string    `json:"u"`
+	CreatedAt time.Time `json:"c"`
+	LastSeen  time.Time `json:"l"`
+	AuthTime  time.Time `json:"a"`
+	Method    string    `json:"m"`
+	// Sub and SID are the OpenID provider's subject and session id, for
+	// back-channel logout; empty for dev logins.
+	Sub string `json:"s,omitempty"`
+	SID string `json:"i,omitempty"`
+}
+
+// New describes a session to create.
+type New struct {
+	UserID   string
+	Method   string
+	AuthTime time.Time // when the user authenticated at the provider; now when zero
+	Sub, SID string
+}
+
+// Options configures a Manager.
+type Options struct {
+	IdleTimeout     time.Duration
+	AbsoluteTimeout time.Duration
+	// LocalEntries bounds the in-process copy of live sessions in front of
+	// the store; 0 turns it off. It is used only while Run keeps the
+	// invalidation subscription up.
+	LocalEntries int
+	Now          func() time.Time // time.Now when nil
+	OnCreate     func()           // called after each session is created (metrics)
+}
+
+// Manager creates, finds and ends sessions. It is safe for concurrent use.
+type Manager struct {
+	store    Store
+	idle     time.Duration
+	absolute time.Duration
+	now      func() time.Time
+	onCreate func()
+	id       string // this instance, to skip its own messages
+	local    *lru.Cache[string, cached]
+	live     atomic.Bool
+}
+
+// cached is a session in the in-process layer, keyed by its id (in memory
+// only) and by its handle (which invalidation messages name).
+type cached struct {
+	rec     Record
+	handle  string
+	fetched time.Time
+}
+
+// NewManager returns a Manager over store.
+func NewManager(store Store, o Options) *Manager {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.OnCreate == nil {
+		o.OnCreate = func() {}
+	}
+	return &Manager{store: store, idle: o.IdleTimeout, absolute: o.AbsoluteTimeout, now: o.Now,
+		onCreate: o.OnCreate, id: NewID()[:16], local: lru.New[string, cached](o.LocalEntries)}
+}
+
+// Run keeps the invalidation subscription until ctx ends: a session ended
+// on any instance is dropped from every instance's local copy. While it is
+// down the local layer is bypassed (and cleared), never trusted.
+func (m *Manager) Run(ctx context.Context) {
+	// Copies older than localTTL would be re-read anyway: dropping them
+	// keeps only the sessions active in the last second in the heap (a
+	// small heap for the GC to mark).
+	go m.local.PruneEvery(ctx, localTTL, m.now, func(now time.Time, c cached) bool { return now.Sub(c.fetched) >= localTTL })
+	m.store.Subscribe(ctx, channel, func(msg string) {
+		from, handle, ok := strings.Cut(msg, " ")
+		if ok && from != m.id {
+			m.local.DropStoreKey(handle)
+		}
+	}, func(up bool) {
+		m.live.Store(false)
+		m.local.Clear()
+		m.live.Store(up)
+	})
+	m.live.Store(false)
+}
+
+// Live reports whether the invalidation subscription is up.
+func (m *Manager) Live() bool { return m.live.Load() }
+
+// ExpiresAt is when the record ends if unused: the earlier of the idle and
+// the absolute deadline.
+func (m *Manager) ExpiresAt(r Record) time.Time {
+	idle := r.LastSeen.Add(m.idle)
+	abs := r.CreatedAt.Add(m.absolute)
+	if idle.Before(abs) {
+		return idle
+	}
+	return abs
+}
+
+// Handle is a session's public name: a hash of its id. The store keys
+// sessions by handle, so it never holds a usable session id (a Redis dump
+// cannot be replayed as cookies), and GET /auth/sessions shows handles.
+func Handle(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+func key(id string) string           { return handleKey(Handle(id)) }
+func handleKey(handle string) string { return "sess:" + handle }
+
+// indexKey names the set of a user's (or a provider subject's, or a
+// provider session's) session handles.
+func indexKey(kind, v string) string {
+	sum := sha256.Sum256([]byte(kind + "\x00" + v))
+	return "sessidx:" + kind + ":" + base64.RawURLEncoding.EncodeToString(sum[:18])
+}
+
+// NewID returns a fresh 256-bit random session id, URL-safe.
+func NewID() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// Create starts a new session with a new id (never reusing one: no
+// fixation) and returns its id and record.
+func (m *Manager) Create(ctx context.Context, n New) (string, Record, error) {
+	now := m.now()
+	if n.AuthTime.IsZero() || n.AuthTime.After(now) {
+		n.AuthTime = now
+	}
+	rec := Record{UserID: n.UserID, CreatedAt: now, LastSeen: now, AuthTime: n.AuthTime, Method: n.Method, Sub: n.Sub, SID: n.SID}
+	id := NewID()
+	if err := m.save(ctx, id, rec); err != nil {
+		return "", Record{}, err
+	}
+	h := Handle(id)
+	for _, ix := range indexes(rec) {
+		if err := m.store.SAdd(ctx, ix, h, m.absolute); err != nil {
+			_ = m.store.Del(ctx, key(id))
+			return "", Record{}, err
+		}
+	}
+	m.onCreate()
+	return id, rec, nil
+}
+
+// indexes are the sets a session's handle belongs to.
+func indexes(r Record) []string {
+	out := []string{indexKey("user", r.UserID)}
+	if r.Sub != "" {
+		out = append(out, indexKey("sub", r.Sub))
+	}
+	if r.SID != "" {
+		out = append(out, indexKey("sid", r.SID))
+	}
+	return out
+}
+
+func (m *Manager) save(ctx context.Context, id string, rec Record) error {
+	ttl := m.ExpiresAt(rec).Sub(m.now())
+	if ttl <= 0 {
+		return ErrNotFound
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("session: encode: %w", err)
+	}
+	return m.store.Set(ctx, key(id), b, ttl)
+}
+
+// Lookup returns the live session named by id, enforcing the idle and
+// absolute timeouts, and slides the idle timeout (written back at most once
+// a minute). It returns ErrNotFound or an error wrapping ErrUnavailable.
+//
+// In steady state it costs no store round trip: the session comes from the
+// local layer, re-read from the store at least every localTTL and dropped
+// at once when another instance ends it.
+func (m *Manager) Lookup(ctx context.Context, id string) (Record, error) {
+	if id == "" {
+		return Record{}, ErrNotFound
+	}
+	now := m.now()
+	var handle string
+	c, ok := m.local.Get(id)
+	if ok && m.live.Load() && now.Sub(c.fetched) < localTTL && now.Before(m.ExpiresAt(c.rec)) {
+		handle = c.handle
+	} else {
+		handle = Handle(id)
+		rec, err := m.get(ctx, handle)
+		if err != nil {
+			m.local.Drop(id)
+			return Record{}, err
+		}
+		c = cached{rec: rec, handle: handle, fetched: now}
+		if m.live.Load() {
+			m.local.Put(id, handle, c)
+		}
+	}
+	if now.Sub(c.rec.LastSeen) >= touchEvery {
+		c.rec.LastSeen = now
+		if err := m.save(ctx, id, c.rec); err != nil {
+			return Record{}, err
+		}
+		if m.live.Load() {
+			m.local.Put(id, handle, c)
+		}
+	}
+	return c.rec, nil
+}
+
+// get reads a live session by handle.
+func (m *Manager) get(ctx context.Context, handle string) (Record, error) {
+	b, err := m.store.Get(ctx, handleKey(handle))
+	if errors.Is(err, kv.ErrNotFound) {
+		return Record{}, ErrNotFound
+	}
+	if err != nil {
+		return Record{}, err
+	}
+	var rec Record
+	if err := json.Unmarshal(b, &rec); err != nil || rec.UserID == "" {
+		return Record{}, ErrNotFound
+	}
+	if !m.now().Before(m.ExpiresAt(rec)) {
+		_ = m.store.Del(ctx, handleKey(handle))
+		return Record{}, ErrNotFound
+	}
+	return rec, nil
+}
+
+// Delete ends the session named by id everywhere.
+func (m *Manager) Delete(ctx context.Context, id string) error {
+	return m.deleteHandle(ctx, Handle(id))
+}
+
+func (m *Manager) deleteHandle(ctx context.Context, handle string) error {
+	rec, err := m.get(ctx, handle)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err := m.store.Del(ctx, handleKey(handle)); err != nil {
+		return err
+	}
+	m.local.DropStoreKey(handle)
+	// Tell the other instances; should the message fail, they stop serving
+	// the session within localTTL anyway: it is gone from the store.
+	_ = m.store.Publish(ctx, channel, m.id+" "+handle)
+	if err == nil {
+		for _, ix := range indexes(rec) {
+			_ = m.store.SRem(ctx, ix, handle)
+		}
+	}
+	return nil
+}
+
+// Info describes one of a user's sessions; Handle is its public name.
+type Info struct {
+	Handle string
+	Record
+}
+
+// List returns the user's live sessions, pruning index entries of ended ones.
+func (m *Manager) List(ctx context.Context, userID string) ([]Info, error) {
+	return m.listIndex(ctx, indexKey("user", userID))
+}
+
+func (m *Manager) listIndex(ctx context.Context, ix string) ([]Info, error) {
+	handles, err := m.store.SMembers(ctx, ix)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Info, 0, len(handles))
+	for _, h := range handles {
+		rec, err := m.get(ctx, h)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			_ = m.store.SRem(ctx, ix, h)
+		case err != nil:
+			return nil, err
+		default:
+			out = append(out, Info{Handle: h, Record: rec})
+		}
+	}
+	return out, nil
+}
+
+// DeleteForUser ends the session with this handle if it is the user's; it
+// reports whether there was one.
+func (m *Manager) DeleteForUser(ctx context.Context, userID, handle string) (bool, error) {
+	rec, err := m.get(ctx, handle)
+	if errors.Is(err, ErrNotFound) || (err == nil && rec.UserID != userID) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, m.deleteHandle(ctx, handle)
+}
+
+// RevokeUser ends every session of a user and returns how many.
+func (m *Manager) RevokeUser(ctx context.Context, userID string) ([]Info, error) {
+	return m.revokeIndex(ctx, indexKey("user", userID))
+}
+
+// RevokeProvider ends the sessions of an OpenID provider session (sid) or,
+// without sid, of a provider subject (sub): back-channel logout.
+func (m *Manager) RevokeProvider(ctx context.Context, sub, sid string) ([]Info, error) {
+	if sid != "" {
+		return m.revokeIndex(ctx, indexKey("sid", sid))
+	}
+	return m.revokeIndex(ctx, indexKey("sub", sub))
+}
+
+func (m *Manager) revokeIndex(ctx context.Context, ix string) ([]Info, error) {
+	list, err := m.listIndex(ctx, ix)
+	if err != nil {
+		return nil, err
+	}
+	for _, in := range list {
+		if err := m.deleteHandle(ctx, in.Handle); err != nil {
+			return nil, err
+		}
+	}
+	return list, nil
+}

@@ -1,0 +1,337 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/kv"
+	"github.com/fintech-bff/bff/internal/redistest"
+	"github.com/fintech-bff/bff/internal/session"
+)
+
+// countingStore counts writes, to check the idle timeout slides without a
+// write on every request.
+type countingStore struct {
+	session.Store
+	sets atomic.Int64
+}
+
+func (c *countingStore) Set(ctx context.Context, k string, v []byte, ttl time.Duration) error {
+	c.sets.Add(1)
+	return c.Store.Set(ctx, k, v, ttl)
+}
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time          { return c.t }
+func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
+
+// managerSuite runs the behaviour suite without and with the in-process
+// layer: the rules must not depend on it.
+func managerSuite(t *testing.T, newStore func(now func() time.Time) session.Store) {
+	for _, entries := range []int{0, 100} {
+		t.Run(fmt.Sprintf("local entries %d", entries), func(t *testing.T) {
+			managerRules(t, newStore, entries)
+		})
+	}
+}
+
+// startRun runs m's subscription until the test ends and waits until it is live.
+func startRun(t *testing.T, m *session.Manager) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go m.Run(ctx)
+	deadline := time.Now().Add(5 * time.Second)
+	for !m.Live() {
+		if time.Now().After(deadline) {
+			t.Fatal("the invalidation subscription did not come up")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func managerRules(t *testing.T, newStore func(now func() time.Time) session.Store, entries int) {
+	ctx := context.Background()
+	setup := func() (*session.Manager, *clock, *countingStore) {
+		clk := &clock{t: time.Unix(1_700_000_000, 0)}
+		st := &countingStore{Store: newStore(clk.now)}
+		m := session.NewManager(st, session.Options{IdleTimeout: 30 * time.Minute, AbsoluteTimeout: 12 * time.Hour, Now: clk.now, LocalEntries: entries})
+		if entries > 0 {
+			startRun(t, m)
+		}
+		return m, clk, st
+	}
+	t.Run("create then lookup", func(t *testing.T) {
+		m, _, _ := setup()
+		id, rec, err := m.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := m.Lookup(ctx, id)
+		if err != nil || got.UserID != "alice" || got.Method != session.MethodDev || !got.CreatedAt.Equal(rec.CreatedAt) {
+			t.Fatalf("got %+v, %v; want alice's dev session", got, err)
+		}
+	})
+	t.Run("every login gets a new id", func(t *testing.T) {
+		m, _, _ := setup()
+		a, _, _ := m.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
+		b, _, _ := m.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
+		if a == b || len(a) < 43 {
+			t.Fatalf("got ids %q and %q; want two distinct 256-bit ids", a, b)
+		}
+	})
+	t.Run("unknown and empty ids are not found", func(t *testing.T) {
+		m, _, _ := setup()
+		for _, id := range []string{"", "nope", session.NewID()} {
+			if _, err := m.Lookup(ctx, id); !errors.Is(err, session.ErrNotFound) {
+				t.Fatalf("id %q: got %v, want ErrNotFound", id, err)
+			}
+		}
+	})
+	t.Run("idle timeout", func(t *testing.T) {
+		m, clk, _ := setup()
+		id, _, _ := m.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
+		clk.advance(29 * time.Minute)
+		if _, err := m.Lookup(ctx, id); err != nil {
+			t.Fatalf("after 29m idle: got %v, want the session", err)
+		}
+		clk.advance(29 * time.Minute) // slid at the last lookup: still alive
+		if _, err := m.Lookup(ctx, id); err != nil {
+			t.Fatalf("after sliding: got %v, want the session", err)
+		}
+		clk.advance(30 * time.Minute)
+		if _, err := m.Lookup(ctx, id); !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("after 30m idle: got %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("absolute timeout despite activity", func(t *testing.T) {
+		m, clk, _ := setup()
+		id, _, _ := m.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
+		for i := 0; i < 12*4-1; i++ { // every 15 minutes for just under 12h
+			clk.advance(15 * time.Minute)
+			if _, err := m.Lookup(ctx, id); err != nil {
+				t.Fatalf("at %v: got %v, want the session", time.Duration(i+1)*15*time.Minute, err)
+			}
+		}
+		clk.advance(15 * time.Minute)
+		if _, err := m.Lookup(ctx, id); !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("at 12h: got %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("sliding writes at most once a minute", func(t *testing.T) {
+		m, clk, st := setup()
+		id, _, _ := m.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
+		before := st.sets.Load()
+		for i := 0; i < 120; i++ { // two minutes of a request every second
+			clk.advance(time.Second)
+			if _, err := m.Lookup(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := st.sets.Load() - before; got > 2 {
+			t.Fatalf("got %d writes for 120 lookups over 2 minutes, want at most 2", got)
+		}
+	})
+	t.Run("expiresAt is the earlier deadline", func(t *testing.T) {
+		m, clk, _ := setup()
+		_, rec, _ := m.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
+		if got, want := m.ExpiresAt(rec), clk.t.Add(30*time.Minute); !got.Equal(want) {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+		rec.LastSeen = rec.CreatedAt.Add(11*time.Hour + 50*time.Minute)
+		if got, want := m.ExpiresAt(rec), rec.CreatedAt.Add(12*time.Hour); !got.Equal(want) {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+	})
+	t.Run("list, revoke one, revoke all", func(t *testing.T) {
+		m, _, _ := setup()
+		a, _, _ := m.Create(ctx, session.New{UserID: "lia", Method: session.MethodDev})
+		b, _, _ := m.Create(ctx, session.New{UserID: "lia", Method: session.MethodOIDC, Sub: "sub-1", SID: "sid-1"})
+		other, _, _ := m.Create(ctx, session.New{UserID: "max", Method: session.MethodDev})
+		list, err := m.List(ctx, "lia")
+		if err != nil || len(list) != 2 {
+			t.Fatalf("got %d sessions, %v; want 2", len(list), err)
+		}
+		for _, in := range list {
+			if in.Handle == a || in.Handle == b || in.UserID != "lia" {
+				t.Fatalf("listed %+v: a handle must not be the session id", in)
+			}
+		}
+		if ok, err := m.DeleteForUser(ctx, "max", session.Handle(a)); ok || err != nil {
+			t.Fatalf("another user deleted lia's session: %v, %v", ok, err)
+		}
+		if ok, err := m.DeleteForUser(ctx, "lia", session.Handle(a)); !ok || err != nil {
+			t.Fatalf("got %v, %v; want lia's session deleted", ok, err)
+		}
+		if _, err := m.Lookup(ctx, a); !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("deleted session: got %v, want ErrNotFound", err)
+		}
+		revoked, err := m.RevokeProvider(ctx, "sub-1", "sid-1")
+		if err != nil || len(revoked) != 1 {
+			t.Fatalf("back-channel by sid: got %d, %v; want 1", len(revoked), err)
+		}
+		if _, err := m.Lookup(ctx, b); !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("after back-channel logout: got %v, want ErrNotFound", err)
+		}
+		if list, _ := m.List(ctx, "lia"); len(list) != 0 {
+			t.Fatalf("got %d sessions left, want 0", len(list))
+		}
+		revoked, _ = m.RevokeUser(ctx, "max")
+		if _, err := m.Lookup(ctx, other); len(revoked) != 1 || !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("revoke user: got %d revoked, lookup %v", len(revoked), err)
+		}
+	})
+	t.Run("delete ends the session", func(t *testing.T) {
+		m, _, _ := setup()
+		id, _, _ := m.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
+		if err := m.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Lookup(ctx, id); !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("got %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestManagerMemory(t *testing.T) {
+	managerSuite(t, func(now func() time.Time) session.Store { return kv.NewMemory(now) })
+}
+
+func TestManagerRedis(t *testing.T) {
+	c, prefix := redistest.Client(t)
+	managerSuite(t, func(func() time.Time) session.Store { return kv.NewRedis(c, prefix) })
+}
+
+// Two managers on one Redis are two instances: a session made on one is
+// served by the other, and a logout on one is seen by the other at once.
+func TestRedisSharedAcrossInstances(t *testing.T) {
+	c, prefix := redistest.Client(t)
+	ctx := context.Background()
+	opts := session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour}
+	a := session.NewManager(kv.NewRedis(c, prefix), opts)
+	b := session.NewManager(kv.NewRedis(c, prefix), opts)
+	id, _, err := a.Create(ctx, session.New{UserID: "bob", Method: session.MethodDev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := b.Lookup(ctx, id); err != nil || rec.UserID != "bob" {
+		t.Fatalf("other instance: got %+v, %v; want bob", rec, err)
+	}
+	if err := a.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Lookup(ctx, id); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("after logout elsewhere: got %v, want ErrNotFound", err)
+	}
+}
+
+// Redis holds neither the session id (it is the session token) nor any
+// value that could be replayed as one.
+func TestRedisHoldsNoSessionID(t *testing.T) {
+	c, prefix := redistest.Client(t)
+	ctx := context.Background()
+	m := session.NewManager(kv.NewRedis(c, prefix), session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour})
+	id, _, err := m.Create(ctx, session.New{UserID: "carol", Method: session.MethodDev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := redistest.Keys(ctx, c, prefix)
+	if len(keys) != 2 {
+		t.Fatalf("got keys %v, want the session and the user's index", keys)
+	}
+	for _, k := range keys {
+		v := c.Get(ctx, k).Val() + strings.Join(c.SMembers(ctx, k).Val(), ",")
+		if strings.Contains(k, id) || strings.Contains(v, id) {
+			t.Fatalf("Redis holds the session id in key %q or its value", k)
+		}
+	}
+}
+
+func TestStoreOutageIsUnavailable(t *testing.T) {
+	m := session.NewManager(failingStore{}, session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour})
+	if _, err := m.Lookup(context.Background(), "some-id"); !errors.Is(err, session.ErrUnavailable) {
+		t.Fatalf("lookup: got %v, want ErrUnavailable", err)
+	}
+	if _, _, err := m.Create(context.Background(), session.New{UserID: "u", Method: session.MethodDev}); !errors.Is(err, session.ErrUnavailable) {
+		t.Fatalf("create: got %v, want ErrUnavailable", err)
+	}
+}
+
+type failingStore struct{}
+
+func (failingStore) Get(context.Context, string) ([]byte, error) { return nil, kv.ErrUnavailable }
+func (failingStore) Set(context.Context, string, []byte, time.Duration) error {
+	return kv.ErrUnavailable
+}
+func (failingStore) Del(context.Context, string) error { return kv.ErrUnavailable }
+func (failingStore) SAdd(context.Context, string, string, time.Duration) error {
+	return kv.ErrUnavailable
+}
+func (failingStore) SRem(context.Context, string, string) error { return kv.ErrUnavailable }
+func (failingStore) SMembers(context.Context, string) ([]string, error) {
+	return nil, kv.ErrUnavailable
+}
+func (failingStore) Publish(context.Context, string, string) error { return kv.ErrUnavailable }
+func (failingStore) Subscribe(ctx context.Context, _ string, _ func(string), _ func(bool)) {
+	<-ctx.Done()
+}
+
+// With the local layer, a session ended on one instance is refused by the
+// others as soon as the message arrives (measured), and within localTTL
+// (one second) even if no message came at all.
+func TestRevocationReachesOtherInstances(t *testing.T) {
+	c, prefix := redistest.Client(t)
+	ctx := context.Background()
+	opts := session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalEntries: 100}
+	a := session.NewManager(kv.NewRedis(c, prefix), opts)
+	b := session.NewManager(kv.NewRedis(c, prefix), opts)
+	startRun(t, a)
+	startRun(t, b)
+	var worst time.Duration
+	for i := 0; i < 20; i++ {
+		id, _, _ := a.Create(ctx, session.New{UserID: "rev", Method: session.MethodDev})
+		if _, err := b.Lookup(ctx, id); err != nil { // b now holds it locally
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := a.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if _, err := b.Lookup(ctx, id); errors.Is(err, session.ErrNotFound) {
+				break
+			}
+			if time.Since(start) > time.Second {
+				t.Fatal("the other instance still serves a deleted session after 1s")
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+		worst = max(worst, time.Since(start))
+	}
+	t.Logf("a logout reached the other instance in at most %v over 20 tries", worst)
+
+	// No message at all: the key vanishes behind b's back (as if the
+	// message were lost); b refuses the session once localTTL has passed.
+	clk := &clock{t: time.Unix(1_700_000_000, 0)}
+	opts.Now = clk.now
+	b2 := session.NewManager(kv.NewRedis(c, prefix), opts)
+	startRun(t, b2)
+	id, _, _ := a.Create(ctx, session.New{UserID: "rev2", Method: session.MethodDev})
+	if _, err := b2.Lookup(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	redistest.DeletePrefix(ctx, c, prefix+"sess:")
+	if _, err := b2.Lookup(ctx, id); err != nil {
+		t.Fatalf("within localTTL: got %v, want the local copy", err)
+	}
+	clk.advance(time.Second)
+	if _, err := b2.Lookup(ctx, id); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("after localTTL: got %v, want ErrNotFound", err)
+	}
+}
