@@ -1,0 +1,336 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/idempotency"
+	"github.com/fintech-bff/bff/internal/problem"
+	"github.com/fintech-bff/bff/internal/tokens"
+)
+
+// TokenSource is what the proxy needs of the token manager.
+type TokenSource interface {
+	Token(ctx context.Context, userID string) (tokens.Token, error)
+	// InvalidateToken drops the user's cached token if it is still token
+	// (the one the upstream just refused).
+	InvalidateToken(ctx context.Context, userID, token string) error
+}
+
+// Retry bounds the retries of idempotent calls.
+type Retry struct {
+	MaxAttempts int // attempts in all, the first included
+	BaseDelay   time.Duration
+	MaxDelay    time.Duration
+}
+
+// Options configures a Forwarder.
+type Options struct {
+	BaseURL      *url.URL
+	Routes       *Routes
+	Tokens       TokenSource
+	Transport    http.RoundTripper // the upstream transport; NewTransport's when nil
+	Timeout      time.Duration     // the whole upstream exchange, retries included
+	MaxBodyBytes int64
+	Retry        Retry
+	Logger       *slog.Logger
+	Metrics      *Metrics
+	// Idempotency, when set, runs money-moving POSTs under their
+	// Idempotency-Key; RequireIdempotencyKey makes the key mandatory.
+	Idempotency           *idempotency.Keeper
+	RequireIdempotencyKey bool
+}
+
+// Forwarder forwards allowlisted calls. Safe for concurrent use.
+type Forwarder struct {
+	routes     *Routes
+	rp         *httputil.ReverseProxy
+	timeout    time.Duration
+	maxBody    int64
+	log        *slog.Logger
+	idem       *idempotency.Keeper
+	requireKey bool
+}
+
+// Call is what the edge knows of one API call.
+type Call struct {
+	UserID    string
+	RequestID string
+	// ClientIP is the caller's address as the edge believes it (from
+	// X-Forwarded-For only when the peer is a trusted proxy); it is sent
+	// upstream as X-Forwarded-For.
+	ClientIP string
+	// Path is the escaped upstream path: the request path less "/api".
+	Path string
+}
+
+type callKey struct{}
+
+type callState struct {
+	Call
+	path  string // decoded, checked
+	route string
+	// notSent is set when the call failed before any request reached the
+	// upstream (no token, no connection): safe to run again.
+	notSent bool
+	// upstreamStatus is the status of the last upstream attempt (0: none).
+	upstreamStatus int
+}
+
+// Result tells the edge what happened to a call, for its labels and log.
+type Result struct {
+	Route          string // the route template; "" when none matched
+	UpstreamStatus int    // the last upstream attempt's status; 0 when none
+}
+
+func callFrom(ctx context.Context) *callState {
+	c, _ := ctx.Value(callKey{}).(*callState)
+	return c
+}
+
+// New returns a Forwarder.
+func New(o Options) *Forwarder {
+	if o.Transport == nil {
+		o.Transport = NewTransport(o.Timeout)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	f := &Forwarder{routes: o.Routes, timeout: o.Timeout, maxBody: o.MaxBodyBytes, log: o.Logger,
+		idem: o.Idempotency, requireKey: o.RequireIdempotencyKey}
+	base := *o.BaseURL
+	basePath := strings.TrimSuffix(base.Path, "/")
+	f.rp = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			c := callFrom(pr.In.Context())
+			out := pr.Out
+			out.URL.Scheme = base.Scheme
+			out.URL.Host = base.Host
+			out.URL.Path = basePath + c.path
+			out.URL.RawPath = ""
+			out.URL.RawQuery = pr.In.URL.RawQuery // forwarded as sent
+			out.Host = base.Host
+			// The client's credentials and CSRF marker never go upstream;
+			// the transport adds the user's upstream token. Hop-by-hop and
+			// X-Forwarded-* headers are already dropped by ReverseProxy.
+			h := out.Header
+			h.Del("Authorization")
+			h.Del("Proxy-Authorization")
+			h.Del("Cookie")
+			h.Del("X-Csrf")
+			h.Del("Origin")
+			h.Del("Referer")
+			h.Set("X-Request-Id", c.RequestID)
+			if c.ClientIP != "" {
+				h.Set("X-Forwarded-For", c.ClientIP)
+			}
+		},
+		Transport: &transport{
+			base: o.Transport, tokens: o.Tokens, retry: o.Retry, metrics: o.Metrics,
+		},
+		// FlushInterval 0: the server's buffer sends as it fills (a large
+		// reply streams in constant memory) and ReverseProxy flushes at once
+		// for replies of unknown length and event streams.
+		FlushInterval:  0,
+		BufferPool:     copyBuffers,
+		ModifyResponse: modifyResponse,
+		ErrorHandler:   f.errorHandler,
+		ErrorLog:       slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
+	}
+	return f
+}
+
+// NewTransport returns an upstream transport tuned for keep-alive to one host.
+func NewTransport(timeout time.Duration) *http.Transport {
+	return &http.Transport{
+		Proxy:                 nil, // never an environment proxy: the secret's path is fixed
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   128,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ResponseHeaderTimeout: timeout,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// copyBuffers recycles the 32 KiB buffers ReverseProxy copies replies
+// with, instead of one allocation per request.
+var copyBuffers = &bufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte  { return *b.p.Get().(*[]byte) }
+func (b *bufferPool) Put(s []byte) { b.p.Put(&s) }
+
+// Prefixes lists the route templates Forward reports, for the caller's labels.
+func (f *Forwarder) Prefixes() []string { return f.routes.Prefixes() }
+
+// Forward serves one API call.
+func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, c Call) Result {
+	path, p := CheckPath(c.Path)
+	if p != nil {
+		problem.Write(w, p, c.RequestID)
+		return Result{}
+	}
+	route, p := f.routes.Match(path, r.Method)
+	if p != nil {
+		problem.Write(w, p, c.RequestID)
+		return Result{Route: route}
+	}
+	body, p := f.bufferBody(r)
+	if p != nil {
+		problem.Write(w, p, c.RequestID)
+		return Result{Route: route}
+	}
+	st := &callState{Call: c, path: path, route: route}
+	if f.idem != nil && r.Method == http.MethodPost && moneyRoutes[route] {
+		f.forwardIdempotent(w, r, st, body)
+	} else {
+		f.serve(w, r, st, r.Context())
+	}
+	return Result{Route: route, UpstreamStatus: st.upstreamStatus}
+}
+
+// serve forwards one call within the upstream timeout, under parent (the
+// client's context, or a detached one for idempotent payments).
+func (f *Forwarder) serve(w http.ResponseWriter, r *http.Request, st *callState, parent context.Context) {
+	ctx, cancel := context.WithTimeout(parent, f.timeout)
+	defer cancel()
+	f.rp.ServeHTTP(w, r.WithContext(context.WithValue(ctx, callKey{}, st)))
+}
+
+// bufferBody reads the request body, at most MaxBodyBytes, so that it can be
+// replayed on the 401 retry and the idempotent retries; a larger body, with
+// or without Content-Length, is 413 BODY_TOO_LARGE.
+func (f *Forwarder) bufferBody(r *http.Request) ([]byte, *problem.Problem) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	if r.ContentLength > f.maxBody {
+		return nil, problem.Newf(problem.CodeBodyTooLarge, "the request body is over %d bytes", f.maxBody)
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, f.maxBody+1))
+	if err != nil {
+		return nil, problem.Wrap(problem.CodeBadRequest, "the request body could not be read", err)
+	}
+	if int64(len(b)) > f.maxBody {
+		return nil, problem.Newf(problem.CodeBodyTooLarge, "the request body is over %d bytes", f.maxBody)
+	}
+	r.ContentLength = int64(len(b))
+	if len(b) == 0 {
+		r.Body = http.NoBody
+		r.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
+		return b, nil
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	return b, nil
+}
+
+// upstreamError carries a normalised upstream error from ModifyResponse to
+// the ErrorHandler.
+type upstreamError struct{ p *problem.Problem }
+
+func (e upstreamError) Error() string { return e.p.Error() }
+
+// errorBodyLimit caps how much of an upstream error body is read.
+const errorBodyLimit = 64 << 10
+
+func modifyResponse(resp *http.Response) error {
+	resp.Header.Del("Set-Cookie") // upstream cookies never reach the client
+	if resp.StatusCode < 400 {
+		return nil // 2xx (whatever the payment status inside) passes through unchanged
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
+	return upstreamError{problem.FromUpstream(resp.StatusCode, resp.Header, body)}
+}
+
+func (f *Forwarder) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	c := callFrom(r.Context())
+	p := f.classify(r, err)
+	c.notSent = notSent(err)
+	level := slog.LevelWarn
+	if p.Status == problem.StatusClientClosedRequest {
+		level = slog.LevelInfo
+	}
+	if p.Code == problem.CodeUpstreamAuthFailed {
+		level = slog.LevelError // an operator alert: the client credentials are refused
+	}
+	f.log.LogAttrs(r.Context(), level, "upstream call failed",
+		slog.String("requestId", c.RequestID), slog.String("route", c.route),
+		slog.String("code", p.Code), slog.Int("status", p.Status), slog.String("cause", causeText(err)))
+	problem.Write(w, p, c.RequestID)
+}
+
+// classify maps a failed exchange to its problem.
+func (f *Forwarder) classify(r *http.Request, err error) *problem.Problem {
+	var ue upstreamError
+	var me *tokens.MintError
+	var ne net.Error
+	switch {
+	case errors.As(err, &ue):
+		return ue.p
+	case errors.As(err, &me):
+		return mintProblem(me)
+	case errors.Is(err, tokens.ErrStoreUnavailable):
+		return problem.Wrap(problem.CodeSessionStoreUnavailable, "the token store is not answering", err)
+	case errors.Is(err, tokens.ErrLockTimeout):
+		return problem.Wrap(problem.CodeUpstreamTimeout, "the upstream token endpoint did not answer in time", err)
+	case errors.Is(r.Context().Err(), context.Canceled): // the client went away, not our timeout
+		return problem.Wrap(problem.CodeClientClosedRequest, "the client closed the request", err)
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
+		return problem.Wrap(problem.CodeUpstreamTimeout, "the upstream did not answer in time", err)
+	default:
+		return problem.Wrap(problem.CodeUpstreamUnreachable, "the upstream could not be reached", err)
+	}
+}
+
+// mintProblem maps a failed token mint to the client's answer.
+func mintProblem(me *tokens.MintError) *problem.Problem {
+	switch me.Kind {
+	case tokens.KindAuth:
+		return problem.Wrap(problem.CodeUpstreamAuthFailed, "the upstream refused the BFF's credentials", me)
+	case tokens.KindTimeout:
+		return problem.Wrap(problem.CodeUpstreamTimeout, "the upstream token endpoint did not answer in time", me)
+	case tokens.KindUnreachable:
+		return problem.Wrap(problem.CodeUpstreamUnreachable, "the upstream token endpoint could not be reached", me)
+	case tokens.KindRejected:
+		p := problem.Wrap(problem.CodeUpstreamError, "the upstream refused a token for this user", me)
+		p.Retryable = false
+		p.Action = problem.ActionContactSupport
+		return p
+	default:
+		return problem.Wrap(problem.CodeUpstreamError, "the upstream token endpoint failed", me)
+	}
+}
+
+// notSent reports failures that happened before the request could reach
+// the upstream: no token (mint failed, store down) or no connection.
+func notSent(err error) bool {
+	var me *tokens.MintError
+	var op *net.OpError
+	return errors.As(err, &me) || errors.Is(err, tokens.ErrStoreUnavailable) || errors.Is(err, tokens.ErrLockTimeout) ||
+		(errors.As(err, &op) && op.Op == "dial")
+}
+
+// causeText is an error's text with any URL removed (a *url.Error names the
+// upstream address).
+func causeText(err error) string {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		return uerr.Op + ": " + uerr.Err.Error()
+	}
+	return err.Error()
+}

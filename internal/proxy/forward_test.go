@@ -1,0 +1,343 @@
+package proxy_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/problem"
+	"github.com/fintech-bff/bff/internal/proxy"
+	"github.com/fintech-bff/bff/internal/tokens"
+)
+
+// fakeTokens hands out "tok-<user>-<generation>" and counts invalidations.
+type fakeTokens struct {
+	gen         atomic.Int64
+	invalidated atomic.Int64
+	err         error
+}
+
+func (f *fakeTokens) Token(_ context.Context, userID string) (tokens.Token, error) {
+	if f.err != nil {
+		return tokens.Token{}, f.err
+	}
+	return tokens.Token{Value: fmt.Sprintf("tok-%s-%d", userID, f.gen.Load()), Expiry: time.Now().Add(time.Hour)}, nil
+}
+
+func (f *fakeTokens) InvalidateToken(context.Context, string, string) error {
+	f.invalidated.Add(1)
+	f.gen.Add(1)
+	return nil
+}
+
+type seen struct {
+	mu   sync.Mutex
+	reqs []*http.Request
+	body []string
+}
+
+func (s *seen) add(r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reqs = append(s.reqs, r)
+	s.body = append(s.body, string(b))
+}
+
+func (s *seen) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.reqs)
+}
+
+type fixture struct {
+	upstream *httptest.Server
+	seen     *seen
+	tokens   *fakeTokens
+	fwd      *proxy.Forwarder
+}
+
+func newFixture(t *testing.T, h func(n int, w http.ResponseWriter, r *http.Request), timeout time.Duration) *fixture {
+	t.Helper()
+	f := &fixture{seen: &seen{}, tokens: &fakeTokens{}}
+	var n atomic.Int64
+	f.upstream = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.seen.add(r)
+		h(int(n.Add(1)), w, r)
+	}))
+	t.Cleanup(f.upstream.Close)
+	base, _ := url.Parse(f.upstream.URL + "/root")
+	f.fwd = proxy.New(proxy.Options{
+		BaseURL: base, Routes: proxy.NewRoutes(contractRoutes), Tokens: f.tokens,
+		Timeout: timeout, MaxBodyBytes: 1024,
+		Retry: proxy.Retry{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
+	})
+	return f
+}
+
+func (f *fixture) do(method, target, body string, hdr map[string]string) *httptest.ResponseRecorder {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	r := httptest.NewRequest(method, "http://bff.local"+target, rd)
+	for k, v := range hdr {
+		r.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	path := strings.TrimPrefix(r.URL.EscapedPath(), "/api")
+	f.fwd.Forward(w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: path, ClientIP: "203.0.113.7"})
+	return w
+}
+
+func decodeProblem(t *testing.T, w *httptest.ResponseRecorder) problem.Problem {
+	t.Helper()
+	if ct := w.Header().Get("Content-Type"); ct != problem.ContentType {
+		t.Fatalf("got Content-Type %q, want %q (body %s)", ct, problem.ContentType, w.Body)
+	}
+	var p problem.Problem
+	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.RequestID != "req-123" || w.Header().Get("X-Request-Id") != "req-123" {
+		t.Fatalf("got requestId %q / header %q, want req-123", p.RequestID, w.Header().Get("X-Request-Id"))
+	}
+	return p
+}
+
+func TestForwardHeaderHygieneAndPassThrough(t *testing.T) {
+	const reply = `{"items":[{"id":"p1","status":"RJCT"}],"nextPage":null}`
+	f := newFixture(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Set-Cookie", "upstream=1")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, reply)
+	}, 5*time.Second)
+	w := f.do("GET", "/api/v2/payments?limit=5&sort=-1&x=%2F", "", map[string]string{
+		"Authorization": "Bearer session-token", "Cookie": "bff_session=abc", "X-CSRF": "1",
+		"Connection": "X-Drop", "X-Drop": "1", "X-Forwarded-For": "6.6.6.6", "Accept": "application/json",
+	})
+	if w.Code != 200 || w.Body.String() != reply {
+		t.Fatalf("got %d %q, want 200 and the body byte for byte", w.Code, w.Body)
+	}
+	if w.Header().Get("Set-Cookie") != "" {
+		t.Fatal("upstream Set-Cookie reached the client")
+	}
+	r := f.seen.reqs[0]
+	if r.URL.Path != "/root/v2/payments" || r.URL.RawQuery != "limit=5&sort=-1&x=%2F" {
+		t.Fatalf("got %s?%s, want /root/v2/payments with the query as sent", r.URL.Path, r.URL.RawQuery)
+	}
+	if got := r.Header.Get("Authorization"); got != "Bearer tok-alice-0" {
+		t.Fatalf("got Authorization %q, want the user's upstream token", got)
+	}
+	for _, h := range []string{"Cookie", "X-Csrf", "X-Drop"} {
+		if r.Header.Get(h) != "" {
+			t.Errorf("header %s was forwarded", h)
+		}
+	}
+	if got := r.Header.Values("X-Forwarded-For"); len(got) != 1 || got[0] != "203.0.113.7" {
+		t.Errorf("got X-Forwarded-For %v, want only the edge's client IP (the client's own value dropped)", got)
+	}
+	if r.Header.Get("X-Request-Id") != "req-123" || r.Header.Get("Accept") != "application/json" {
+		t.Fatalf("got X-Request-Id %q Accept %q", r.Header.Get("X-Request-Id"), r.Header.Get("Accept"))
+	}
+}
+
+func TestForward401RetriesOnceWithANewToken(t *testing.T) {
+	t.Run("second attempt succeeds", func(t *testing.T) {
+		f := newFixture(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			if n == 1 {
+				w.WriteHeader(401)
+				_, _ = io.WriteString(w, `{"message":"expired"}`)
+				return
+			}
+			_, _ = io.WriteString(w, `{"id":"p1"}`)
+		}, 5*time.Second)
+		w := f.do("POST", "/api/v2/payments", `{"paymentInformation":{}}`, map[string]string{"Content-Type": "application/json"})
+		if w.Code != 200 || f.seen.count() != 2 || f.tokens.invalidated.Load() != 1 {
+			t.Fatalf("got %d after %d calls and %d invalidations, want 200 after 2 and 1", w.Code, f.seen.count(), f.tokens.invalidated.Load())
+		}
+		if f.seen.body[1] != `{"paymentInformation":{}}` {
+			t.Fatalf("retried body %q, want the original", f.seen.body[1])
+		}
+		if got := f.seen.reqs[1].Header.Get("Authorization"); got != "Bearer tok-alice-1" {
+			t.Fatalf("retry carried %q, want the fresh token", got)
+		}
+	})
+	t.Run("second 401 is 502 UPSTREAM_AUTH_FAILED", func(t *testing.T) {
+		f := newFixture(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(401)
+			_, _ = io.WriteString(w, `{"message":"no"}`)
+		}, 5*time.Second)
+		w := f.do("GET", "/api/v2/payments", "", nil)
+		p := decodeProblem(t, w)
+		if w.Code != 502 || p.Code != problem.CodeUpstreamAuthFailed || f.seen.count() != 2 {
+			t.Fatalf("got %d %s after %d calls, want 502 UPSTREAM_AUTH_FAILED after 2", w.Code, p.Code, f.seen.count())
+		}
+	})
+}
+
+func TestForwardRetryPolicy(t *testing.T) {
+	cases := []struct {
+		name      string
+		method    string
+		status    int
+		body      string
+		failures  int // failures before a 200
+		wantCalls int
+		wantCode  int
+	}{
+		{"GET 500 twice then success", "GET", 500, `{"type":"INTERNAL_ERROR"}`, 2, 3, 200},
+		{"GET 503 twice then success", "GET", 503, ``, 2, 3, 200},
+		{"GET PROVIDER_UNAVAILABLE twice then success", "GET", 400, `{"type":"PROVIDER_UNAVAILABLE","message":"down"}`, 2, 3, 200},
+		{"GET 500 three times gives up", "GET", 500, `{"type":"INTERNAL_ERROR"}`, 5, 3, 502},
+		{"DELETE 503 is retried", "DELETE", 503, ``, 1, 2, 200},
+		{"POST 500 is never retried", "POST", 500, `{"type":"INTERNAL_ERROR"}`, 1, 1, 502},
+		{"POST PROVIDER_UNAVAILABLE is never retried", "POST", 400, `{"type":"PROVIDER_UNAVAILABLE"}`, 1, 1, 503},
+		{"GET 400 is never retried", "GET", 400, `{"type":"CLIENT_ERROR","message":"bad id"}`, 1, 1, 400},
+		{"GET 402 is never retried", "GET", 402, `{"status":"insufficient_credits","cost":20}`, 1, 1, 402},
+		{"GET 403 is never retried", "GET", 403, `{"type":"NOT_AVAILABLE_ON_PLAN"}`, 1, 1, 403},
+		{"GET 404 is never retried", "GET", 404, `{"type":"CLIENT_ERROR"}`, 1, 1, 404},
+		{"GET 409 is never retried", "GET", 409, `{"status":"no_refreshable_connections"}`, 1, 1, 409},
+		{"DELETE 423 is never retried", "DELETE", 423, `locked`, 1, 1, 423},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				if n <= tc.failures {
+					w.WriteHeader(tc.status)
+					_, _ = io.WriteString(w, tc.body)
+					return
+				}
+				_, _ = io.WriteString(w, `{"ok":true}`)
+			}, 5*time.Second)
+			path := "/api/v2/payments"
+			if tc.method == "DELETE" {
+				path = "/api/v2/connections/c1"
+			}
+			w := f.do(tc.method, path, "", nil)
+			if w.Code != tc.wantCode || f.seen.count() != tc.wantCalls {
+				t.Fatalf("got %d after %d calls, want %d after %d (body %s)", w.Code, f.seen.count(), tc.wantCode, tc.wantCalls, w.Body)
+			}
+		})
+	}
+}
+
+func TestForward423KeepsRetryAfter(t *testing.T) {
+	f := newFixture(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("Retry-After", "120")
+		w.WriteHeader(423)
+		_, _ = io.WriteString(w, "Connection is locked and cannot be deleted currently")
+	}, 5*time.Second)
+	w := f.do("DELETE", "/api/v2/connections/c1", "", nil)
+	p := decodeProblem(t, w)
+	if w.Code != 423 || p.Code != problem.CodeResourceLocked || w.Header().Get("Retry-After") != "120" {
+		t.Fatalf("got %d %s Retry-After %q, want 423 RESOURCE_LOCKED 120", w.Code, p.Code, w.Header().Get("Retry-After"))
+	}
+}
+
+func TestForwardRefusesBeforeUpstream(t *testing.T) {
+	f := newFixture(t, func(_ int, w http.ResponseWriter, r *http.Request) {}, 5*time.Second)
+	cases := []struct {
+		name, method, path, body string
+		status                   int
+		code                     string
+	}{
+		{"not allowlisted", "GET", "/api/v2/secret", "", 404, problem.CodeRouteNotFound},
+		{"token endpoint", "POST", "/api/oauth/token", "", 404, problem.CodeRouteNotFound},
+		{"method", "PUT", "/api/v2/payments", "", 405, problem.CodeMethodNotAllowed},
+		{"traversal", "GET", "/api/v2/payments/%2e%2e/%2e%2e/oauth/token", "", 400, problem.CodeBadPath},
+		{"encoded slash", "GET", "/api/v2/payments%2Fx", "", 400, problem.CodeBadPath},
+		{"body too large", "POST", "/api/v2/payments", strings.Repeat("x", 1025), 413, problem.CodeBodyTooLarge},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := f.do(tc.method, tc.path, tc.body, nil)
+			p := decodeProblem(t, w)
+			if w.Code != tc.status || p.Code != tc.code {
+				t.Fatalf("got %d %s, want %d %s", w.Code, p.Code, tc.status, tc.code)
+			}
+		})
+	}
+	if n := f.seen.count(); n != 0 {
+		t.Fatalf("the upstream saw %d requests, want 0", n)
+	}
+	t.Run("405 names the allowed methods", func(t *testing.T) {
+		w := f.do("PUT", "/api/v2/payments", "", nil)
+		if got := w.Header().Get("Allow"); got != "DELETE, GET, POST" {
+			t.Fatalf("got Allow %q", got)
+		}
+	})
+}
+
+// A chunked body (no Content-Length) over the limit is refused as well.
+func TestForwardChunkedBodyTooLarge(t *testing.T) {
+	f := newFixture(t, func(_ int, w http.ResponseWriter, r *http.Request) {}, 5*time.Second)
+	r := httptest.NewRequest("POST", "http://bff.local/api/v2/payments", io.MultiReader(strings.NewReader(strings.Repeat("y", 2000))))
+	r.ContentLength = -1
+	w := httptest.NewRecorder()
+	f.fwd.Forward(w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: "/v2/payments"})
+	if p := decodeProblem(t, w); w.Code != 413 || p.Code != problem.CodeBodyTooLarge || f.seen.count() != 0 {
+		t.Fatalf("got %d %s with %d upstream calls, want 413 BODY_TOO_LARGE and none", w.Code, p.Code, f.seen.count())
+	}
+}
+
+func TestForwardTransportFailures(t *testing.T) {
+	t.Run("unreachable is 502", func(t *testing.T) {
+		ln, _ := net.Listen("tcp", "127.0.0.1:0")
+		addr := ln.Addr().String()
+		ln.Close()
+		base, _ := url.Parse("http://" + addr)
+		fwd := proxy.New(proxy.Options{BaseURL: base, Routes: proxy.NewRoutes(contractRoutes), Tokens: &fakeTokens{},
+			Timeout: time.Second, MaxBodyBytes: 10, Retry: proxy.Retry{MaxAttempts: 1}})
+		w := httptest.NewRecorder()
+		fwd.Forward(w, httptest.NewRequest("GET", "/api/v2/payments", nil), proxy.Call{UserID: "u", RequestID: "req-123", Path: "/v2/payments"})
+		p := decodeProblem(t, w)
+		if w.Code != 502 || p.Code != problem.CodeUpstreamUnreachable || strings.Contains(w.Body.String(), addr) {
+			t.Fatalf("got %d %s %s, want 502 UPSTREAM_UNREACHABLE without the address", w.Code, p.Code, w.Body)
+		}
+	})
+	t.Run("timeout is 504", func(t *testing.T) {
+		release := make(chan struct{})
+		f := newFixture(t, func(_ int, w http.ResponseWriter, r *http.Request) { <-release }, 100*time.Millisecond)
+		defer close(release)
+		w := f.do("GET", "/api/v2/payments", "", nil)
+		if p := decodeProblem(t, w); w.Code != 504 || p.Code != problem.CodeUpstreamTimeout {
+			t.Fatalf("got %d %s, want 504 UPSTREAM_TIMEOUT", w.Code, p.Code)
+		}
+	})
+	t.Run("token endpoint refusing credentials is 502 UPSTREAM_AUTH_FAILED", func(t *testing.T) {
+		f := newFixture(t, func(_ int, w http.ResponseWriter, r *http.Request) {}, time.Second)
+		f.tokens.err = &tokens.MintError{Kind: tokens.KindAuth, Status: 401}
+		w := f.do("GET", "/api/v2/payments", "", nil)
+		if p := decodeProblem(t, w); w.Code != 502 || p.Code != problem.CodeUpstreamAuthFailed || f.seen.count() != 0 {
+			t.Fatalf("got %d %s, want 502 UPSTREAM_AUTH_FAILED with no API call", w.Code, p.Code)
+		}
+	})
+	t.Run("another instance's mint that never finishes is 504 UPSTREAM_TIMEOUT", func(t *testing.T) {
+		f := newFixture(t, func(_ int, w http.ResponseWriter, r *http.Request) {}, time.Second)
+		f.tokens.err = tokens.ErrLockTimeout
+		w := f.do("GET", "/api/v2/payments", "", nil)
+		if p := decodeProblem(t, w); w.Code != 504 || p.Code != problem.CodeUpstreamTimeout || f.seen.count() != 0 {
+			t.Fatalf("got %d %s, want 504 UPSTREAM_TIMEOUT with no API call", w.Code, p.Code)
+		}
+	})
+	t.Run("token store down is 503 SESSION_STORE_UNAVAILABLE", func(t *testing.T) {
+		f := newFixture(t, func(_ int, w http.ResponseWriter, r *http.Request) {}, time.Second)
+		f.tokens.err = fmt.Errorf("%w: get: dial refused", tokens.ErrStoreUnavailable)
+		w := f.do("GET", "/api/v2/payments", "", nil)
+		if p := decodeProblem(t, w); w.Code != 503 || p.Code != problem.CodeSessionStoreUnavailable {
+			t.Fatalf("got %d %s, want 503 SESSION_STORE_UNAVAILABLE", w.Code, p.Code)
+		}
+	})
+}

@@ -1,0 +1,44 @@
+package proxy
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the upstream-side metrics of the contract (section 5). Labels
+// carry route templates and bounded error types only.
+type Metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// NewMetrics registers the proxy's metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bff_upstream_requests_total",
+			Help: "Upstream API calls (each attempt), by route template, status and upstream error type.",
+		}, []string{"route", "status", "type"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "bff_upstream_request_duration_seconds",
+			Help:    "Time to the upstream's response headers, per attempt, by route template.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"route"}),
+	}
+	reg.MustRegister(m.requests, m.duration)
+	return m
+}
+
+func (m *Metrics) observe(route string, status int, typ string, took time.Duration) {
+	if m == nil {
+		return
+	}
+	s := "error" // no reply: transport failure
+	if status > 0 {
+		s = strconv.Itoa(status)
+	}
+	m.requests.WithLabelValues(route, s, typ).Inc()
+	m.duration.WithLabelValues(route).Observe(took.Seconds())
+}

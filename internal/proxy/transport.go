@@ -1,0 +1,161 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"time"
+)
+
+// transport adds the user's upstream token to each attempt and owns the
+// retry policy of the contract (section 3): one retry after a 401 with a
+// freshly minted token; for idempotent methods, retries on 500, 503 and
+// PROVIDER_UNAVAILABLE with exponential backoff and full jitter, within the
+// attempt budget and the request's deadline. Nothing else is retried.
+type transport struct {
+	base    http.RoundTripper
+	tokens  TokenSource
+	retry   Retry
+	metrics *Metrics
+}
+
+func idempotent(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodDelete, http.MethodTrace:
+		return true
+	}
+	return false
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	c := callFrom(ctx)
+	retryable := idempotent(req.Method)
+	authRetried := false
+	for attempt := 1; ; {
+		tok, err := t.tokens.Token(ctx, c.UserID)
+		if err != nil {
+			return nil, err
+		}
+		out := req
+		if attempt > 1 || authRetried {
+			out = req.Clone(ctx)
+			if req.GetBody != nil {
+				if out.Body, err = req.GetBody(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		out.Header.Set("Authorization", "Bearer "+tok.Value)
+		start := time.Now()
+		resp, err := t.base.RoundTrip(out)
+		if err != nil {
+			if !errors.Is(ctx.Err(), context.Canceled) { // a client that left is not an upstream failure
+				t.metrics.observe(c.route, 0, "", time.Since(start))
+			}
+			return nil, err
+		}
+		typ := ""
+		if resp.StatusCode >= 400 {
+			typ = peekType(resp)
+		}
+		t.metrics.observe(c.route, resp.StatusCode, typ, time.Since(start))
+		c.upstreamStatus = resp.StatusCode
+
+		if resp.StatusCode == http.StatusUnauthorized && !authRetried {
+			discard(resp)
+			if err := t.tokens.InvalidateToken(ctx, c.UserID, tok.Value); err != nil {
+				return nil, err
+			}
+			authRetried = true
+			continue
+		}
+		if retryable && attempt < t.retry.MaxAttempts && transient(resp.StatusCode, typ) {
+			delay := t.backoff(attempt)
+			if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > delay {
+				discard(resp)
+				if err := sleep(ctx, delay); err != nil {
+					return nil, err
+				}
+				attempt++
+				continue
+			}
+		}
+		return resp, nil
+	}
+}
+
+// transient reports the failures the contract retries.
+func transient(status int, typ string) bool {
+	return status == http.StatusInternalServerError || status == http.StatusServiceUnavailable ||
+		(status == http.StatusBadRequest && typ == "PROVIDER_UNAVAILABLE")
+}
+
+// backoff is full jitter: uniform in [0, min(MaxDelay, BaseDelay·2^(attempt-1))].
+func (t *transport) backoff(attempt int) time.Duration {
+	d := t.retry.BaseDelay << (attempt - 1)
+	if d > t.retry.MaxDelay || d <= 0 {
+		d = t.retry.MaxDelay
+	}
+	if d <= 0 {
+		return 0
+	}
+	return rand.N(d + 1)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+func discard(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, errorBodyLimit))
+	_ = resp.Body.Close()
+}
+
+// knownTypes bounds the "type" label of the upstream metric.
+var knownTypes = map[string]bool{
+	"CLIENT_ERROR": true, "VALIDATION_ERROR": true, "PROVIDER_UNAVAILABLE": true,
+	"NOT_AVAILABLE_ON_PLAN": true, "ACCOUNT_LIMIT_REACHED": true, "MCP_FORBIDDEN": true,
+	"MCP_NO_SERVICE_ORG": true, "MCP_TEMPORARILY_UNAVAILABLE": true, "INTERNAL_ERROR": true,
+	"INTERNAL_SERVER_ERROR": true, "insufficient_credits": true, "no_refreshable_connections": true,
+}
+
+// peekType reads the (small) error body to learn its type, and puts the
+// bytes back so the response can still be normalised or passed on.
+func peekType(resp *http.Response) string {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(b), resp.Body), resp.Body}
+	var v struct {
+		Type   any `json:"type"`
+		Status any `json:"status"`
+	}
+	if json.Unmarshal(b, &v) != nil {
+		return ""
+	}
+	for _, f := range [...]any{v.Type, v.Status} {
+		if s, ok := f.(string); ok && s != "" {
+			if knownTypes[s] {
+				return s
+			}
+			return "OTHER"
+		}
+	}
+	return ""
+}
