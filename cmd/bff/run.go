@@ -1,0 +1,461 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/fintech-bff/bff/internal/config"
+	"github.com/fintech-bff/bff/internal/edge"
+	"github.com/fintech-bff/bff/internal/idempotency"
+	"github.com/fintech-bff/bff/internal/kv"
+	"github.com/fintech-bff/bff/internal/logbuf"
+	"github.com/fintech-bff/bff/internal/login"
+	"github.com/fintech-bff/bff/internal/proxy"
+	"github.com/fintech-bff/bff/internal/session"
+	"github.com/fintech-bff/bff/internal/tokens"
+)
+
+// run is the whole program; main only wires signals and the process.
+// It returns nil after a clean shutdown (ctx cancelled by SIGTERM/SIGINT).
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "path to the YAML configuration file")
+	check := fs.Bool("check", false, "validate the configuration, print it with secrets redacted, and exit")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	cfg, err := config.Load(*cfgPath, getenv)
+	if err != nil {
+		return err
+	}
+	if *check {
+		fmt.Fprintf(stdout, "configuration OK\n%s", cfg.Dump())
+		return nil
+	}
+	// Log lines are batched (one write per 100 ms instead of one per
+	// request); warnings and errors are written at once.
+	lw := logbuf.New(stderr, 100*time.Millisecond)
+	defer lw.Close()
+	log := newLogger(lw, cfg.LogLevel)
+	return serve(ctx, cfg, log)
+}
+
+func newLogger(w *logbuf.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level)) // validated by config
+	return slog.New(flushOnWarn{slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}), w})
+}
+
+// flushOnWarn writes warnings and errors out at once, so the lines that
+// explain a crash are not left in the batch.
+type flushOnWarn struct {
+	slog.Handler
+	w *logbuf.Writer
+}
+
+func (h flushOnWarn) Handle(ctx context.Context, r slog.Record) error {
+	err := h.Handler.Handle(ctx, r)
+	if r.Level >= slog.LevelWarn {
+		h.w.Flush()
+	}
+	return err
+}
+
+func (h flushOnWarn) WithAttrs(a []slog.Attr) slog.Handler {
+	return flushOnWarn{h.Handler.WithAttrs(a), h.w}
+}
+func (h flushOnWarn) WithGroup(n string) slog.Handler {
+	return flushOnWarn{h.Handler.WithGroup(n), h.w}
+}
+
+// app is everything serve builds, for shutdown.
+type app struct {
+	store          interface{ Ping(context.Context) error }
+	closer         io.Closer
+	stopBackground func() // ends subscriptions before the store closes
+}
+
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	if cfg.Auth.Mode == config.AuthModeDev {
+		log.Warn("DEVELOPMENT LOGIN ENABLED: auth.mode is dev, anyone can log in as any user id; never run this in production")
+	}
+	secret, err := newSecretHolder(cfg.Upstream.LoadClientSecret, log)
+	if err != nil {
+		return err
+	}
+
+	store, a, err := openStore(cfg, log)
+	if err != nil {
+		return err
+	}
+	encKey, err := keyOrRandom(cfg.Redis.DecodedEncryptionKey, "redis.encryption_key", log)
+	if err != nil {
+		return err
+	}
+	sessionKeys, err := cfg.Session.DecodedKeys()
+	if err != nil {
+		return err
+	}
+	if len(sessionKeys) == 0 {
+		log.Warn("session.keys is empty: using a random key; sessions end on restart and are not shared between instances")
+		sessionKeys = [][]byte{randomKey()}
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	sessionsCreated := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "bff_sessions_created_total", Help: "BFF sessions created (logins).",
+	})
+	reg.MustRegister(sessionsCreated)
+
+	unit := time.Second
+	if cfg.Upstream.ExpiresInUnit == config.UnitMilliseconds {
+		unit = time.Millisecond
+	}
+	upstreamTransport := proxy.NewTransport(cfg.Upstream.Timeout)
+	minter := tokens.NewMinter(tokens.MinterOptions{
+		BaseURL: cfg.Upstream.BaseURL, ClientID: cfg.Upstream.ClientID,
+		Secret:        secret.Current,
+		ExpiresInUnit: unit,
+		Client:        &http.Client{Transport: upstreamTransport, Timeout: cfg.Upstream.Timeout},
+	})
+	cache, err := tokens.NewCache(store, minter, secret.Current(), tokens.CacheOptions{
+		EncryptionKey: encKey, RefreshBefore: cfg.Upstream.RefreshBefore, MaxTTL: cfg.Upstream.MaxTokenTTL,
+		LocalEntries: cfg.Upstream.TokenCacheEntries, MintTimeout: cfg.Upstream.Timeout,
+		Reload: secret.reload, Observe: tokens.NewMetrics(reg), Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	cacheCtx, stopCache := context.WithCancel(context.Background())
+	defer stopCache()
+	go cache.Run(cacheCtx)
+	a.stopBackground = stopCache
+	sessions := session.NewManager(store, session.Options{
+		IdleTimeout: cfg.Session.IdleTimeout, AbsoluteTimeout: cfg.Session.AbsoluteTimeout,
+		LocalEntries: cfg.Session.CacheEntries, OnCreate: sessionsCreated.Inc,
+	})
+	go sessions.Run(cacheCtx)
+	cookies, err := session.NewCookies(session.CookieOptions{
+		Name: cfg.Session.CookieName, Secure: cfg.Session.SecureCookie, Keys: sessionKeys,
+		MaxAge: cfg.Session.AbsoluteTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	base, err := url.Parse(cfg.Upstream.BaseURL)
+	if err != nil {
+		return fmt.Errorf("upstream.base_url: %w", err)
+	}
+	routes := make([]proxy.Route, len(cfg.Upstream.Routes))
+	for i, r := range cfg.Upstream.Routes {
+		routes[i] = proxy.Route{Prefix: r.Prefix, Methods: r.Methods}
+	}
+	idem, err := idempotency.New(store, encKey, cfg.Upstream.Timeout+30*time.Second)
+	if err != nil {
+		return err
+	}
+	fwd := proxy.New(proxy.Options{
+		BaseURL: base, Routes: proxy.NewRoutes(routes), Tokens: cache, Transport: upstreamTransport,
+		Timeout: cfg.Upstream.Timeout, MaxBodyBytes: cfg.Upstream.MaxBodyBytes,
+		Retry: proxy.Retry{
+			MaxAttempts: cfg.Upstream.Retry.MaxAttempts, BaseDelay: cfg.Upstream.Retry.BaseDelay,
+			MaxDelay: cfg.Upstream.Retry.MaxDelay,
+		},
+		Logger: log, Metrics: proxy.NewMetrics(reg),
+		Idempotency: idem, RequireIdempotencyKey: cfg.Upstream.RequireIdempotencyKey,
+	})
+	proxies, err := parseProxies(cfg.TrustedProxies)
+	if err != nil {
+		return err
+	}
+	deps := edge.Deps{
+		Logger: log, Metrics: edge.NewMetrics(reg), Sessions: sessions, Cookies: cookies, Forwarder: fwd,
+		PublicOrigin: origin(cfg.PublicURL), AllowedOrigins: cfg.CORS.AllowedOrigins,
+		TrustedProxies: proxies, DevLogin: cfg.Auth.Mode == config.AuthModeDev, Tokens: cache,
+		MobileRedirectURIs: cfg.Auth.MobileRedirectURIs,
+	}
+	if cfg.Auth.Mode == config.AuthModeOIDC {
+		if deps.Login, deps.LoginCookies, err = openLogin(ctx, cfg, store, sessionKeys, encKey); err != nil {
+			return err
+		}
+	}
+	public := edge.NewPublic(deps)
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "bff_store_up", Help: "1 when the shared store (Redis) answers a ping within 500 ms at scrape time, else 0.",
+	}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		if a.store.Ping(ctx) != nil {
+			return 0
+		}
+		return 1
+	}))
+	rotate := func(how string) (bool, error) {
+		v, changed, err := secret.Reload()
+		if err != nil || !changed {
+			log.Info(how+": client secret unchanged", slog.Bool("readError", err != nil))
+			return false, err
+		}
+		cache.SetSecret(v)
+		if err := cache.AnnounceRotation(context.Background()); err != nil {
+			log.Warn(how+": could not tell the other instances about the rotation", slog.String("error", err.Error()))
+		}
+		log.Info(how + ": client secret rotated; tokens minted under the old one are no longer used")
+		return true, nil
+	}
+	ready := edge.NewReadiness(a.store.Ping)
+	admin := edge.NewAdmin(edge.AdminDeps{Ready: ready, Gatherer: reg, Sessions: sessions, Tokens: cache, Metrics: deps.Metrics, Logger: log, Pprof: cfg.Pprof,
+		ReloadSecret: func() (bool, error) { return rotate("POST /reload-secret") },
+	})
+
+	publicLn, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	adminLn, err := net.Listen("tcp", cfg.AdminListen)
+	if err != nil {
+		publicLn.Close()
+		return fmt.Errorf("admin_listen: %w", err)
+	}
+	errLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	publicSrv := &http.Server{
+		Handler: public, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: cfg.Upstream.Timeout + 15*time.Second, IdleTimeout: 120 * time.Second,
+		MaxHeaderBytes: 64 << 10, ErrorLog: errLog,
+	}
+	adminSrv := &http.Server{
+		Handler: admin, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, ErrorLog: errLog,
+	}
+	serveErr := make(chan error, 2)
+	var wg sync.WaitGroup
+	for _, sv := range []struct {
+		srv *http.Server
+		ln  net.Listener
+	}{{publicSrv, publicLn}, {adminSrv, adminLn}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := sv.srv.Serve(sv.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				serveErr <- err
+			}
+		}()
+	}
+	log.Info("bff started", slog.String("listen", publicLn.Addr().String()),
+		slog.String("admin_listen", adminLn.Addr().String()), slog.String("env", cfg.Env),
+		slog.String("auth_mode", cfg.Auth.Mode), slog.Bool("in_process_store", cfg.Redis.InProcessStore()))
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	for {
+		select {
+		case <-hup:
+			_, _ = rotate("SIGHUP")
+		case err := <-serveErr:
+			return shutdown(publicSrv, adminSrv, a, &wg, 0, time.Second, log, err)
+		case <-ctx.Done():
+			ready.Drain()
+			log.Info("shutting down: draining", slog.Duration("shutdown_delay", cfg.ShutdownDelay))
+			return shutdown(publicSrv, adminSrv, a, &wg, cfg.ShutdownDelay, cfg.ShutdownTimeout, log, nil)
+		}
+	}
+}
+
+// shutdown waits delay (so the load balancer sees /readyz fail), lets
+// in-flight requests finish within timeout, and closes the store last.
+func shutdown(public, admin *http.Server, a app, wg *sync.WaitGroup, delay, timeout time.Duration, log *slog.Logger, cause error) error {
+	time.Sleep(delay)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := public.Shutdown(ctx)
+	if err != nil {
+		log.Warn("drain timed out; closing remaining connections", slog.String("error", err.Error()))
+		_ = public.Close()
+	}
+	_ = admin.Shutdown(ctx)
+	wg.Wait()
+	if a.stopBackground != nil {
+		a.stopBackground()
+	}
+	if a.closer != nil {
+		_ = a.closer.Close()
+	}
+	log.Info("stopped")
+	return cause
+}
+
+// secretHolder keeps the current client secret and re-reads it (from
+// client_secret_file) on demand. Safe for concurrent use.
+type secretHolder struct {
+	load func() (config.Secret, error)
+	log  *slog.Logger
+	mu   sync.Mutex // serialises reloads
+	cur  atomic.Pointer[string]
+}
+
+func newSecretHolder(load func() (config.Secret, error), log *slog.Logger) (*secretHolder, error) {
+	s, err := load()
+	if err != nil {
+		return nil, err
+	}
+	h := &secretHolder{load: load, log: log}
+	v := s.Reveal()
+	h.cur.Store(&v)
+	return h, nil
+}
+
+// Current returns the secret in use.
+func (h *secretHolder) Current() string { return *h.cur.Load() }
+
+// Reload re-reads the secret and reports whether it changed; on a read
+// error the current secret stays.
+func (h *secretHolder) Reload() (string, bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, err := h.load()
+	if err != nil {
+		h.log.Error("the client secret could not be re-read; keeping the current one", slog.String("error", err.Error()))
+		return h.Current(), false, err
+	}
+	v := s.Reveal()
+	if v == h.Current() {
+		return v, false, nil
+	}
+	h.cur.Store(&v)
+	return v, true, nil
+}
+
+// reload is Reload for the token cache, which only needs the outcome.
+func (h *secretHolder) reload() (string, bool) {
+	v, changed, _ := h.Reload()
+	return v, changed
+}
+
+// sharedStore is everything the BFF keeps in Redis (or in process).
+type sharedStore interface {
+	tokens.Store
+	session.Store
+	login.Store
+	idempotency.Store
+	Ping(context.Context) error
+}
+
+var (
+	_ sharedStore = (*kv.Redis)(nil)
+	_ sharedStore = (*kv.Memory)(nil)
+)
+
+func openStore(cfg *config.Config, log *slog.Logger) (sharedStore, app, error) {
+	if cfg.Redis.InProcessStore() {
+		log.Warn("redis.url is empty: using the in-process store; run one instance only, sessions end on restart")
+		m := kv.NewMemory(nil)
+		return m, app{store: m}, nil
+	}
+	kv.SetLogger(log)
+	client, err := kv.NewClient(kv.ClientOptions{
+		URL: cfg.Redis.URL.Reveal(), SentinelMaster: cfg.Redis.Sentinel.Master, SentinelAddrs: cfg.Redis.Sentinel.Addrs,
+		SentinelPassword: cfg.Redis.Sentinel.Password.Reveal(), ClusterAddrs: cfg.Redis.ClusterAddrs,
+		Username: cfg.Redis.Username, Password: cfg.Redis.Password.Reveal(), TLS: cfg.Redis.TLS,
+		DialTimeout: cfg.Redis.DialTimeout, ReadTimeout: cfg.Redis.ReadTimeout, WriteTimeout: cfg.Redis.WriteTimeout,
+		PoolSize: cfg.Redis.PoolSize,
+	})
+	if err != nil {
+		return nil, app{}, err
+	}
+	r := kv.NewRedis(client, cfg.Redis.KeyPrefix)
+	return r, app{store: r, closer: client}, nil
+}
+
+// openLogin discovers the OpenID provider and makes the login binding
+// cookie's codec (same keys as the session cookie, its own name).
+func openLogin(ctx context.Context, cfg *config.Config, store login.Store, keys [][]byte, encKey []byte) (*login.Provider, *session.Cookies, error) {
+	o := cfg.Auth.OIDC
+	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	prov, err := login.New(dctx, login.Options{
+		Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret.Reveal(), RedirectURL: o.RedirectURL,
+		Scopes: o.Scopes, UserIDClaim: o.UserIDClaim, PostLogoutRedirectURL: strings.TrimSuffix(cfg.PublicURL, "/") + "/",
+		MobileRedirectURIs: cfg.Auth.MobileRedirectURIs, Store: store, EncryptionKey: encKey,
+		HTTPClient: &http.Client{Timeout: 10 * time.Second},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("auth.oidc.issuer: %w", err)
+	}
+	name := "bff_login"
+	if cfg.Session.SecureCookie {
+		name = "__Host-bff_login"
+	}
+	binding, err := session.NewCookies(session.CookieOptions{Name: name, Secure: cfg.Session.SecureCookie, Keys: keys, MaxAge: login.StateTTL})
+	if err != nil {
+		return nil, nil, err
+	}
+	return prov, binding, nil
+}
+
+// keyOrRandom returns the configured key or, when none is set (allowed in
+// development only; config refuses it in production), a random one.
+func keyOrRandom(decode func() ([]byte, error), name string, log *slog.Logger) ([]byte, error) {
+	k, err := decode()
+	if err != nil {
+		return nil, err
+	}
+	if k != nil {
+		return k, nil
+	}
+	log.Warn(name + " is empty: using a random key; cached tokens are not shared between instances or restarts")
+	return randomKey(), nil
+}
+
+func randomKey() []byte {
+	k := make([]byte, 32)
+	_, _ = rand.Read(k)
+	return k
+}
+
+func parseProxies(list []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(list))
+	for _, s := range list {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("trusted_proxies: %q is not an IP or CIDR", s)
+		}
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
+}
+
+// origin is scheme://host[:port] of a URL.
+func origin(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return strings.TrimSuffix(u, "/")
+	}
+	return p.Scheme + "://" + p.Host
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"github.com/fintech-bff/bff/internal/syncbuf"
+
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// run serves until its context ends, /readyz turns 503 while draining, and
+// it returns nil after a clean shutdown.
+func TestRunServesAndShutsDownCleanly(t *testing.T) {
+	pub, adm := freePort(t), freePort(t)
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	err := os.WriteFile(cfg, []byte(`env: development
+listen: "`+pub+`"
+admin_listen: "`+adm+`"
+shutdown_delay: 300ms
+upstream: { base_url: "http://127.0.0.1:1", client_id: c, client_secret: run-test-secret }
+redis: { url: "" }
+session: { secure_cookie: false }
+auth: { mode: dev }
+`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncbuf.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"bff", "-config", cfg}, func(string) string { return "" }, &stdout, &stderr)
+	}()
+	status := func(path string) int {
+		resp, err := http.Get("http://" + adm + path)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for status("/readyz") != 200 {
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready after 10s:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := status("/healthz"); got != 200 {
+		t.Fatalf("healthz: got %d, want 200", got)
+	}
+	cancel()
+	deadline = time.Now().Add(5 * time.Second)
+	for status("/readyz") != 503 {
+		if time.Now().After(deadline) {
+			t.Fatal("readyz did not turn 503 during the shutdown delay")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run returned %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return after shutdown")
+	}
+	if strings.Contains(stderr.String(), "run-test-secret") {
+		t.Fatal("the client secret appears in the logs")
+	}
+	if !strings.Contains(stderr.String(), "DEVELOPMENT LOGIN ENABLED") {
+		t.Fatal("no loud warning for auth.mode dev")
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	_ = os.WriteFile(cfg, []byte("env: staging\n"), 0o600)
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"bff", "-config", cfg}, func(string) string { return "" }, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "env") {
+		t.Fatalf("got %v, want an error naming env", err)
+	}
+}

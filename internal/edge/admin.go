@@ -1,0 +1,112 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/pprof"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/fintech-bff/bff/internal/problem"
+	"github.com/fintech-bff/bff/internal/session"
+)
+
+// Readiness is the state /readyz reports. Safe for concurrent use.
+type Readiness struct {
+	draining atomic.Bool
+	ping     func(context.Context) error
+}
+
+// NewReadiness returns a Readiness that pings the shared store.
+func NewReadiness(ping func(context.Context) error) *Readiness {
+	return &Readiness{ping: ping}
+}
+
+// Drain makes /readyz answer 503 from now on (shutdown has begun).
+func (r *Readiness) Drain() { r.draining.Store(true) }
+
+// AdminDeps is what the admin listener is built from.
+type AdminDeps struct {
+	Ready    *Readiness
+	Gatherer prometheus.Gatherer
+	Sessions *session.Manager
+	Tokens   TokenInvalidator
+	Metrics  *Metrics
+	Logger   *slog.Logger
+	// Pprof serves the runtime profiles under /debug/pprof/.
+	Pprof bool
+	// ReloadSecret re-reads the client secret (what SIGHUP does); it
+	// reports whether the secret changed.
+	ReloadSecret func() (changed bool, err error)
+}
+
+// NewAdmin returns the admin handler: /healthz, /readyz, /metrics and the
+// operator's DELETE /users/{userId}/sessions. It is served on admin_listen
+// only, never on the public listener; that listener must be reachable by
+// operators only.
+func NewAdmin(d AdminDeps) http.Handler {
+	ready := d.Ready
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if ready.draining.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("draining\n"))
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		defer cancel()
+		if err := ready.ping(ctx); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("session store unavailable\n"))
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.Gatherer, promhttp.HandlerOpts{}))
+	if d.Pprof {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
+	mux.HandleFunc("POST /reload-secret", func(w http.ResponseWriter, r *http.Request) {
+		changed, err := d.ReloadSecret()
+		if err != nil {
+			problem.Write(w, problem.Wrap(problem.CodeInternal, "the client secret could not be re-read; the current one stays", err), newRequestID())
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(struct {
+			Changed bool `json:"changed"`
+		}{changed})
+	})
+	mux.HandleFunc("DELETE /users/{userId}/sessions", func(w http.ResponseWriter, r *http.Request) {
+		user := r.PathValue("userId")
+		ended, err := d.Sessions.RevokeUser(r.Context(), user)
+		if err != nil {
+			problem.Write(w, problem.Wrap(problem.CodeSessionStoreUnavailable, "sessions cannot be ended right now", err), newRequestID())
+			return
+		}
+		if err := d.Tokens.Invalidate(r.Context(), user); err != nil {
+			d.Logger.Warn("the user's upstream token could not be dropped", slog.String("error", err.Error()))
+		}
+		d.Metrics.auth.revoked("admin", len(ended))
+		d.Logger.Info("operator revoked a user's sessions", slog.String("user", userHash(user)), slog.Int("sessions", len(ended)))
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(struct {
+			Revoked int `json:"revoked"`
+		}{len(ended)})
+	})
+	return mux
+}

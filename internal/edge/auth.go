@@ -1,0 +1,202 @@
+package edge
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fintech-bff/bff/internal/problem"
+	"github.com/fintech-bff/bff/internal/session"
+)
+
+// principal is an authenticated caller.
+type principal struct {
+	id        string
+	rec       session.Record
+	viaCookie bool
+}
+
+// authn resolves the caller's session from the cookie or a session token.
+type authn struct {
+	sessions       *session.Manager
+	cookies        *session.Cookies
+	publicOrigin   string
+	allowedOrigins []string
+}
+
+func sessionRequired(detail string) *problem.Problem {
+	return problem.New(problem.CodeSessionRequired, detail)
+}
+
+// resolve finds the caller's live session and applies the CSRF rule to
+// cookie-authenticated unsafe requests. Without a session it is 401
+// SESSION_REQUIRED (never a redirect); a store outage is 503.
+func (a *authn) resolve(c echo.Context) (principal, error) {
+	r := c.Request()
+	bearer, hasBearer := bearerToken(r)
+	cookie, cerr := r.Cookie(a.cookies.Name())
+	hasCookie := cerr == nil && cookie.Value != ""
+	var p principal
+	switch {
+	case hasBearer && hasCookie:
+		return p, problem.New(problem.CodeBadRequest, "send the session cookie or a session token, not both")
+	case hasBearer:
+		p.id = bearer
+	case hasCookie:
+		id, err := a.cookies.ID(cookie.Value)
+		if err != nil {
+			return p, sessionRequired("the session cookie is not valid")
+		}
+		p.id, p.viaCookie = id, true
+	default:
+		return p, sessionRequired("log in first")
+	}
+	rec, err := a.sessions.Lookup(r.Context(), p.id)
+	switch {
+	case errors.Is(err, session.ErrNotFound):
+		return p, sessionRequired("the session has ended; log in again")
+	case err != nil:
+		return p, problem.Wrap(problem.CodeSessionStoreUnavailable, "sessions cannot be checked right now", err)
+	}
+	p.rec = rec
+	if p.viaCookie {
+		if perr := a.checkCSRF(r); perr != nil {
+			return p, perr
+		}
+	}
+	state(c).userHash = userHash(rec.UserID)
+	return p, nil
+}
+
+// bearerToken returns the session token of an "Authorization: Bearer" header.
+func bearerToken(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
+		return "", false
+	}
+	t := strings.TrimSpace(h[7:])
+	return t, t != ""
+}
+
+func unsafeMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return false
+	}
+	return true
+}
+
+// checkCSRF: a cookie-authenticated unsafe request must carry X-CSRF: 1,
+// and its Origin, when present, must be public_url's or an allowed origin.
+func (a *authn) checkCSRF(r *http.Request) *problem.Problem {
+	if !unsafeMethod(r.Method) {
+		return nil
+	}
+	if r.Header.Get("X-CSRF") != "1" {
+		return problem.New(problem.CodeCSRFRejected, "cookie-authenticated requests that change state must send the header X-CSRF: 1")
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && origin != a.publicOrigin && !slices.Contains(a.allowedOrigins, origin) {
+		return problem.New(problem.CodeCSRFRejected, "the request's Origin is not allowed")
+	}
+	return nil
+}
+
+type sessionReply struct {
+	UserID       string    `json:"userId"`
+	SessionToken string    `json:"sessionToken,omitempty"`
+	ExpiresAt    time.Time `json:"expiresAt"`
+}
+
+// maxUserIDLen bounds a user id accepted by the dev login.
+const maxUserIDLen = 256
+
+// devLogin creates a session for any user id (auth.mode: dev only).
+func devLogin(d authDeps) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var in struct {
+			UserID string `json:"userId"`
+		}
+		dec := json.NewDecoder(io.LimitReader(c.Request().Body, 4096))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil {
+			p := problem.Wrap(problem.CodeValidationError, `the body must be {"userId": "..."}`, err)
+			p.Fields = []problem.Field{{Field: "userId", Message: "userId is required"}}
+			return p
+		}
+		if msg := checkUserID(in.UserID); msg != "" {
+			p := problem.New(problem.CodeValidationError, msg)
+			p.Fields = []problem.Field{{Field: "userId", Message: msg}}
+			return p
+		}
+		endOldSession(c, d.sessions, d.cookies)
+		id, rec, err := d.sessions.Create(c.Request().Context(), session.New{UserID: in.UserID, Method: session.MethodDev})
+		if err != nil {
+			return problem.Wrap(problem.CodeSessionStoreUnavailable, "sessions cannot be created right now", err)
+		}
+		ck, err := d.cookies.New(id)
+		if err != nil {
+			return problem.Wrap(problem.CodeInternal, "the session cookie could not be made", err)
+		}
+		state(c).userHash = userHash(rec.UserID)
+		d.metrics.login(session.MethodDev, "ok")
+		c.SetCookie(ck)
+		c.Response().Header().Set("Cache-Control", "no-store")
+		return c.JSON(http.StatusOK, sessionReply{UserID: rec.UserID, SessionToken: id, ExpiresAt: d.sessions.ExpiresAt(rec).UTC()})
+	}
+}
+
+func checkUserID(id string) string {
+	switch {
+	case id == "":
+		return "userId is required"
+	case len(id) > maxUserIDLen:
+		return "userId is longer than 256 bytes"
+	case !utf8.ValidString(id):
+		return "userId is not valid UTF-8"
+	case strings.IndexFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+		return "userId holds a control character"
+	}
+	return ""
+}
+
+// sessionInfo answers who the caller is; never a token.
+func sessionInfo(d authDeps) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		p, err := d.a.resolve(c)
+		if err != nil {
+			return err
+		}
+		c.Response().Header().Set("Cache-Control", "no-store")
+		return c.JSON(http.StatusOK, sessionReply{UserID: p.rec.UserID, ExpiresAt: d.sessions.ExpiresAt(p.rec).UTC()})
+	}
+}
+
+// logout ends the session everywhere and clears the cookie. When it was
+// the user's last session, their cached upstream token goes too. After an
+// OpenID login, X-Logout-Url names the provider's RP-initiated logout.
+func logout(d authDeps, logoutURL string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		p, err := d.a.resolve(c)
+		if err != nil {
+			return err
+		}
+		ctx := c.Request().Context()
+		if err := d.sessions.Delete(ctx, p.id); err != nil {
+			return problem.Wrap(problem.CodeSessionStoreUnavailable, "the session could not be ended right now", err)
+		}
+		d.metrics.revoked("logout", 1)
+		dropTokensOfGoneUsers(ctx, d.sessions, d.tokens, []session.Info{{Record: p.rec}})
+		c.SetCookie(d.cookies.Clear())
+		if logoutURL != "" && p.rec.Method != session.MethodDev {
+			c.Response().Header().Set("X-Logout-Url", logoutURL)
+		}
+		return c.NoContent(http.StatusNoContent)
+	}
+}

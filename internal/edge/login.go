@@ -1,0 +1,285 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fintech-bff/bff/internal/login"
+	"github.com/fintech-bff/bff/internal/problem"
+	"github.com/fintech-bff/bff/internal/session"
+)
+
+// TokenInvalidator drops a user's cached upstream token everywhere.
+type TokenInvalidator interface {
+	Invalidate(ctx context.Context, userID string) error
+}
+
+// authDeps is what the session handlers share.
+type authDeps struct {
+	a        *authn
+	sessions *session.Manager
+	cookies  *session.Cookies // the session cookie
+	tokens   TokenInvalidator
+	metrics  *authMetrics
+	log      *slog.Logger
+}
+
+// loginDeps adds the OpenID provider and the login binding cookie.
+type loginDeps struct {
+	authDeps
+	prov    *login.Provider
+	binding *session.Cookies // short-lived cookie binding the login state to the browser
+}
+
+// loginProblem maps the login package's errors.
+func loginProblem(err error) *problem.Problem {
+	switch {
+	case errors.Is(err, login.ErrBadRequest):
+		return problem.Wrap(problem.CodeBadRequest, err.Error()[len("login: "):], err)
+	case errors.Is(err, login.ErrState):
+		return problem.Wrap(problem.CodeLoginFailed, "the login is unknown, expired, already used, or was started in another browser; start again", err)
+	case errors.Is(err, login.ErrProvider):
+		return problem.Wrap(problem.CodeLoginFailed, "the identity provider did not complete the login; start again", err)
+	case errors.Is(err, login.ErrInvalidGrant):
+		return problem.Wrap(problem.CodeInvalidGrant, "the code is invalid, already used or expired, or the code verifier does not match", err)
+	case errors.Is(err, login.ErrLogoutToken):
+		return problem.Wrap(problem.CodeBadRequest, "the logout token is not valid", err)
+	}
+	return problem.Wrap(problem.CodeSessionStoreUnavailable, "logins cannot be processed right now", err)
+}
+
+// loginStart is GET /auth/login: the browser flow (?returnTo=/path) or the
+// native app flow (?client=mobile&redirect_uri=…&code_challenge=…).
+func loginStart(d loginDeps, mobileURIs []string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		q := c.QueryParams()
+		var mobile *login.Mobile
+		switch q.Get("client") {
+		case "":
+		case "mobile":
+			if err := login.CheckRedirectURI(q.Get("redirect_uri"), mobileURIs); err != nil {
+				return loginProblem(err)
+			}
+			if err := login.CheckCodeChallenge(q.Get("code_challenge"), q.Get("code_challenge_method")); err != nil {
+				return loginProblem(err)
+			}
+			if len(q.Get("state")) > 512 {
+				return problem.New(problem.CodeBadRequest, "state is longer than 512 characters")
+			}
+			mobile = &login.Mobile{RedirectURI: q.Get("redirect_uri"), CodeChallenge: q.Get("code_challenge"), AppState: q.Get("state")}
+		default:
+			return problem.New(problem.CodeBadRequest, `client must be "mobile" or absent`)
+		}
+		returnTo, err := login.CheckReturnTo(q.Get("returnTo"))
+		if err != nil {
+			return loginProblem(err)
+		}
+		authURL, state, err := d.prov.Begin(c.Request().Context(), returnTo, mobile)
+		if err != nil {
+			return loginProblem(err)
+		}
+		ck, err := d.binding.New(state)
+		if err != nil {
+			return problem.Wrap(problem.CodeInternal, "the login could not be started", err)
+		}
+		ck.MaxAge = int(login.StateTTL / time.Second)
+		c.SetCookie(ck)
+		c.Response().Header().Set("Cache-Control", "no-store")
+		return c.Redirect(http.StatusFound, authURL)
+	}
+}
+
+// loginCallback is GET /auth/callback: the provider's reply.
+func loginCallback(d loginDeps) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		q := c.QueryParams()
+		c.SetCookie(d.binding.Clear())
+		c.Response().Header().Set("Cache-Control", "no-store")
+		// The state must be the one this browser started (login CSRF).
+		bound := ""
+		if ck, err := r.Cookie(d.binding.Name()); err == nil {
+			bound, _ = d.binding.ID(ck.Value)
+		}
+		if bound == "" || bound != q.Get("state") {
+			d.metrics.login("unknown", "state")
+			return loginProblem(login.ErrState)
+		}
+		res, err := d.prov.Callback(r.Context(), q.Get("state"), q.Get("code"), q.Get("error"))
+		method := session.MethodOIDC
+		if res.Mobile != nil {
+			method = session.MethodMobile
+		}
+		if err != nil {
+			d.metrics.login(method, "failed")
+			d.log.LogAttrs(r.Context(), slog.LevelWarn, "login failed", slog.String("requestId", requestID(c)), slog.String("reason", err.Error()))
+			return loginProblem(err)
+		}
+		if res.Mobile != nil {
+			loc, err := d.prov.IssueMobileCode(r.Context(), res)
+			if err != nil {
+				return loginProblem(err)
+			}
+			d.metrics.login(method, "code_issued")
+			return c.Redirect(http.StatusFound, loc)
+		}
+		endOldSession(c, d.sessions, d.cookies)
+		id, rec, err := d.sessions.Create(r.Context(), session.New{UserID: res.UserID, Method: method, AuthTime: res.AuthTime, Sub: res.Sub, SID: res.SID})
+		if err != nil {
+			return problem.Wrap(problem.CodeSessionStoreUnavailable, "sessions cannot be created right now", err)
+		}
+		ck, err := d.cookies.New(id)
+		if err != nil {
+			return problem.Wrap(problem.CodeInternal, "the session cookie could not be made", err)
+		}
+		state(c).userHash = userHash(rec.UserID)
+		d.metrics.login(method, "ok")
+		c.SetCookie(ck)
+		return c.Redirect(http.StatusFound, res.ReturnTo)
+	}
+}
+
+// endOldSession ends the session a browser still carries when it logs in
+// again: the new login gets a new id (no fixation) and the old one is gone.
+func endOldSession(c echo.Context, sessions *session.Manager, cookies *session.Cookies) {
+	if old, err := c.Request().Cookie(cookies.Name()); err == nil {
+		if id, err := cookies.ID(old.Value); err == nil {
+			_ = sessions.Delete(c.Request().Context(), id)
+		}
+	}
+}
+
+// mobileToken is POST /auth/mobile/token {code, codeVerifier}.
+func mobileToken(d loginDeps) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var in struct {
+			Code         string `json:"code"`
+			CodeVerifier string `json:"codeVerifier"`
+		}
+		if err := json.NewDecoder(io.LimitReader(c.Request().Body, 8192)).Decode(&in); err != nil {
+			return problem.Wrap(problem.CodeBadRequest, `the body must be {"code": "...", "codeVerifier": "..."}`, err)
+		}
+		res, err := d.prov.RedeemMobileCode(c.Request().Context(), in.Code, in.CodeVerifier)
+		if err != nil {
+			d.metrics.login(session.MethodMobile, "invalid_grant")
+			return loginProblem(err)
+		}
+		id, rec, err := d.sessions.Create(c.Request().Context(), session.New{UserID: res.UserID, Method: session.MethodMobile, AuthTime: res.AuthTime, Sub: res.Sub, SID: res.SID})
+		if err != nil {
+			return problem.Wrap(problem.CodeSessionStoreUnavailable, "sessions cannot be created right now", err)
+		}
+		state(c).userHash = userHash(rec.UserID)
+		d.metrics.login(session.MethodMobile, "ok")
+		c.Response().Header().Set("Cache-Control", "no-store")
+		return c.JSON(http.StatusOK, struct {
+			SessionToken string `json:"sessionToken"`
+			ExpiresIn    int64  `json:"expiresIn"`
+		}{id, int64(d.sessions.ExpiresAt(rec).Sub(rec.CreatedAt) / time.Second)})
+	}
+}
+
+// backchannelLogout is POST /auth/backchannel-logout (OpenID Connect
+// Back-Channel Logout 1.0): the provider ends sessions by sid or sub.
+func backchannelLogout(d loginDeps) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set("Cache-Control", "no-store")
+		sub, sid, err := d.prov.VerifyLogoutToken(c.Request().Context(), c.FormValue("logout_token"))
+		if err != nil {
+			d.log.LogAttrs(c.Request().Context(), slog.LevelWarn, "back-channel logout refused", slog.String("reason", err.Error()))
+			return loginProblem(err)
+		}
+		ended, err := d.sessions.RevokeProvider(c.Request().Context(), sub, sid)
+		if err != nil {
+			return problem.Wrap(problem.CodeSessionStoreUnavailable, "sessions cannot be ended right now", err)
+		}
+		d.metrics.revoked("backchannel", len(ended))
+		dropTokensOfGoneUsers(c.Request().Context(), d.sessions, d.tokens, ended)
+		return c.NoContent(http.StatusOK)
+	}
+}
+
+// dropTokensOfGoneUsers drops the cached upstream token of each user who
+// has no session left.
+func dropTokensOfGoneUsers(ctx context.Context, sessions *session.Manager, tokens TokenInvalidator, ended []session.Info) {
+	seen := map[string]bool{}
+	for _, in := range ended {
+		if seen[in.UserID] {
+			continue
+		}
+		seen[in.UserID] = true
+		if left, err := sessions.List(ctx, in.UserID); err == nil && len(left) == 0 {
+			_ = tokens.Invalidate(ctx, in.UserID)
+		}
+	}
+}
+
+// sessionView is one entry of GET /auth/sessions; never a token.
+type sessionView struct {
+	ID         string    `json:"id"`
+	Current    bool      `json:"current"`
+	Method     string    `json:"method"`
+	CreatedAt  time.Time `json:"createdAt"`
+	LastSeenAt time.Time `json:"lastSeenAt"`
+	AuthTime   time.Time `json:"authTime"`
+	ExpiresAt  time.Time `json:"expiresAt"`
+}
+
+// listSessions is GET /auth/sessions: the caller's sessions.
+func listSessions(d authDeps) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		p, err := d.a.resolve(c)
+		if err != nil {
+			return err
+		}
+		list, err := d.sessions.List(c.Request().Context(), p.rec.UserID)
+		if err != nil {
+			return problem.Wrap(problem.CodeSessionStoreUnavailable, "sessions cannot be listed right now", err)
+		}
+		cur := session.Handle(p.id)
+		out := make([]sessionView, 0, len(list))
+		for _, in := range list {
+			out = append(out, sessionView{
+				ID: in.Handle, Current: in.Handle == cur, Method: in.Method, CreatedAt: in.CreatedAt.UTC(),
+				LastSeenAt: in.LastSeen.UTC(), AuthTime: in.AuthTime.UTC(), ExpiresAt: d.sessions.ExpiresAt(in.Record).UTC(),
+			})
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+		c.Response().Header().Set("Cache-Control", "no-store")
+		return c.JSON(http.StatusOK, struct {
+			Sessions []sessionView `json:"sessions"`
+		}{out})
+	}
+}
+
+// revokeSession is DELETE /auth/sessions/:id: end one of the caller's own
+// sessions (another device's, or this one).
+func revokeSession(d authDeps) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		p, err := d.a.resolve(c)
+		if err != nil {
+			return err
+		}
+		handle := c.Param("id")
+		ok, err := d.sessions.DeleteForUser(c.Request().Context(), p.rec.UserID, handle)
+		if err != nil {
+			return problem.Wrap(problem.CodeSessionStoreUnavailable, "the session could not be ended right now", err)
+		}
+		if !ok {
+			return problem.New(problem.CodeNotFound, "you have no session with this id")
+		}
+		d.metrics.revoked("user", 1)
+		dropTokensOfGoneUsers(c.Request().Context(), d.sessions, d.tokens, []session.Info{{Record: p.rec}})
+		if handle == session.Handle(p.id) && p.viaCookie {
+			c.SetCookie(d.cookies.Clear())
+		}
+		return c.NoContent(http.StatusNoContent)
+	}
+}

@@ -1,0 +1,250 @@
+package edge
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/fintech-bff/bff/internal/problem"
+)
+
+// reqState is the per-request record the access log reads at the end. It
+// wraps the response writer (one allocation per request for both jobs), so
+// problem.Write can tell it which code it sent (RecordProblem).
+type reqState struct {
+	http.ResponseWriter
+	requestID      string
+	route          string // route template for labels
+	userHash       string
+	errCode        string
+	upstreamStatus int
+}
+
+// RecordProblem implements problem.Recorder.
+func (s *reqState) RecordProblem(code string) { s.errCode = code }
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (s *reqState) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// Flush implements http.Flusher.
+func (s *reqState) Flush() { _ = http.NewResponseController(s.ResponseWriter).Flush() }
+
+// state is the request's record, installed by requestIDMiddleware; a
+// detached one for requests that never passed it.
+func state(c echo.Context) *reqState {
+	if s, ok := c.Response().Writer.(*reqState); ok {
+		return s
+	}
+	s := &reqState{ResponseWriter: c.Response().Writer}
+	c.Response().Writer = s
+	return s
+}
+
+func requestID(c echo.Context) string { return state(c).requestID }
+
+// validRequestID accepts what a well-behaved proxy sends: 1 to 128 of
+// [A-Za-z0-9._-].
+func validRequestID(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// requestIDs are this process's random 64-bit prefix and a counter: unique
+// across instances and restarts without a crypto/rand call per request.
+var (
+	requestIDPrefix = func() string {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		return hex.EncodeToString(b[:])
+	}()
+	requestIDSeq atomic.Uint64
+)
+
+func newRequestID() string {
+	var b [32]byte
+	var n [8]byte
+	copy(b[:16], requestIDPrefix)
+	binary.BigEndian.PutUint64(n[:], requestIDSeq.Add(1))
+	hex.Encode(b[16:], n[:])
+	return string(b[:])
+}
+
+func trusted(prefixes []netip.Prefix, remoteAddr string) bool {
+	if len(prefixes) == 0 {
+		return false
+	}
+	ap, err := netip.ParseAddrPort(remoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := ap.Addr().Unmap()
+	for _, p := range prefixes {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// requestIDMiddleware accepts a well-formed X-Request-Id from a trusted
+// proxy, else makes one, and echoes it on the response.
+func requestIDMiddleware(proxies []netip.Prefix) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			id := r.Header.Get("X-Request-Id")
+			if !validRequestID(id) || !trusted(proxies, r.RemoteAddr) {
+				id = newRequestID()
+			}
+			s := state(c)
+			s.requestID = id
+			c.Response().Header().Set("X-Request-Id", id)
+			return next(c)
+		}
+	}
+}
+
+// recoverMiddleware turns a panic into a logged 500 envelope.
+func recoverMiddleware(log *slog.Logger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) (err error) {
+			defer func() {
+				v := recover()
+				if v == nil {
+					return
+				}
+				if v == http.ErrAbortHandler { // the stream was aborted on purpose
+					panic(v)
+				}
+				log.LogAttrs(c.Request().Context(), slog.LevelError, "panic",
+					slog.String("requestId", requestID(c)), slog.String("panic", fmt.Sprint(v)),
+					slog.String("stack", string(debug.Stack())))
+				err = problem.Wrap(problem.CodeInternal, "an internal error occurred", fmt.Errorf("panic: %v", v))
+			}()
+			return next(c)
+		}
+	}
+}
+
+// accessLog writes one line per request and the HTTP metrics. It never logs
+// a header, a cookie or a token; the user id is hashed.
+func accessLog(log *slog.Logger, m *httpMetrics) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			if err != nil {
+				c.Error(err)
+			}
+			s := state(c)
+			route := s.route
+			if route == "" {
+				route = c.Path()
+			}
+			if route == "" {
+				route = "unmatched"
+			}
+			status := c.Response().Status
+			took := time.Since(start)
+			m.observe(route, c.Request().Method, status, took)
+			attrs := []slog.Attr{
+				slog.String("requestId", s.requestID),
+				slog.String("method", c.Request().Method),
+				slog.String("route", route),
+				slog.Int("status", status),
+				slog.Float64("durationMs", float64(took.Microseconds())/1000),
+				slog.String("remoteIp", c.RealIP()),
+			}
+			if s.userHash != "" {
+				attrs = append(attrs, slog.String("user", s.userHash))
+			}
+			if s.errCode != "" {
+				attrs = append(attrs, slog.String("code", s.errCode))
+				m.problem(s.errCode)
+			}
+			if s.upstreamStatus != 0 {
+				attrs = append(attrs, slog.Int("upstreamStatus", s.upstreamStatus))
+			}
+			log.LogAttrs(c.Request().Context(), slog.LevelInfo, "request", attrs...)
+			return nil
+		}
+	}
+}
+
+// userHash is a short, stable pseudonym of a user id for logs.
+func userHash(userID string) string {
+	sum := sha256.Sum256([]byte("bff-log:" + userID))
+	return base64.RawURLEncoding.EncodeToString(sum[:9])
+}
+
+// corsMiddleware answers cross-origin requests from the listed origins only,
+// with credentials; other origins get no CORS headers at all.
+func corsMiddleware(origins []string) echo.MiddlewareFunc {
+	return middleware.CORSWithConfig(middleware.CORSConfig{
+		AllowOrigins:     origins,
+		AllowMethods:     []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
+		AllowHeaders:     []string{"Content-Type", "X-CSRF", "Authorization", "Idempotency-Key", "X-Request-Id"},
+		ExposeHeaders:    []string{"X-Request-Id", "Retry-After", "Idempotent-Replayed"},
+		AllowCredentials: true,
+		MaxAge:           600,
+	})
+}
+
+// ipExtractor believes X-Forwarded-For only from trusted proxies.
+func ipExtractor(proxies []netip.Prefix) echo.IPExtractor {
+	if len(proxies) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, p := range proxies {
+		_, n, err := net.ParseCIDR(p.String())
+		if err == nil {
+			opts = append(opts, echo.TrustIPRange(n))
+		}
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
+}
+
+// toProblem turns whatever a handler or Echo returned into a Problem.
+func toProblem(err error) *problem.Problem {
+	var p *problem.Problem
+	if errors.As(err, &p) {
+		return p
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		switch he.Code {
+		case http.StatusNotFound:
+			return problem.Wrap(problem.CodeRouteNotFound, "no route matches this path", err)
+		case http.StatusMethodNotAllowed:
+			return problem.Wrap(problem.CodeMethodNotAllowed, "this method is not allowed here", err)
+		case http.StatusRequestEntityTooLarge:
+			return problem.Wrap(problem.CodeBodyTooLarge, "the request body is too large", err)
+		case http.StatusBadRequest, http.StatusUnsupportedMediaType:
+			return problem.Wrap(problem.CodeBadRequest, "the request could not be read", err)
+		}
+	}
+	return problem.Wrap(problem.CodeInternal, "an internal error occurred", err)
+}

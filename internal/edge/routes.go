@@ -1,0 +1,35 @@
+package edge
+
+import (
+	"github.com/labstack/echo/v4"
+)
+
+// routes lists every public route in one place.
+func routes(e *echo.Echo, d Deps, m *httpMetrics, am *authMetrics) {
+	e.Use(requestIDMiddleware(d.TrustedProxies), recoverMiddleware(d.Logger), accessLog(d.Logger, m))
+	if len(d.AllowedOrigins) > 0 {
+		e.Use(corsMiddleware(d.AllowedOrigins))
+	}
+	a := &authn{sessions: d.Sessions, cookies: d.Cookies, publicOrigin: d.PublicOrigin, allowedOrigins: d.AllowedOrigins}
+	ad := authDeps{a: a, sessions: d.Sessions, cookies: d.Cookies, tokens: d.Tokens, metrics: am, log: d.Logger}
+
+	if d.DevLogin {
+		e.POST("/auth/dev/login", devLogin(ad))
+	}
+	logoutURL := ""
+	if d.Login != nil {
+		ld := loginDeps{authDeps: ad, prov: d.Login, binding: d.LoginCookies}
+		e.GET("/auth/login", loginStart(ld, d.MobileRedirectURIs))
+		e.GET("/auth/callback", loginCallback(ld))
+		e.POST("/auth/mobile/token", mobileToken(ld))
+		e.POST("/auth/backchannel-logout", backchannelLogout(ld))
+		logoutURL = d.Login.LogoutURL()
+	}
+	e.GET("/auth/session", sessionInfo(ad))
+	e.GET("/auth/sessions", listSessions(ad))
+	e.DELETE("/auth/sessions/:id", revokeSession(ad))
+	e.POST("/auth/logout", logout(ad, logoutURL))
+	forward := api(a, d.Forwarder)
+	e.Any("/api/*", forward)
+	e.Any("/api", forward)
+}
