@@ -1,0 +1,336 @@
+// Package e2e runs the real bff binary against the upstream simulator and a
+// real Redis, the way an operator runs it.
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/redistest"
+	"github.com/fintech-bff/bff/internal/syncbuf"
+	"github.com/fintech-bff/bff/internal/upstreamsim"
+)
+
+var bffBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "bff-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	bffBin = filepath.Join(dir, "bff")
+	build := exec.Command("go", "build", "-race", "-o", bffBin, "../cmd/bff")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building bff:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func randomB64(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// env is one running deployment: simulator, Redis namespace, BFF instance.
+type env struct {
+	t         *testing.T
+	sim       *upstreamsim.Server
+	simURL    string
+	public    string // http://host:port
+	admin     string
+	logs      *syncbuf.Buffer
+	prefix    string
+	secret    string
+	encKey    string
+	cookieKey string
+	cmd       *exec.Cmd
+	exited    chan error
+	termSent  bool
+}
+
+// terminate sends SIGTERM once; stop then waits for the exit.
+func (e *env) terminate() {
+	if e.cmd != nil && !e.termSent {
+		e.termSent = true
+		_ = e.cmd.Process.Signal(syscall.SIGTERM)
+	}
+}
+
+type options struct {
+	sim        upstreamsim.Options
+	extraYAML  string
+	secretFile string
+	redisAddr  string // default: the test Redis
+	publicAddr string // default: a free port
+	authYAML   string // default: auth: { mode: dev }
+	upstream   string // extra lines of the upstream block, e.g. "timeout: 2s"
+	drainDelay string // shutdown_delay; default 0s
+}
+
+const clientSecret = "e2e-client-secret-Xq9zV"
+
+func start(t *testing.T, o options) *env {
+	t.Helper()
+	_, prefix := redistest.Client(t)
+	if o.sim.ClientID == "" {
+		o.sim.ClientID, o.sim.ClientSecret = "e2e-client", clientSecret
+	}
+	sim := upstreamsim.New(o.sim)
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	e := &env{t: t, sim: sim, simURL: srv.URL, prefix: prefix, secret: o.sim.ClientSecret,
+		encKey: randomB64(32), cookieKey: randomB64(32)}
+	e.launch(o)
+	return e
+}
+
+// another starts one more instance of the same deployment: same simulator,
+// Redis namespace and keys, as a second instance behind a load balancer.
+func (e *env) another(o options) *env {
+	n := &env{t: e.t, sim: e.sim, simURL: e.simURL, prefix: e.prefix, secret: e.secret, encKey: e.encKey, cookieKey: e.cookieKey}
+	if o.sim.ClientID == "" {
+		o.sim.ClientID = "e2e-client"
+	}
+	n.launch(o)
+	return n
+}
+
+func (e *env) launch(o options) {
+	t := e.t
+	pub, adm := o.publicAddr, freeAddr(t)
+	if pub == "" {
+		pub = freeAddr(t)
+	}
+	redisAddr := o.redisAddr
+	if redisAddr == "" {
+		redisAddr = redistest.Addr()
+	}
+	drainDelay := o.drainDelay
+	if drainDelay == "" {
+		drainDelay = "0s"
+	}
+	authYAML := o.authYAML
+	if authYAML == "" {
+		authYAML = "auth:\n  mode: dev"
+	}
+	secretLine := fmt.Sprintf("client_secret: %q", e.secret)
+	if o.secretFile != "" {
+		secretLine = fmt.Sprintf("client_secret_file: %q", o.secretFile)
+	}
+	cfg := fmt.Sprintf(`env: development
+listen: %q
+admin_listen: %q
+public_url: "http://%s"
+shutdown_delay: %s
+shutdown_timeout: 10s
+upstream:
+  base_url: %q
+  client_id: %q
+  %s
+  retry: { max_attempts: 3, base_delay: 5ms, max_delay: 20ms }
+  %s
+redis:
+  url: "redis://%s/0"
+  key_prefix: %q
+  encryption_key: %q
+session:
+  secure_cookie: false
+  keys: [%q]
+%s
+%s`, pub, adm, pub, drainDelay, e.simURL, o.sim.ClientID, secretLine, o.upstream, redisAddr, e.prefix, e.encKey, e.cookieKey, authYAML, o.extraYAML)
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.logs = &syncbuf.Buffer{}
+	e.cmd = exec.Command(bffBin, "-config", path)
+	e.cmd.Stdout, e.cmd.Stderr = e.logs, e.logs
+	e.cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	if err := e.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.exited = make(chan error, 1)
+	go func() { e.exited <- e.cmd.Wait(); close(e.exited) }()
+	e.public, e.admin = "http://"+pub, "http://"+adm
+	t.Cleanup(func() { e.stop() })
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get(e.admin + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		select {
+		case err := <-e.exited:
+			e.cmd = nil
+			t.Fatalf("bff exited before it was ready (%v):\n%s", err, e.logs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bff not ready after 15s:\n%s", e.logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stop sends SIGTERM and requires a clean exit 0.
+func (e *env) stop() {
+	if e.cmd == nil || e.cmd.Process == nil {
+		return
+	}
+	e.terminate()
+	select {
+	case err := <-e.exited:
+		if err != nil {
+			e.t.Errorf("bff exited with %v after SIGTERM, want 0:\n%s", err, e.logs)
+		}
+	case <-time.After(20 * time.Second):
+		_ = e.cmd.Process.Kill()
+		e.t.Errorf("bff did not stop within 20s of SIGTERM")
+	}
+	e.cmd = nil
+}
+
+// client is a frontend: a cookie jar, or a session token.
+type client struct {
+	e     *env
+	http  *http.Client
+	token string // when set, sent as Authorization: Bearer and no cookies are kept
+}
+
+func (e *env) browser() *client {
+	jar, _ := cookiejar.New(nil)
+	return &client{e: e, http: &http.Client{Jar: jar, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+func (e *env) app(token string) *client {
+	return &client{e: e, http: &http.Client{Timeout: 30 * time.Second}, token: token}
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r reply) json(t *testing.T) map[string]any {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal(r.body, &v); err != nil {
+		t.Fatalf("body is not a JSON object: %v: %s", err, r.body)
+	}
+	return v
+}
+
+func (c *client) do(method, path, body string, hdr ...string) reply {
+	c.e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, c.e.public+path, rd)
+	if err != nil {
+		c.e.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		c.e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// login logs in through the dev login and returns the session token.
+func (c *client) login(userID string) string {
+	c.e.t.Helper()
+	r := c.do("POST", "/auth/dev/login", fmt.Sprintf(`{"userId":%q}`, userID))
+	if r.status != 200 {
+		c.e.t.Fatalf("dev login: got %d %s, want 200", r.status, r.body)
+	}
+	v := r.json(c.e.t)
+	tok, _ := v["sessionToken"].(string)
+	if v["userId"] != userID || tok == "" || v["expiresAt"] == nil {
+		c.e.t.Fatalf("dev login reply %s lacks userId, sessionToken or expiresAt", r.body)
+	}
+	return tok
+}
+
+// wantProblem checks a reply is the contract's envelope with this status and code.
+func wantProblem(t *testing.T, r reply, status int, code string) map[string]any {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("got status %d (%s), want %d %s", r.status, r.body, status, code)
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("got Content-Type %q, want application/problem+json", ct)
+	}
+	v := r.json(t)
+	if v["code"] != code {
+		t.Fatalf("got code %v, want %s (%s)", v["code"], code, r.body)
+	}
+	if int(v["status"].(float64)) != status {
+		t.Fatalf("got body status %v, want %d", v["status"], status)
+	}
+	for _, k := range []string{"type", "title", "action", "retryable", "requestId"} {
+		if _, ok := v[k]; !ok {
+			t.Fatalf("envelope lacks %q: %s", k, r.body)
+		}
+	}
+	if v["requestId"] != r.header.Get("X-Request-Id") || v["requestId"] == "" {
+		t.Fatalf("got requestId %v, header %q; want the same non-empty value", v["requestId"], r.header.Get("X-Request-Id"))
+	}
+	return v
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}

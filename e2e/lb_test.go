@@ -1,0 +1,176 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/syncbuf"
+)
+
+// lb is HAProxy (Debian's package) in front of several BFF instances:
+// round-robin, health-checked on each instance's /readyz.
+type lb struct {
+	url  string
+	logs *syncbuf.Buffer
+}
+
+func startLB(t *testing.T, instances []*env) *lb {
+	t.Helper()
+	bin, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Fatalf("haproxy is needed for the load-balancer tests: apt-get install -y haproxy")
+	}
+	addr := freeAddr(t)
+	var servers strings.Builder
+	for i, e := range instances {
+		adminPort := e.admin[strings.LastIndex(e.admin, ":")+1:]
+		fmt.Fprintf(&servers, "    server bff%d %s check port %s inter 100ms fall 1 rise 2\n", i, strings.TrimPrefix(e.public, "http://"), adminPort)
+	}
+	cfg := fmt.Sprintf(`global
+    maxconn 1024
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+    retries 3
+    option redispatch
+    retry-on conn-failure empty-response response-timeout
+frontend public
+    bind %s
+    default_backend bff
+backend bff
+    balance roundrobin
+    option httpchk GET /readyz
+    http-check expect status 200
+%s`, addr, servers.String())
+	path := filepath.Join(t.TempDir(), "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := &lb{url: "http://" + addr, logs: &syncbuf.Buffer{}}
+	cmd := exec.Command(bin, "-f", path, "-db")
+	cmd.Stdout, cmd.Stderr = l.logs, l.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(l.url + "/auth/session")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 401 {
+				return l
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("haproxy not serving after 10s:\n%s", l.logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// through returns a client of the deployment that goes through the LB.
+func (l *lb) through(e *env) *env {
+	c := *e
+	c.public = l.url
+	return &c
+}
+
+func TestBehindALoadBalancer(t *testing.T) {
+	a := start(t, options{drainDelay: "1s"})
+	instances := []*env{a, a.another(options{drainDelay: "1s"}), a.another(options{drainDelay: "1s"})}
+	l := startLB(t, instances)
+	front := l.through(a)
+
+	t.Run("a session made through one instance works on all", func(t *testing.T) {
+		b := front.browser()
+		b.login("lb-user")
+		for i := 0; i < 9; i++ {
+			if r := b.do("GET", "/api/v2/providers", ""); r.status != 200 {
+				t.Fatalf("call %d: got %d %s", i, r.status, r.body)
+			}
+		}
+		for _, e := range instances { // each instance served some (its log is batched: wait)
+			waitLog(t, e, `"route":"/api/v2/providers"`)
+		}
+	})
+
+	t.Run("a fresh user's concurrent first requests mint once", func(t *testing.T) {
+		token := front.browser().login("lb-fresh")
+		var wg sync.WaitGroup
+		var failed atomic.Int64
+		for i := 0; i < 30; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if r := front.app(token).do("GET", "/api/v2/data/accounts", ""); r.status != 200 {
+					failed.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if failed.Load() != 0 || a.sim.Mints("lb-fresh") != 1 {
+			t.Fatalf("got %d failures and %d mints, want 0 and 1", failed.Load(), a.sim.Mints("lb-fresh"))
+		}
+	})
+
+	t.Run("an instance stopped under load loses no request", func(t *testing.T) {
+		token := front.browser().login("lb-load")
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		var ok, failed atomic.Int64
+		var firstFailure atomic.Value
+		for w := 0; w < 4; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := front.app(token)
+				for i := 0; i < 2000; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if r := c.do("GET", "/api/v2/providers", ""); r.status == 200 {
+						ok.Add(1)
+					} else {
+						failed.Add(1)
+						firstFailure.CompareAndSwap(nil, fmt.Sprintf("%d %s", r.status, r.body))
+					}
+				}
+			}()
+		}
+		time.Sleep(500 * time.Millisecond)
+		victim := instances[1]
+		victim.terminate()
+		select {
+		case err := <-victim.exited:
+			victim.cmd = nil
+			if err != nil {
+				t.Errorf("the stopped instance exited with %v, want 0", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Error("the stopped instance did not exit")
+		}
+		time.Sleep(500 * time.Millisecond)
+		close(stop)
+		wg.Wait()
+		t.Logf("%d requests succeeded, %d failed while an instance drained and stopped", ok.Load(), failed.Load())
+		if failed.Load() != 0 {
+			t.Fatalf("%d requests failed (first: %v)", failed.Load(), firstFailure.Load())
+		}
+		if ok.Load() < 20 {
+			t.Fatalf("only %d requests ran: the load checked nothing", ok.Load())
+		}
+	})
+}

@@ -1,0 +1,224 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+type sessionList struct {
+	Sessions []struct {
+		ID      string `json:"id"`
+		Current bool   `json:"current"`
+		Method  string `json:"method"`
+	} `json:"sessions"`
+}
+
+func listOf(t *testing.T, r reply) sessionList {
+	t.Helper()
+	var l sessionList
+	if r.status != 200 || json.Unmarshal(r.body, &l) != nil {
+		t.Fatalf("GET /auth/sessions: got %d %s", r.status, r.body)
+	}
+	return l
+}
+
+// A user sees their sessions (never a token), ends another device's, and
+// the operator can end all of a user's sessions on the admin listener.
+func TestListAndRevokeSessions(t *testing.T) {
+	e := start(t, options{})
+	laptop := e.browser()
+	laptopToken := laptop.login("vera")
+	phone := e.app(e.browser().login("vera"))
+
+	r := laptop.do("GET", "/auth/sessions", "")
+	l := listOf(t, r)
+	if len(l.Sessions) != 2 || strings.Contains(string(r.body), laptopToken) || strings.Contains(string(r.body), phone.token) {
+		t.Fatalf("got %s, want two sessions and no token", r.body)
+	}
+	var other string
+	for _, s := range l.Sessions {
+		if !s.Current {
+			other = s.ID
+		}
+	}
+	wantProblem(t, laptop.do("DELETE", "/auth/sessions/"+other, ""), 403, "CSRF_REJECTED")
+	if r := laptop.do("DELETE", "/auth/sessions/"+other, "", "X-CSRF", "1"); r.status != 204 {
+		t.Fatalf("revoke the phone: got %d %s", r.status, r.body)
+	}
+	wantProblem(t, phone.do("GET", "/api/v2/payments", ""), 401, "SESSION_REQUIRED")
+	wantProblem(t, laptop.do("DELETE", "/auth/sessions/"+other, "", "X-CSRF", "1"), 404, "NOT_FOUND")
+
+	// Someone else's session id cannot be revoked by this user.
+	stranger := e.browser()
+	stranger.login("walt")
+	strangerID := listOf(t, stranger.do("GET", "/auth/sessions", "")).Sessions[0].ID
+	wantProblem(t, laptop.do("DELETE", "/auth/sessions/"+strangerID, "", "X-CSRF", "1"), 404, "NOT_FOUND")
+	if r := stranger.do("GET", "/auth/session", ""); r.status != 200 {
+		t.Fatalf("the stranger's session was touched: %d", r.status)
+	}
+
+	// The operator revokes all of vera's sessions.
+	req, _ := http.NewRequest("DELETE", e.admin+"/users/vera/sessions", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct{ Revoked int }
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || out.Revoked != 1 {
+		t.Fatalf("admin revoke: got %d revoked=%d, want 200 and 1", resp.StatusCode, out.Revoked)
+	}
+	wantProblem(t, laptop.do("GET", "/auth/session", ""), 401, "SESSION_REQUIRED")
+	// The revoke endpoint is not on the public listener.
+	wantProblem(t, stranger.do("DELETE", "/users/walt/sessions", "", "X-CSRF", "1"), 404, "ROUTE_NOT_FOUND")
+}
+
+// Logging out of the last session drops the user's upstream token: the
+// next login mints again.
+func TestLastLogoutDropsTheUpstreamToken(t *testing.T) {
+	e := start(t, options{})
+	a, b := e.browser(), e.browser()
+	a.login("xena")
+	b.login("xena")
+	a.do("GET", "/api/v2/payments", "")
+	a.do("POST", "/auth/logout", "", "X-CSRF", "1")
+	b.do("GET", "/api/v2/payments", "")
+	if got := e.sim.Mints("xena"); got != 1 {
+		t.Fatalf("after logging out of one of two sessions: got %d mints, want 1", got)
+	}
+	b.do("POST", "/auth/logout", "", "X-CSRF", "1")
+	c := e.browser()
+	c.login("xena")
+	c.do("GET", "/api/v2/payments", "")
+	if got := e.sim.Mints("xena"); got != 2 {
+		t.Fatalf("after the last logout and a new login: got %d mints, want 2", got)
+	}
+}
+
+func TestCookieAndTokenTogetherAreRefused(t *testing.T) {
+	e := start(t, options{})
+	b := e.browser()
+	token := b.login("yuri")
+	wantProblem(t, b.do("GET", "/api/v2/payments", "", "Authorization", "Bearer "+token), 400, "BAD_REQUEST")
+}
+
+func TestCSRFOriginRules(t *testing.T) {
+	e := start(t, options{extraYAML: `cors: { allowed_origins: ["https://spa.example"] }`})
+	b := e.browser()
+	b.login("zoe")
+	body := `{"paymentInformation":{}}`
+	// Same origin (public_url) and a listed origin pass the CSRF check
+	// (the upstream then answers with its own validation).
+	for _, origin := range []string{e.public, "https://spa.example", ""} {
+		r := b.do("POST", "/api/v2/payments", body, "X-CSRF", "1", "Origin", origin)
+		if r.status == 403 {
+			t.Fatalf("Origin %q: got 403 %s, want the request forwarded", origin, r.body)
+		}
+	}
+	for _, h := range [][]string{
+		{"X-CSRF", "1", "Origin", "https://evil.example"},
+		{"X-CSRF", "1", "Origin", "null"},
+		{"X-CSRF", "true"},
+		{"Origin", e.public},
+	} {
+		wantProblem(t, b.do("POST", "/api/v2/payments", body, h...), 403, "CSRF_REJECTED")
+	}
+	// Safe methods need no CSRF header.
+	if r := b.do("GET", "/api/v2/payments", ""); r.status != 200 {
+		t.Fatalf("GET: got %d", r.status)
+	}
+}
+
+func TestCORS(t *testing.T) {
+	e := start(t, options{extraYAML: `cors: { allowed_origins: ["https://spa.example"] }`})
+	pre := func(origin string) *http.Response {
+		req, _ := http.NewRequest("OPTIONS", e.public+"/api/v2/payments", nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		req.Header.Set("Access-Control-Request-Headers", "content-type,x-csrf")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	r := pre("https://spa.example")
+	if r.StatusCode != 204 || r.Header.Get("Access-Control-Allow-Origin") != "https://spa.example" ||
+		r.Header.Get("Access-Control-Allow-Credentials") != "true" || !strings.Contains(strings.ToLower(r.Header.Get("Access-Control-Allow-Headers")), "x-csrf") {
+		t.Fatalf("listed origin preflight: got %d %v", r.StatusCode, r.Header)
+	}
+	if !strings.Contains(strings.Join(r.Header.Values("Vary"), ","), "Origin") {
+		t.Fatalf("no Vary: Origin on the preflight: %v", r.Header)
+	}
+	r = pre("https://evil.example")
+	if r.Header.Get("Access-Control-Allow-Origin") != "" || r.Header.Get("Access-Control-Allow-Credentials") != "" {
+		t.Fatalf("unlisted origin got CORS headers: %v", r.Header)
+	}
+	b := e.browser()
+	b.login("cory")
+	got := b.do("GET", "/api/v2/payments", "", "Origin", "https://spa.example")
+	if got.header.Get("Access-Control-Allow-Origin") != "https://spa.example" || !strings.Contains(strings.Join(got.header.Values("Vary"), ","), "Origin") {
+		t.Fatalf("actual request: got %v", got.header)
+	}
+	got = b.do("GET", "/api/v2/payments", "", "Origin", "https://evil.example")
+	if got.header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("unlisted origin got ACAO on an actual request: %v", got.header)
+	}
+}
+
+// When Redis stops answering, session checks fail closed with 503
+// SESSION_STORE_UNAVAILABLE (never 401), and /readyz turns 503.
+func TestRedisOutageFailsClosed(t *testing.T) {
+	port := strings.Split(freeAddr(t), ":")[1]
+	dir := t.TempDir()
+	srv := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
+	if err := srv.Start(); err != nil {
+		t.Fatalf("starting redis-server (install it: apt-get install -y redis-server): %v", err)
+	}
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			_ = srv.Process.Kill()
+			_ = srv.Wait()
+		}
+	})
+	addr := "127.0.0.1:" + port
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if c, err := (&net.Dialer{}).Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("redis-server did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e := start(t, options{redisAddr: addr})
+	b := e.browser()
+	token := b.login("otto")
+	if r := b.do("GET", "/api/v2/payments", ""); r.status != 200 {
+		t.Fatalf("before the outage: got %d", r.status)
+	}
+	_ = srv.Process.Kill()
+	_ = srv.Wait()
+	killed = true
+	wantProblem(t, b.do("GET", "/api/v2/payments", ""), 503, "SESSION_STORE_UNAVAILABLE")
+	wantProblem(t, e.app(token).do("GET", "/auth/session", ""), 503, "SESSION_STORE_UNAVAILABLE")
+	wantProblem(t, e.browser().do("POST", "/auth/dev/login", `{"userId":"otto"}`), 503, "SESSION_STORE_UNAVAILABLE")
+	resp, err := http.Get(e.admin + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 {
+		t.Fatalf("readyz during the outage: got %d, want 503", resp.StatusCode)
+	}
+}
