@@ -1,0 +1,150 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// options are the run's knobs (flags).
+type options struct {
+	wrk, bffBin       string
+	out, svg, svgLink string
+	threads, conns    int
+	steadyDur, dur    time.Duration
+	sweepDur          time.Duration
+	steadyRounds      int
+	rounds            int
+	users, freshUsers int
+	freshDur          time.Duration
+	rates             []float64
+	revocations       int
+	keepDir           bool
+}
+
+func parseOptions(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.StringVar(&o.wrk, "wrk", "wrk", "wrk binary")
+	fs.StringVar(&o.bffBin, "bff", "bin/bff", "BFF binary (make build)")
+	fs.StringVar(&o.out, "out", "BENCHMARKS.md", "report file; empty: stdout only")
+	fs.StringVar(&o.svg, "svg", "bench/latency.svg", "latency chart file; empty: none")
+	fs.IntVar(&o.threads, "t", 2, "wrk threads")
+	fs.IntVar(&o.conns, "c", 64, "wrk connections")
+	fs.DurationVar(&o.steadyDur, "steady-dur", 5*time.Second, "duration of one steady-state run")
+	fs.DurationVar(&o.dur, "dur", 4*time.Second, "duration of one run of the other scenarios")
+	fs.DurationVar(&o.sweepDur, "sweep-dur", 3*time.Second, "duration of one constant-rate run")
+	fs.DurationVar(&o.freshDur, "fresh-dur", time.Second, "duration of the first-request (mint) run")
+	fs.IntVar(&o.steadyRounds, "steady-rounds", 3, "baseline/BFF rounds of the steady state")
+	fs.IntVar(&o.rounds, "rounds", 3, "baseline/BFF rounds of the other scenarios")
+	fs.IntVar(&o.users, "users", 10000, "distinct users of the round-robin scenario")
+	fs.IntVar(&o.freshUsers, "fresh-users", 15000, "fresh users of the first-request scenario")
+	fs.IntVar(&o.revocations, "revocations", 20, "logout-to-401 measurements across two instances")
+	rates := fs.String("rates", "1000,2000,4000,6000,8000,10000,12000", "offered loads of the sweep, req/s")
+	fs.BoolVar(&o.keepDir, "keep", false, "keep the work directory (configs, logs, scripts)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	for _, r := range strings.Split(*rates, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(r), 64)
+		if err != nil || v <= 0 {
+			return o, fmt.Errorf("-rates: bad rate %q", r)
+		}
+		o.rates = append(o.rates, v)
+	}
+	if o.svg != "" && o.out != "" {
+		if rel, err := filepath.Rel(filepath.Dir(o.out), o.svg); err == nil {
+			o.svgLink = filepath.ToSlash(rel)
+		}
+	}
+	return o, nil
+}
+
+// runBench is the orchestrator: set up, measure, report, clean up.
+func runBench(args []string) error {
+	start := time.Now()
+	load := loadAvg()
+	o, err := parseOptions(args)
+	if err != nil {
+		return err
+	}
+	if o.wrk, err = exec.LookPath(o.wrk); err != nil {
+		return fmt.Errorf("wrk not found (apt-get install -y wrk): %w", err)
+	}
+	if _, err := os.Stat(o.bffBin); err != nil {
+		return fmt.Errorf("%s: %w (run make build)", o.bffBin, err)
+	}
+	readClockTicks()
+
+	e := &env{opt: o, ps: &procSet{}}
+	if e.dir, err = os.MkdirTemp("", "bffbench-"); err != nil {
+		return err
+	}
+	if o.keepDir {
+		fmt.Println("work directory:", e.dir)
+	}
+	var once sync.Once
+	cleanup := func() { once.Do(e.cleanUp) }
+	defer cleanup()
+	stopOnSignal(cleanup)
+
+	if err := e.setUp(); err != nil {
+		return err
+	}
+	res, err := e.measureAll()
+	if err != nil {
+		return err
+	}
+	res.machine = machineInfo(o.wrk)
+	res.machine.loadavg = load
+	res.command = commandLine()
+	res.redisDesc = e.redis.desc
+	res.elapsed = time.Since(start)
+	return writeReport(o, res)
+}
+
+func readClockTicks() {
+	out, err := exec.Command("getconf", "CLK_TCK").Output()
+	if err != nil {
+		return
+	}
+	if v, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64); err == nil && v > 0 {
+		clockTicks = v
+	}
+}
+
+// stopOnSignal cleans up on SIGINT/SIGTERM/SIGHUP, then exits.
+func stopOnSignal(cleanup func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		s := <-ch
+		fmt.Fprintln(os.Stderr, "bench: got", s, "- stopping every process it started")
+		cleanup()
+		os.Exit(1)
+	}()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func commandLine() string {
+	args := append([]string{"./" + filepath.ToSlash(filepath.Clean(os.Args[0]))}, os.Args[1:]...)
+	if strings.HasPrefix(os.Args[0], "/") {
+		args[0] = os.Args[0]
+	}
+	return strings.Join(args, " ")
+}

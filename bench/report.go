@@ -1,0 +1,156 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"time"
+)
+
+// Goals from issue 7, on the steady-state path.
+const (
+	goalRPSRatio    = 0.90
+	goalCPURatio    = 1.15
+	goalP99SlackMS  = 1.0
+	goalPeakRSSMiB  = 64.0
+	goalRevocationS = 1.0
+)
+
+// writeReport prints the table and writes BENCHMARKS.md and the chart.
+func writeReport(o options, r *results) error {
+	table := resultsTable(r)
+	fmt.Println()
+	fmt.Print(table)
+	fmt.Print(scenarioNotes(r))
+	fmt.Println()
+	fmt.Print(goalsTable(r))
+	fmt.Println()
+	fmt.Print(revocationText(r.revocation))
+	if o.svg != "" {
+		if err := writeSVG(o.svg, r.sweep); err != nil {
+			return err
+		}
+	}
+	if o.out == "" {
+		return nil
+	}
+	return os.WriteFile(o.out, []byte(markdown(o, r, table)), 0o644)
+}
+
+func resultsTable(r *results) string {
+	var b strings.Builder
+	b.WriteString("| Scenario | Proxy | req/s | CPU µs/req | p50 ms | p99 ms | p99.9 ms | allocs/req | Redis cmds/req | peak RSS MiB | B/resp | errors | req/s ×base | CPU ×base | p99 − base ms |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, s := range r.scenarios {
+		if s.vsBaseline {
+			b.WriteString(row("("+s.key+") "+s.title, "baseline", s.base, "", "", ""))
+		}
+		rps, cpu, p99 := "n/a", "n/a", "n/a"
+		if s.vsBaseline {
+			rps = fmt.Sprintf("%.2f×", s.bff.rps/s.base.rps)
+			cpu = fmt.Sprintf("%.2f×", s.bff.cpuUSPerReq/s.base.cpuUSPerReq)
+			p99 = fmt.Sprintf("%+.2f", (s.bff.wrk.P99-s.base.wrk.P99)/1000)
+		}
+		title := "(" + s.key + ") " + s.title
+		if s.vsBaseline {
+			title = ""
+		}
+		b.WriteString(row(title, "BFF", s.bff, rps, cpu, p99))
+	}
+	return b.String()
+}
+
+func row(title, proxy string, m runMetrics, rps, cpu, p99 string) string {
+	return fmt.Sprintf("| %s | %s | %.0f | %.1f | %.2f | %.2f | %.2f | %s | %s | %s | %.0f | %d | %s | %s | %s |\n",
+		title, proxy, m.rps, m.cpuUSPerReq, m.wrk.P50/1000, m.wrk.P99/1000, m.wrk.P999/1000,
+		num(m.allocsPerReq, 1), num(m.redisPerReq, 3), rss(m.peakRSSMiB), m.wrk.bytesPerReq(), m.wrk.errors(), blank(rps), blank(cpu), blank(p99))
+}
+
+func num(v float64, prec int) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.*f", prec, v)
+}
+
+func rss(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "n/a"
+	case v < 0:
+		return fmt.Sprintf("%.1f (since start)", -v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+func blank(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}
+
+func passFail(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+func goalsTable(r *results) string {
+	var b strings.Builder
+	b.WriteString("| Goal (steady state, issue 7) | Target | Measured | Result |\n|---|---|---|---|\n")
+	if len(r.scenarios) > 0 {
+		s := r.scenarios[0]
+		ratio := s.bff.rps / s.base.rps
+		fmt.Fprintf(&b, "| Throughput | ≥ %.2f× baseline | %.0f vs %.0f req/s = %.2f× | %s |\n",
+			goalRPSRatio, s.bff.rps, s.base.rps, ratio, passFail(ratio >= goalRPSRatio))
+		cpu := s.bff.cpuUSPerReq / s.base.cpuUSPerReq
+		fmt.Fprintf(&b, "| CPU per request | ≤ %.2f× baseline | %.1f vs %.1f µs = %.2f× | %s |\n",
+			goalCPURatio, s.bff.cpuUSPerReq, s.base.cpuUSPerReq, cpu, passFail(cpu <= goalCPURatio))
+		d := (s.bff.wrk.P99 - s.base.wrk.P99) / 1000
+		fmt.Fprintf(&b, "| p99 | ≤ baseline + %.0f ms | %.2f vs %.2f ms (%+.2f ms) | %s |\n",
+			goalP99SlackMS, s.bff.wrk.P99/1000, s.base.wrk.P99/1000, d, passFail(d <= goalP99SlackMS))
+		peak := math.Abs(s.bff.peakRSSMiB)
+		fmt.Fprintf(&b, "| Peak RSS of the BFF | ≤ %.0f MiB | %s MiB | %s |\n",
+			goalPeakRSSMiB, rss(s.bff.peakRSSMiB), passFail(!math.IsNaN(peak) && peak <= goalPeakRSSMiB))
+	}
+	rv := r.revocation
+	if len(rv.samples) > 0 {
+		mx := maxDuration(rv.samples)
+		fmt.Fprintf(&b, "| Cross-instance revocation | ≤ %.0f s | median %s, max %s (%d tries) | %s |\n",
+			goalRevocationS, fmtDur(medianDuration(rv.samples)), fmtDur(mx), len(rv.samples),
+			passFail(rv.gaveUp == 0 && mx.Seconds() <= goalRevocationS))
+	}
+	return b.String()
+}
+
+func sweepTable(pts []sweepPoint) string {
+	var b strings.Builder
+	b.WriteString("| Offered req/s | Proxy | achieved req/s | p50 ms | p99 ms | p99.9 ms | errors |\n|--:|---|--:|--:|--:|--:|--:|\n")
+	for _, p := range pts {
+		fmt.Fprintf(&b, "| %.0f | %s | %.0f | %.2f | %.2f | %.2f | %d |\n", p.offered, p.target, p.achieved, p.p50/1000, p.p99/1000, p.p999/1000, p.errors)
+	}
+	return b.String()
+}
+
+func medianDuration(ds []time.Duration) time.Duration {
+	v := make([]float64, len(ds))
+	for i, d := range ds {
+		v[i] = float64(d)
+	}
+	return time.Duration(median(v))
+}
+
+func maxDuration(ds []time.Duration) time.Duration {
+	var m time.Duration
+	for _, d := range ds {
+		m = max(m, d)
+	}
+	return m
+}
+
+func fmtDur(d time.Duration) string {
+	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+}
