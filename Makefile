@@ -1,0 +1,56 @@
+# The BFF's developer commands. Everything needs Go only, except `make test`,
+# which needs a Redis (it starts a throwaway redis-server when none answers).
+GO       ?= go
+BIN      := bin
+PKGS     := ./...
+
+.PHONY: all build run test test-deps lint bench bench-micro fuzz check-config clean
+
+all: lint test
+
+# Static binaries; deploy/Dockerfile runs this same target.
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/bff ./cmd/bff
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/upstream-sim ./cmd/upstream-sim
+
+## run: the BFF with its local upstream simulator, dev login, in-process store
+run: build
+	./scripts/run-dev.sh
+
+## test: the whole suite with the race detector, on a real Redis and a
+## real OpenID provider (oidc-provider on the machine's Node.js)
+test: test-deps
+	./scripts/with-redis.sh $(GO) test -race -count=1 $(PKGS)
+
+test-deps:
+	@command -v node >/dev/null 2>&1 || { echo "Node.js (>= 20) is needed for the OpenID provider of the login tests: apt-get install -y nodejs npm" >&2; exit 1; }
+	@[ -d e2e/oidcprovider/node_modules/oidc-provider ] || npm ci --prefix e2e/oidcprovider --no-audit --no-fund
+
+## lint: gofmt, go vet and staticcheck
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
+
+## bench: the end-to-end load benchmark (BFF against a bare ReverseProxy, wrk);
+## writes BENCHMARKS.md and bench/latency.svg. BENCHFLAGS passes flags to it.
+bench: build
+	@command -v wrk >/dev/null 2>&1 || apt-get install -y wrk || { apt-get update && apt-get install -y wrk; }
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/bffbench ./bench
+	./scripts/with-redis.sh ./$(BIN)/bffbench -bff $(BIN)/bff -out BENCHMARKS.md -svg bench/latency.svg $(BENCHFLAGS)
+
+## bench-micro: the Go micro-benchmarks on a real Redis
+bench-micro:
+	./scripts/with-redis.sh $(GO) test -run='^$$' -bench=. -benchmem -count=1 $(PKGS)
+
+## fuzz: each native fuzz target for FUZZTIME (default 60s)
+FUZZTIME ?= 60s
+fuzz:
+	./scripts/fuzz.sh $(FUZZTIME)
+
+check-config: build
+	./$(BIN)/bff -config config.example.yaml -check
+
+clean:
+	rm -rf $(BIN)
