@@ -285,3 +285,39 @@ func TestIdempotencyKeyRequired(t *testing.T) {
 		t.Fatalf("connections: got %d %s", r.status, r.body)
 	}
 }
+
+// Rotating redis.encryption_key: an instance with the new key and the old
+// one among redis.decryption_keys replays a payment stored under the old
+// key; one that was not given the old key refuses the retry (503) rather
+// than pay twice, and the upstream sees one payment throughout.
+func TestIdempotencyAcrossEncryptionKeyRotation(t *testing.T) {
+	before := start(t, options{})
+	token := before.browser().login("rota")
+	body := fmt.Sprintf(validPayment, "Order rotation-1")
+	first := before.app(token).do("POST", "/api/v2/payments", body, "Idempotency-Key", "rotation-key-1")
+	if first.status != 201 {
+		t.Fatalf("first: got %d %s", first.status, first.body)
+	}
+	newKey := randomB64(32)
+	rotated := before.another(options{env: map[string]string{
+		"BFF_REDIS_ENCRYPTION_KEY": newKey, "BFF_REDIS_DECRYPTION_KEYS": "[" + before.encKey + "]",
+	}})
+	again := rotated.app(token).do("POST", "/api/v2/payments", body, "Idempotency-Key", "rotation-key-1")
+	if again.status != 201 || string(again.body) != string(first.body) || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("after rotation: got %d %s replayed=%q, want the stored 201", again.status, again.body, again.header.Get("Idempotent-Replayed"))
+	}
+	forgot := before.another(options{env: map[string]string{"BFF_REDIS_ENCRYPTION_KEY": newKey}})
+	wantProblem(t, forgot.app(token).do("POST", "/api/v2/payments", body, "Idempotency-Key", "rotation-key-1"), 503, "SESSION_STORE_UNAVAILABLE")
+	posts := 0
+	for _, rq := range before.sim.Requests() {
+		if rq.Method == "POST" && rq.Path == "/v2/payments" {
+			posts++
+		}
+	}
+	if posts != 1 {
+		t.Fatalf("the upstream saw %d payment creations, want 1", posts)
+	}
+	if strings.Contains(forgot.logs.String(), newKey) || strings.Contains(rotated.logs.String(), before.encKey) {
+		t.Fatal("an encryption key reached the logs")
+	}
+}

@@ -91,11 +91,12 @@ type options struct {
 	sim        upstreamsim.Options
 	extraYAML  string
 	secretFile string
-	redisAddr  string // default: the test Redis
-	publicAddr string // default: a free port
-	authYAML   string // default: auth: { mode: dev }
-	upstream   string // extra lines of the upstream block, e.g. "timeout: 2s"
-	drainDelay string // shutdown_delay; default 0s
+	redisAddr  string            // default: the test Redis
+	publicAddr string            // default: a free port
+	authYAML   string            // default: auth: { mode: dev }
+	upstream   string            // extra lines of the upstream block, e.g. "timeout: 2s"
+	drainDelay string            // shutdown_delay; default 0s
+	env        map[string]string // BFF_* variables, over the file's values
 }
 
 const clientSecret = "e2e-client-secret-Xq9zV"
@@ -177,6 +178,9 @@ session:
 	e.cmd = exec.Command(bffBin, "-config", path)
 	e.cmd.Stdout, e.cmd.Stderr = e.logs, e.logs
 	e.cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	for k, v := range o.env {
+		e.cmd.Env = append(e.cmd.Env, k+"="+v)
+	}
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -112,6 +112,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	decKeys, err := cfg.Redis.DecodedDecryptionKeys()
+	if err != nil {
+		return err
+	}
 	sessionKeys, err := cfg.Session.DecodedKeys()
 	if err != nil {
 		return err
@@ -171,7 +175,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	for i, r := range cfg.Upstream.Routes {
 		routes[i] = proxy.Route{Prefix: r.Prefix, Methods: r.Methods}
 	}
-	idem, err := idempotency.New(store, encKey, cfg.Upstream.Timeout+30*time.Second)
+	idem, err := idempotency.New(store, encKey, decKeys, cfg.Upstream.Timeout+30*time.Second)
 	if err != nil {
 		return err
 	}
@@ -393,13 +397,17 @@ func openStore(cfg *config.Config, log *slog.Logger) (sharedStore, app, error) {
 // cookie's codec (same keys as the session cookie, its own name).
 func openLogin(ctx context.Context, cfg *config.Config, store login.Store, keys [][]byte, encKey []byte) (*login.Provider, *session.Cookies, error) {
 	o := cfg.Auth.OIDC
+	decKeys, err := cfg.Redis.DecodedDecryptionKeys()
+	if err != nil {
+		return nil, nil, err
+	}
 	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	prov, err := login.New(dctx, login.Options{
 		Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret.Reveal(), RedirectURL: o.RedirectURL,
 		Scopes: o.Scopes, UserIDClaim: o.UserIDClaim, PostLogoutRedirectURL: strings.TrimSuffix(cfg.PublicURL, "/") + "/",
 		MobileRedirectURIs: cfg.Auth.MobileRedirectURIs, Store: store, EncryptionKey: encKey,
-		HTTPClient: &http.Client{Timeout: 10 * time.Second},
+		DecryptionKeys: decKeys, HTTPClient: &http.Client{Timeout: 10 * time.Second},
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("auth.oidc.issuer: %w", err)

@@ -111,15 +111,18 @@ type Redis struct {
 	ClusterAddrs []string `yaml:"cluster_addrs"`
 	// Username, Password and TLS reach the Redis nodes behind Sentinel or
 	// Cluster; with url they go in the URL (redis://user:pass@…, rediss://).
-	Username      string        `yaml:"username"`
-	Password      Secret        `yaml:"password"`
-	TLS           bool          `yaml:"tls"`
-	KeyPrefix     string        `yaml:"key_prefix"`
-	EncryptionKey Secret        `yaml:"encryption_key"`
-	DialTimeout   time.Duration `yaml:"dial_timeout"`
-	ReadTimeout   time.Duration `yaml:"read_timeout"`
-	WriteTimeout  time.Duration `yaml:"write_timeout"`
-	PoolSize      int           `yaml:"pool_size"`
+	Username      string `yaml:"username"`
+	Password      Secret `yaml:"password"`
+	TLS           bool   `yaml:"tls"`
+	KeyPrefix     string `yaml:"key_prefix"`
+	EncryptionKey Secret `yaml:"encryption_key"`
+	// DecryptionKeys open records sealed under earlier (or, during a
+	// rollout, upcoming) encryption keys; nothing is sealed under them.
+	DecryptionKeys []Secret      `yaml:"decryption_keys"`
+	DialTimeout    time.Duration `yaml:"dial_timeout"`
+	ReadTimeout    time.Duration `yaml:"read_timeout"`
+	WriteTimeout   time.Duration `yaml:"write_timeout"`
+	PoolSize       int           `yaml:"pool_size"`
 }
 
 // Sentinel configures Redis Sentinel.

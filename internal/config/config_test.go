@@ -25,11 +25,12 @@ var (
 	sessionKey    = base64.StdEncoding.EncodeToString([]byte("session-KEY-0123456789abcdefghijk"))
 	sessionKeyOld = base64.RawURLEncoding.EncodeToString([]byte("old-session-KEY-0123456789abcdefgh"))
 	encryptionKey = base64.StdEncoding.EncodeToString([]byte("encryption-KEY-0123456789abcdefg"))
+	decryptionKey = base64.RawURLEncoding.EncodeToString([]byte("decryption-KEY-0123456789abcdefg"))
 )
 
 // secretValues are the strings that must never be printed.
 func secretValues() []string {
-	return []string{upstreamSecret, oidcSecret, redisPassword, sentinelSecret, sessionKey, sessionKeyOld, encryptionKey}
+	return []string{upstreamSecret, oidcSecret, redisPassword, sentinelSecret, sessionKey, sessionKeyOld, encryptionKey, decryptionKey}
 }
 
 // prodEnv is the smallest environment that makes a valid production config.
@@ -41,6 +42,7 @@ func prodEnv() map[string]string {
 		"BFF_UPSTREAM_CLIENT_SECRET":  upstreamSecret,
 		"BFF_REDIS_URL":               "redis://:" + redisPassword + "@redis.internal:6379/0",
 		"BFF_REDIS_ENCRYPTION_KEY":    encryptionKey,
+		"BFF_REDIS_DECRYPTION_KEYS":   "[" + decryptionKey + "]",
 		"BFF_SESSION_KEYS":            "[" + sessionKey + ", " + sessionKeyOld + "]",
 		"BFF_AUTH_OIDC_ISSUER":        "https://id.example.com",
 		"BFF_AUTH_OIDC_CLIENT_ID":     "bff-web",

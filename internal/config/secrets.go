@@ -73,12 +73,30 @@ func (r Redis) DecodedEncryptionKey() ([]byte, error) {
 	if r.EncryptionKey == "" {
 		return nil, nil
 	}
-	b, err := decodeBase64(r.EncryptionKey)
+	return decodeEncryptionKey("redis.encryption_key", r.EncryptionKey)
+}
+
+// DecodedDecryptionKeys decodes redis.decryption_keys, each like
+// redis.encryption_key. It returns an empty slice when there are none.
+func (r Redis) DecodedDecryptionKeys() ([][]byte, error) {
+	out := make([][]byte, 0, len(r.DecryptionKeys))
+	for i, k := range r.DecryptionKeys {
+		b, err := decodeEncryptionKey(fmt.Sprintf("redis.decryption_keys[%d]", i), k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func decodeEncryptionKey(key string, s Secret) ([]byte, error) {
+	b, err := decodeBase64(s)
 	if err != nil {
-		return nil, &Error{Key: "redis.encryption_key", Msg: "not valid base64"}
+		return nil, &Error{Key: key, Msg: "not valid base64"}
 	}
 	if len(b) != EncryptionKeyBytes {
-		return nil, &Error{Key: "redis.encryption_key", Msg: fmt.Sprintf("decodes to %d bytes, want exactly %d", len(b), EncryptionKeyBytes)}
+		return nil, &Error{Key: key, Msg: fmt.Sprintf("decodes to %d bytes, want exactly %d", len(b), EncryptionKeyBytes)}
 	}
 	return b, nil
 }

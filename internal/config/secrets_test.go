@@ -180,6 +180,9 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		{"BFF_REDIS_URL": redisPassword},
 		{"BFF_REDIS_ENCRYPTION_KEY": encryptionKey + "AAAA"},
 		{"BFF_REDIS_ENCRYPTION_KEY": "*" + encryptionKey},
+		{"BFF_REDIS_DECRYPTION_KEYS": "[" + decryptionKey + "AAAA]"},
+		{"BFF_REDIS_DECRYPTION_KEYS": "['*" + decryptionKey + "']"},
+		{"BFF_REDIS_DECRYPTION_KEYS": "[" + decryptionKey},
 		{"BFF_SESSION_KEYS": "[" + sessionKey + "*]"},
 		{"BFF_SESSION_KEYS": "[" + sessionKey[:20] + "]"},
 		{"BFF_SESSION_KEYS": "[" + sessionKey + ", [" + sessionKeyOld + "]]"},
@@ -230,7 +233,7 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	}
 	t.Run("Dump shows which secrets are set", func(t *testing.T) {
 		d := c.Dump()
-		for _, want := range []string{"client_secret: \"\"", "client_secret_file: " + secretFile, "password: REDACTED", "encryption_key: REDACTED", "keys: [REDACTED, REDACTED]"} {
+		for _, want := range []string{"client_secret: \"\"", "client_secret_file: " + secretFile, "password: REDACTED", "encryption_key: REDACTED", "decryption_keys: [REDACTED]", "keys: [REDACTED, REDACTED]"} {
 			if !strings.Contains(d, want) {
 				t.Errorf("got Dump\n%s\nwant it to contain %q", d, want)
 			}

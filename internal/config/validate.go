@@ -219,6 +219,14 @@ func (r *Redis) validate(v *validator, prod bool) {
 	} else if _, err := r.DecodedEncryptionKey(); err != nil {
 		v.add(err)
 	}
+	if len(r.DecryptionKeys) > 0 && r.EncryptionKey == "" {
+		v.addf("redis.decryption_keys", "needs redis.encryption_key: they are the keys it rotates from")
+	}
+	for i, k := range r.DecryptionKeys {
+		if _, err := decodeEncryptionKey(fmt.Sprintf("redis.decryption_keys[%d]", i), k); err != nil {
+			v.add(err)
+		}
+	}
 	v.positive("redis.dial_timeout", int64(r.DialTimeout))
 	v.positive("redis.read_timeout", int64(r.ReadTimeout))
 	v.positive("redis.write_timeout", int64(r.WriteTimeout))

@@ -75,10 +75,12 @@ type Keeper struct {
 }
 
 // New returns a Keeper. encryptionKey (32 bytes) seals stored responses:
-// they hold payment data. pending bounds how long an in-progress claim
-// lives should its instance die (the longest a request may take).
-func New(store Store, encryptionKey []byte, pending time.Duration) (*Keeper, error) {
-	box, err := seal.Derive(encryptionKey, "bff idempotency records")
+// they hold payment data; records sealed under one of decryptionKeys still
+// open, so a retry keeps its stored answer across a key rotation. pending
+// bounds how long an in-progress claim lives should its instance die (the
+// longest a request may take).
+func New(store Store, encryptionKey []byte, decryptionKeys [][]byte, pending time.Duration) (*Keeper, error) {
+	box, err := seal.Derive(encryptionKey, "bff idempotency records", decryptionKeys...)
 	if err != nil {
 		return nil, fmt.Errorf("idempotency: %w", err)
 	}
@@ -206,7 +208,7 @@ func (k *Keeper) open(key string, b []byte) (record, error) {
 	}
 	plain, err := k.box.Open(nil, b[ownerLen:], []byte(key))
 	if err != nil {
-		return record{}, errors.New("idempotency: record does not decrypt")
+		return record{}, errors.New("idempotency: record does not decrypt under redis.encryption_key or redis.decryption_keys")
 	}
 	var r record
 	if err := json.Unmarshal(plain, &r); err != nil {

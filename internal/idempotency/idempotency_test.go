@@ -20,7 +20,7 @@ var key32 = []byte("0123456789abcdef0123456789abcdef")
 func suite(t *testing.T, newStore func() idempotency.Store) {
 	ctx := context.Background()
 	newKeeper := func() *idempotency.Keeper {
-		k, err := idempotency.New(newStore(), key32, time.Minute)
+		k, err := idempotency.New(newStore(), key32, nil, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func TestRedis(t *testing.T) {
 func TestRedisHoldsCiphertextOnly(t *testing.T) {
 	c, prefix := redistest.Client(t)
 	ctx := context.Background()
-	k, _ := idempotency.New(kv.NewRedis(c, prefix), key32, time.Minute)
+	k, _ := idempotency.New(kv.NewRedis(c, prefix), key32, nil, time.Minute)
 	claim, _, _ := k.Begin(ctx, "user-ffff", "key-visible", "fp")
 	_ = k.Finish(ctx, claim, idempotency.Response{Status: 201, Body: []byte(`{"iban":"DE89370400440532013000"}`)})
 	for _, key := range redistest.Keys(ctx, c, prefix) {
@@ -145,5 +145,34 @@ func TestRedisHoldsCiphertextOnly(t *testing.T) {
 				t.Fatalf("Redis holds %q in plain text", s)
 			}
 		}
+	}
+}
+
+// A retry after redis.encryption_key rotated still gets the stored answer
+// when the old key is among the decryption keys; without it the record does
+// not open and Begin fails closed (an error, never a second run).
+func TestKeyRotation(t *testing.T) {
+	ctx := context.Background()
+	store := kv.NewMemory(nil)
+	newKey := []byte("fedcba9876543210fedcba9876543210")
+	before, _ := idempotency.New(store, key32, nil, time.Minute)
+	fp := idempotency.Fingerprint("POST", "/v2/payments", "", []byte(`{"amount":1}`))
+	claim, _, err := before.Begin(ctx, "u", "rotated", fp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = before.Finish(ctx, claim, idempotency.Response{Status: 201, Body: []byte(`{"id":"p1"}`)})
+
+	rotated, err := idempotency.New(store, newKey, [][]byte{key32}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim, stored, err := rotated.Begin(ctx, "u", "rotated", fp)
+	if err != nil || claim != nil || stored == nil || string(stored.Body) != `{"id":"p1"}` {
+		t.Fatalf("after rotation: got claim %v, stored %+v, %v; want the stored 201", claim, stored, err)
+	}
+	forgot, _ := idempotency.New(store, newKey, nil, time.Minute)
+	if claim, stored, err := forgot.Begin(ctx, "u", "rotated", fp); err == nil || claim != nil || stored != nil {
+		t.Fatalf("without the old key: got claim %v, stored %+v, %v; want an error", claim, stored, err)
 	}
 }

@@ -85,10 +85,12 @@ type Options struct {
 	MobileRedirectURIs []string
 	Store              Store
 	// EncryptionKey (32 bytes) seals pending logins in the store: they hold
-	// the PKCE verifier and the nonce.
-	EncryptionKey []byte
-	HTTPClient    *http.Client
-	Now           func() time.Time
+	// the PKCE verifier and the nonce. Logins sealed under one of
+	// DecryptionKeys still open, so none breaks across a key rotation.
+	EncryptionKey  []byte
+	DecryptionKeys [][]byte
+	HTTPClient     *http.Client
+	Now            func() time.Time
 }
 
 // Provider runs logins against one OpenID provider. Safe for concurrent use.
@@ -114,7 +116,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	box, err := seal.Derive(o.EncryptionKey, "bff login records")
+	box, err := seal.Derive(o.EncryptionKey, "bff login records", o.DecryptionKeys...)
 	if err != nil {
 		return nil, fmt.Errorf("login: encryption key: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 	"time"
 
@@ -116,3 +117,39 @@ func TestVerifyLogoutToken(t *testing.T) {
 }
 
 func randomJTI() string { return random() }
+
+// A mobile code issued before redis.encryption_key rotated is still
+// redeemed by an instance that has the old key among its decryption keys,
+// and refused (as an invalid grant) by one that does not.
+func TestMobileCodeAcrossKeyRotation(t *testing.T) {
+	is := newIssuer(t)
+	store := kv.NewMemory(nil)
+	oldKey, newKey := make([]byte, 32), []byte("0123456789abcdef0123456789abcdef")
+	provider := func(key []byte, older ...[]byte) *Provider {
+		p, err := New(context.Background(), Options{Issuer: is.srv.URL, ClientID: "bff", RedirectURL: "http://x/cb",
+			UserIDClaim: "sub", Store: store, EncryptionKey: key, DecryptionKeys: older})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	before, rotated, forgot := provider(oldKey), provider(newKey, oldKey), provider(newKey)
+	verifier := "verifier-0123456789-0123456789-0123456789-0123"
+	issue := func() string {
+		t.Helper()
+		to, err := before.IssueMobileCode(context.Background(), Result{UserID: "u1", Sub: "s1",
+			Mobile: &Mobile{RedirectURI: "app://cb", CodeChallenge: S256(verifier)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _ := url.Parse(to)
+		return u.Query().Get("code")
+	}
+	res, err := rotated.RedeemMobileCode(context.Background(), issue(), verifier)
+	if err != nil || res.UserID != "u1" {
+		t.Fatalf("with the old key as a decryption key: got %+v, %v; want user u1", res, err)
+	}
+	if _, err := forgot.RedeemMobileCode(context.Background(), issue(), verifier); !errors.Is(err, ErrInvalidGrant) {
+		t.Fatalf("without the old key: got %v, want ErrInvalidGrant", err)
+	}
+}

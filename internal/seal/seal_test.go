@@ -38,3 +38,35 @@ func TestSealOpen(t *testing.T) {
 		t.Fatal("a 5-byte key was accepted")
 	}
 }
+
+// A rotated box seals under the new key and still opens what the old key
+// sealed; a box without the old key does not.
+func TestRotation(t *testing.T) {
+	oldMaster, newMaster := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
+	before, _ := Derive(oldMaster, "purpose")
+	during, err := Derive(newMaster, "purpose", oldMaster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := Derive(newMaster, "purpose")
+	sealedOld := before.Seal(nil, []byte("old value"), []byte("k"))
+	if got, err := during.Open(nil, sealedOld, []byte("k")); err != nil || string(got) != "old value" {
+		t.Fatalf("the rotated box opened the old value as %q, %v", got, err)
+	}
+	if _, err := during.Open(nil, sealedOld, []byte("other")); !errors.Is(err, ErrOpen) {
+		t.Fatalf("an older key ignored the associated data: %v", err)
+	}
+	sealedNew := during.Seal(nil, []byte("new value"), []byte("k"))
+	if _, err := before.Open(nil, sealedNew, []byte("k")); !errors.Is(err, ErrOpen) {
+		t.Fatalf("the rotated box sealed under the old key: %v", err)
+	}
+	if got, err := after.Open(nil, sealedNew, []byte("k")); err != nil || string(got) != "new value" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if _, err := after.Open(nil, sealedOld, []byte("k")); !errors.Is(err, ErrOpen) {
+		t.Fatalf("a box without the old key opened its value: %v", err)
+	}
+	if _, err := New(newMaster, []byte("short")); err == nil {
+		t.Fatal("a 5-byte older key was accepted")
+	}
+}
