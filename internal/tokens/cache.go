@@ -378,12 +378,17 @@ func (c *Cache) mintShared(ctx context.Context, userID string, gen *string, k ke
 func (c *Cache) mintLocked(ctx context.Context, userID string, gen *string, k keys, fence []byte) (Token, error) {
 	defer func() { _, _ = c.store.DelIf(ctx, k.lock, fence) }()
 	// Check again under the lock: the previous holder may have stored a
-	// token between our last read and our taking the lock.
+	// token, or failed and left a negative entry, between our last reads
+	// and our taking the lock. Without the second check two instances
+	// could each mint once per negative window.
 	if v, ok, err := c.read(ctx, k.tok, userID); err != nil || ok {
 		if ok {
 			c.remember(gen, userID, k.tok, v)
 		}
 		return v.tok, err
+	}
+	if err := c.recentFailure(ctx, k.neg); err != nil {
+		return Token{}, err
 	}
 	start := time.Now()
 	mctx, cancel := context.WithTimeout(ctx, c.mintTTL)
