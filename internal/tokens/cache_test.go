@@ -15,6 +15,7 @@ import (
 
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/redistest"
+	"github.com/fintech-bff/bff/internal/testclock"
 	"github.com/fintech-bff/bff/internal/tokens"
 )
 
@@ -51,24 +52,12 @@ func (f *fakeSource) count(user string) int {
 	return f.mints[user]
 }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-func (c *clock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
 var encKey = []byte("0123456789abcdef0123456789abcdef")
 
-func newCache(t testing.TB, store tokens.Store, src tokens.Source, clk *clock) *tokens.Cache {
+func newCache(t testing.TB, store tokens.Store, src tokens.Source, clk *testclock.Clock) *tokens.Cache {
 	t.Helper()
 	c, err := tokens.NewCache(store, src, testSecret, tokens.CacheOptions{
-		EncryptionKey: encKey, RefreshBefore: time.Minute, MaxTTL: time.Hour, Now: clk.now,
+		EncryptionKey: encKey, RefreshBefore: time.Minute, MaxTTL: time.Hour, Now: clk.Now,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -76,11 +65,11 @@ func newCache(t testing.TB, store tokens.Store, src tokens.Source, clk *clock) *
 	return c
 }
 
-func cacheSuite(t *testing.T, newStore func(clk *clock) tokens.Store) {
+func cacheSuite(t *testing.T, newStore func(clk *testclock.Clock) tokens.Store) {
 	ctx := context.Background()
-	setup := func(life time.Duration) (*tokens.Cache, *fakeSource, *clock) {
-		clk := &clock{t: time.Unix(1_700_000_000, 0)}
-		src := &fakeSource{now: clk.now, life: life}
+	setup := func(life time.Duration) (*tokens.Cache, *fakeSource, *testclock.Clock) {
+		clk := testclock.New(time.Unix(1_700_000_000, 0))
+		src := &fakeSource{now: clk.Now, life: life}
 		return newCache(t, newStore(clk), src, clk), src, clk
 	}
 	t.Run("second call is a hit", func(t *testing.T) {
@@ -107,12 +96,12 @@ func cacheSuite(t *testing.T, newStore func(clk *clock) tokens.Store) {
 	t.Run("served until expiry minus refresh_before", func(t *testing.T) {
 		c, src, clk := setup(10 * time.Minute)
 		_, _ = c.Token(ctx, "alice")
-		clk.advance(7 * time.Minute) // before the refresh-ahead window
+		clk.Advance(7 * time.Minute) // before the refresh-ahead window
 		_, _ = c.Token(ctx, "alice")
 		if got := src.count("alice"); got != 1 {
 			t.Fatalf("before expiry-refresh_before: got %d mints, want 1", got)
 		}
-		clk.advance(2*time.Minute + time.Second) // past expiry-refresh_before
+		clk.Advance(2*time.Minute + time.Second) // past expiry-refresh_before
 		_, _ = c.Token(ctx, "alice")
 		if got := src.count("alice"); got != 2 {
 			t.Fatalf("after expiry-refresh_before: got %d mints, want 2", got)
@@ -121,7 +110,7 @@ func cacheSuite(t *testing.T, newStore func(clk *clock) tokens.Store) {
 	t.Run("refreshed ahead in the background", func(t *testing.T) {
 		c, src, clk := setup(10 * time.Minute)
 		first, _ := c.Token(ctx, "alice")
-		clk.advance(8 * time.Minute) // in the window, still valid
+		clk.Advance(8 * time.Minute) // in the window, still valid
 		got, _ := c.Token(ctx, "alice")
 		if got.Value != first.Value {
 			t.Fatal("a request in the refresh window waited for a new token; want the current one at once")
@@ -132,12 +121,12 @@ func cacheSuite(t *testing.T, newStore func(clk *clock) tokens.Store) {
 	t.Run("capped by max_token_ttl", func(t *testing.T) {
 		c, src, clk := setup(24 * time.Hour) // cached 1h; refresh-ahead from 48m
 		_, _ = c.Token(ctx, "alice")
-		clk.advance(47 * time.Minute)
+		clk.Advance(47 * time.Minute)
 		_, _ = c.Token(ctx, "alice")
 		if got := src.count("alice"); got != 1 {
 			t.Fatalf("before max_token_ttl: got %d mints, want 1", got)
 		}
-		clk.advance(14 * time.Minute)
+		clk.Advance(14 * time.Minute)
 		_, _ = c.Token(ctx, "alice")
 		if got := src.count("alice"); got != 2 {
 			t.Fatalf("after max_token_ttl: got %d mints, want 2", got)
@@ -172,8 +161,8 @@ func cacheSuite(t *testing.T, newStore func(clk *clock) tokens.Store) {
 		}
 	})
 	t.Run("mint errors are returned and not cached", func(t *testing.T) {
-		clk := &clock{t: time.Unix(1_700_000_000, 0)}
-		src := &fakeSource{now: clk.now, life: time.Hour, err: &tokens.MintError{Kind: tokens.KindAuth}}
+		clk := testclock.New(time.Unix(1_700_000_000, 0))
+		src := &fakeSource{now: clk.Now, life: time.Hour, err: &tokens.MintError{Kind: tokens.KindAuth}}
 		c := newCache(t, newStore(clk), src, clk)
 		_, err := c.Token(ctx, "alice")
 		var me *tokens.MintError
@@ -182,8 +171,8 @@ func cacheSuite(t *testing.T, newStore func(clk *clock) tokens.Store) {
 		}
 	})
 	t.Run("concurrent callers share one mint", func(t *testing.T) {
-		clk := &clock{t: time.Unix(1_700_000_000, 0)}
-		src := &fakeSource{now: clk.now, life: time.Hour, delay: 20 * time.Millisecond}
+		clk := testclock.New(time.Unix(1_700_000_000, 0))
+		src := &fakeSource{now: clk.Now, life: time.Hour, delay: 20 * time.Millisecond}
 		c := newCache(t, newStore(clk), src, clk)
 		var wg sync.WaitGroup
 		for i := 0; i < 200; i++ {
@@ -203,12 +192,12 @@ func cacheSuite(t *testing.T, newStore func(clk *clock) tokens.Store) {
 }
 
 func TestCacheMemory(t *testing.T) {
-	cacheSuite(t, func(clk *clock) tokens.Store { return kv.NewMemory(clk.now) })
+	cacheSuite(t, func(clk *testclock.Clock) tokens.Store { return kv.NewMemory(clk.Now) })
 }
 
 func TestCacheRedis(t *testing.T) {
 	c, prefix := redistest.Client(t)
-	cacheSuite(t, func(*clock) tokens.Store {
+	cacheSuite(t, func(*testclock.Clock) tokens.Store {
 		p := redistest.Prefix() // a fresh namespace per subtest
 		_ = prefix
 		t.Cleanup(func() { redistest.DeletePrefix(context.Background(), c, p) })
@@ -221,8 +210,8 @@ func TestCacheRedis(t *testing.T) {
 func TestRedisHoldsOnlyCiphertext(t *testing.T) {
 	rc, prefix := redistest.Client(t)
 	ctx := context.Background()
-	clk := &clock{t: time.Now()}
-	src := &fakeSource{now: clk.now, life: time.Hour}
+	clk := testclock.New(time.Now())
+	src := &fakeSource{now: clk.Now, life: time.Hour}
 	c := newCache(t, kv.NewRedis(rc, prefix), src, clk)
 	alice, _ := c.Token(ctx, "alice")
 	bob, _ := c.Token(ctx, "bob")
@@ -276,9 +265,9 @@ func BenchmarkCacheHitRedis(b *testing.B) { benchmarkHit(b, 0) }
 
 func benchmarkHit(b *testing.B, localEntries int) {
 	rc, prefix := redistest.Client(b)
-	clk := &clock{t: time.Now()}
-	c, err := tokens.NewCache(kv.NewRedis(rc, prefix), &fakeSource{now: clk.now, life: time.Hour}, testSecret, tokens.CacheOptions{
-		EncryptionKey: encKey, RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalEntries: localEntries, Now: clk.now,
+	clk := testclock.New(time.Now())
+	c, err := tokens.NewCache(kv.NewRedis(rc, prefix), &fakeSource{now: clk.Now, life: time.Hour}, testSecret, tokens.CacheOptions{
+		EncryptionKey: encKey, RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalEntries: localEntries, Now: clk.Now,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -320,4 +309,46 @@ func redisCalls(b *testing.B, rc *redis.Client) int64 {
 		total += n
 	}
 	return total
+}
+
+// beforeLock runs hook once, just before the first SetNX of a mint lock:
+// the moment another instance's mint can finish between our checks and
+// our taking the lock.
+type beforeLock struct {
+	tokens.Store
+	hook func()
+}
+
+func (s *beforeLock) SetNX(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
+	if h := s.hook; h != nil && strings.Contains(key, "lock:") {
+		s.hook = nil
+		h()
+	}
+	return s.Store.SetNX(ctx, key, value, ttl)
+}
+
+// A mint that failed on another instance after our negative-cache check,
+// but before we took the lock, is honoured under the lock: we do not call
+// the token endpoint a second time inside the same backoff window.
+func TestFailureJustBeforeTheLockIsHonoured(t *testing.T) {
+	ctx := context.Background()
+	clk := testclock.New(time.Unix(1_700_000_000, 0))
+	shared := kv.NewMemory(clk.Now)
+	down := &fakeSource{now: clk.Now, life: time.Hour, err: &tokens.MintError{Kind: tokens.KindUpstream, Status: 503, Err: errors.New("down")}}
+	other := newCache(t, shared, down, clk)
+	ours := &fakeSource{now: clk.Now, life: time.Hour, err: down.err}
+	store := &beforeLock{Store: shared, hook: func() {
+		if _, err := other.Token(ctx, "nina"); err == nil {
+			t.Error("the other instance's mint succeeded; want it to fail")
+		}
+	}}
+	c := newCache(t, store, ours, clk)
+	_, err := c.Token(ctx, "nina")
+	var me *tokens.MintError
+	if !errors.As(err, &me) || me.Kind != tokens.KindUpstream {
+		t.Fatalf("got %v, want the other instance's remembered failure", err)
+	}
+	if n := down.count("nina") + ours.count("nina"); n != 1 {
+		t.Fatalf("the token endpoint was called %d times, want 1", n)
+	}
 }
