@@ -127,12 +127,35 @@ func (e *env) another(o options) *env {
 	return n
 }
 
+// launch starts the instance and waits until it is ready. Ports are picked
+// free and released before the BFF binds them, so another process may take
+// one in between: then the BFF exits with "address already in use" and
+// launch tries again on new ports (the public port only when it was not
+// given).
 func (e *env) launch(o options) {
 	t := e.t
-	pub, adm := o.publicAddr, freeAddr(t)
-	if pub == "" {
-		pub = freeAddr(t)
+	t.Cleanup(func() { e.stop() })
+	for attempt := 1; ; attempt++ {
+		pub, adm := o.publicAddr, freeAddr(t)
+		if pub == "" {
+			pub = freeAddr(t)
+		}
+		err := e.launchOn(o, pub, adm)
+		if err == nil {
+			return
+		}
+		if attempt < 3 && strings.Contains(e.logs.String(), "address already in use") {
+			t.Logf("retrying on new ports: %v", err)
+			continue
+		}
+		t.Fatal(err)
 	}
+}
+
+// launchOn starts the instance on the given listen addresses and waits
+// until it is ready, or returns why not.
+func (e *env) launchOn(o options, pub, adm string) error {
+	t := e.t
 	redisAddr := o.redisAddr
 	if redisAddr == "" {
 		redisAddr = redistest.Addr()
@@ -187,24 +210,23 @@ session:
 	e.exited = make(chan error, 1)
 	go func() { e.exited <- e.cmd.Wait(); close(e.exited) }()
 	e.public, e.admin = "http://"+pub, "http://"+adm
-	t.Cleanup(func() { e.stop() })
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		resp, err := http.Get(e.admin + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return
+				return nil
 			}
 		}
 		select {
 		case err := <-e.exited:
 			e.cmd = nil
-			t.Fatalf("bff exited before it was ready (%v):\n%s", err, e.logs)
+			return fmt.Errorf("bff exited before it was ready (%v):\n%s", err, e.logs)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("bff not ready after 15s:\n%s", e.logs)
+			return fmt.Errorf("bff not ready after 15s:\n%s", e.logs)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

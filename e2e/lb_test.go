@@ -32,7 +32,7 @@ func startLB(t *testing.T, instances []*env) *lb {
 	var servers strings.Builder
 	for i, e := range instances {
 		adminPort := e.admin[strings.LastIndex(e.admin, ":")+1:]
-		fmt.Fprintf(&servers, "    server bff%d %s check port %s inter 100ms fall 1 rise 2\n", i, strings.TrimPrefix(e.public, "http://"), adminPort)
+		fmt.Fprintf(&servers, "    server bff%d %s check port %s inter 100ms fall 2 rise 2\n", i, strings.TrimPrefix(e.public, "http://"), adminPort)
 	}
 	cfg := fmt.Sprintf(`global
     maxconn 1024
@@ -41,6 +41,11 @@ defaults
     timeout connect 2s
     timeout client 30s
     timeout server 30s
+    # Without it the whole check must answer within inter (100 ms), and a
+    # loaded machine took healthy instances out. A draining instance
+    # answers 503 at once, so fall 2 still takes it out in about 200 ms,
+    # well inside its 1 s shutdown_delay.
+    timeout check 2s
     retries 3
     option redispatch
     retry-on conn-failure empty-response response-timeout

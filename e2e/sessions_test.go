@@ -2,12 +2,12 @@ package e2e
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fintech-bff/bff/internal/redistest"
 )
 
 type sessionList struct {
@@ -179,41 +179,16 @@ func TestCORS(t *testing.T) {
 // in-process copy until the instance notices the outage (at most the copy's
 // 1 s lifetime), so the first check polls; every answer is 200 or 503.
 func TestRedisOutageFailsClosed(t *testing.T) {
-	port := strings.Split(freeAddr(t), ":")[1]
-	dir := t.TempDir()
-	srv := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
-	if err := srv.Start(); err != nil {
-		t.Fatalf("starting redis-server (install it: apt-get install -y redis-server): %v", err)
-	}
-	killed := false
-	t.Cleanup(func() {
-		if !killed {
-			_ = srv.Process.Kill()
-			_ = srv.Wait()
-		}
-	})
-	addr := "127.0.0.1:" + port
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if c, err := (&net.Dialer{}).Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	srv := redistest.StartServer(t)
+	addr := srv.Addr
 	e := start(t, options{redisAddr: addr})
 	b := e.browser()
 	token := b.login("otto")
 	if r := b.do("GET", "/api/v2/payments", ""); r.status != 200 {
 		t.Fatalf("before the outage: got %d", r.status)
 	}
-	_ = srv.Process.Kill()
-	_ = srv.Wait()
-	killed = true
-	deadline = time.Now().Add(5 * time.Second)
+	srv.Kill()
+	deadline := time.Now().Add(5 * time.Second)
 	for {
 		r := b.do("GET", "/api/v2/payments", "")
 		if r.status == 503 {

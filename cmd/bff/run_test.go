@@ -31,7 +31,7 @@ func TestRunServesAndShutsDownCleanly(t *testing.T) {
 	err := os.WriteFile(cfg, []byte(`env: development
 listen: "`+pub+`"
 admin_listen: "`+adm+`"
-shutdown_delay: 300ms
+shutdown_delay: 2s
 upstream: { base_url: "http://127.0.0.1:1", client_id: c, client_secret: run-test-secret }
 redis: { url: "" }
 session: { secure_cookie: false }

@@ -167,6 +167,15 @@ func (s *Server) Log() string {
 	return strings.Join(lines, "\n")
 }
 
+// StartServer starts a standalone redis-server on a free loopback port
+// (retrying should another process take the port first) and returns once
+// it answers PING. It is killed when the test ends; tests that need Redis
+// to vanish call Kill.
+func StartServer(t testing.TB) *Server {
+	t.Helper()
+	return startServer(t, "standalone", dataArgs)
+}
+
 // logs joins the logs of servers, each under its name, for failure messages.
 func logs(servers ...*Server) string {
 	var b strings.Builder

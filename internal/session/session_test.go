@@ -12,6 +12,7 @@ import (
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/redistest"
 	"github.com/fintech-bff/bff/internal/session"
+	"github.com/fintech-bff/bff/internal/testclock"
 )
 
 // countingStore counts writes, to check the idle timeout slides without a
@@ -25,11 +26,6 @@ func (c *countingStore) Set(ctx context.Context, k string, v []byte, ttl time.Du
 	c.sets.Add(1)
 	return c.Store.Set(ctx, k, v, ttl)
 }
-
-type clock struct{ t time.Time }
-
-func (c *clock) now() time.Time          { return c.t }
-func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
 // managerSuite runs the behaviour suite without and with the in-process
 // layer: the rules must not depend on it.
@@ -58,10 +54,10 @@ func startRun(t *testing.T, m *session.Manager) {
 
 func managerRules(t *testing.T, newStore func(now func() time.Time) session.Store, entries int) {
 	ctx := context.Background()
-	setup := func() (*session.Manager, *clock, *countingStore) {
-		clk := &clock{t: time.Unix(1_700_000_000, 0)}
-		st := &countingStore{Store: newStore(clk.now)}
-		m := session.NewManager(st, session.Options{IdleTimeout: 30 * time.Minute, AbsoluteTimeout: 12 * time.Hour, Now: clk.now, LocalEntries: entries})
+	setup := func() (*session.Manager, *testclock.Clock, *countingStore) {
+		clk := testclock.New(time.Unix(1_700_000_000, 0))
+		st := &countingStore{Store: newStore(clk.Now)}
+		m := session.NewManager(st, session.Options{IdleTimeout: 30 * time.Minute, AbsoluteTimeout: 12 * time.Hour, Now: clk.Now, LocalEntries: entries})
 		if entries > 0 {
 			startRun(t, m)
 		}
@@ -97,15 +93,15 @@ func managerRules(t *testing.T, newStore func(now func() time.Time) session.Stor
 	t.Run("idle timeout", func(t *testing.T) {
 		m, clk, _ := setup()
 		id, _, _ := m.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
-		clk.advance(29 * time.Minute)
+		clk.Advance(29 * time.Minute)
 		if _, err := m.Lookup(ctx, id); err != nil {
 			t.Fatalf("after 29m idle: got %v, want the session", err)
 		}
-		clk.advance(29 * time.Minute) // slid at the last lookup: still alive
+		clk.Advance(29 * time.Minute) // slid at the last lookup: still alive
 		if _, err := m.Lookup(ctx, id); err != nil {
 			t.Fatalf("after sliding: got %v, want the session", err)
 		}
-		clk.advance(30 * time.Minute)
+		clk.Advance(30 * time.Minute)
 		if _, err := m.Lookup(ctx, id); !errors.Is(err, session.ErrNotFound) {
 			t.Fatalf("after 30m idle: got %v, want ErrNotFound", err)
 		}
@@ -114,12 +110,12 @@ func managerRules(t *testing.T, newStore func(now func() time.Time) session.Stor
 		m, clk, _ := setup()
 		id, _, _ := m.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
 		for i := 0; i < 12*4-1; i++ { // every 15 minutes for just under 12h
-			clk.advance(15 * time.Minute)
+			clk.Advance(15 * time.Minute)
 			if _, err := m.Lookup(ctx, id); err != nil {
 				t.Fatalf("at %v: got %v, want the session", time.Duration(i+1)*15*time.Minute, err)
 			}
 		}
-		clk.advance(15 * time.Minute)
+		clk.Advance(15 * time.Minute)
 		if _, err := m.Lookup(ctx, id); !errors.Is(err, session.ErrNotFound) {
 			t.Fatalf("at 12h: got %v, want ErrNotFound", err)
 		}
@@ -129,7 +125,7 @@ func managerRules(t *testing.T, newStore func(now func() time.Time) session.Stor
 		id, _, _ := m.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
 		before := st.sets.Load()
 		for i := 0; i < 120; i++ { // two minutes of a request every second
-			clk.advance(time.Second)
+			clk.Advance(time.Second)
 			if _, err := m.Lookup(ctx, id); err != nil {
 				t.Fatal(err)
 			}
@@ -141,7 +137,7 @@ func managerRules(t *testing.T, newStore func(now func() time.Time) session.Stor
 	t.Run("expiresAt is the earlier deadline", func(t *testing.T) {
 		m, clk, _ := setup()
 		_, rec, _ := m.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
-		if got, want := m.ExpiresAt(rec), clk.t.Add(30*time.Minute); !got.Equal(want) {
+		if got, want := m.ExpiresAt(rec), clk.Now().Add(30*time.Minute); !got.Equal(want) {
 			t.Fatalf("got %v, want %v", got, want)
 		}
 		rec.LastSeen = rec.CreatedAt.Add(11*time.Hour + 50*time.Minute)
@@ -318,8 +314,8 @@ func TestRevocationReachesOtherInstances(t *testing.T) {
 
 	// No message at all: the key vanishes behind b's back (as if the
 	// message were lost); b refuses the session once localTTL has passed.
-	clk := &clock{t: time.Unix(1_700_000_000, 0)}
-	opts.Now = clk.now
+	clk := testclock.New(time.Unix(1_700_000_000, 0))
+	opts.Now = clk.Now
 	b2 := session.NewManager(kv.NewRedis(c, prefix), opts)
 	startRun(t, b2)
 	id, _, _ := a.Create(ctx, session.New{UserID: "rev2", Method: session.MethodDev})
@@ -330,7 +326,7 @@ func TestRevocationReachesOtherInstances(t *testing.T) {
 	if _, err := b2.Lookup(ctx, id); err != nil {
 		t.Fatalf("within localTTL: got %v, want the local copy", err)
 	}
-	clk.advance(time.Second)
+	clk.Advance(time.Second)
 	if _, err := b2.Lookup(ctx, id); !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("after localTTL: got %v, want ErrNotFound", err)
 	}

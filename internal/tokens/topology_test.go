@@ -11,6 +11,7 @@ import (
 
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/redistest"
+	"github.com/fintech-bff/bff/internal/testclock"
 	"github.com/fintech-bff/bff/internal/tokens"
 	"github.com/fintech-bff/bff/internal/upstreamsim"
 )
@@ -24,7 +25,7 @@ func cacheSuiteOnPrefixes(t *testing.T, c redis.UniversalClient) {
 	for _, prefix := range redistest.Prefixes {
 		t.Run(fmt.Sprintf("prefix %q", prefix), func(t *testing.T) {
 			n := 0
-			cacheSuite(t, func(*clock) tokens.Store {
+			cacheSuite(t, func(*testclock.Clock) tokens.Store {
 				n++
 				return kv.NewRedis(c, fmt.Sprintf("%s%d:", prefix, n))
 			})
