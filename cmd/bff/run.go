@@ -200,7 +200,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		MobileRedirectURIs: cfg.Auth.MobileRedirectURIs,
 	}
 	if cfg.Auth.Mode == config.AuthModeOIDC {
-		if deps.Login, deps.LoginCookies, err = openLogin(ctx, cfg, store, sessionKeys, encKey); err != nil {
+		if deps.Login, deps.LoginCookies, err = openLogin(ctx, cfg, store, sessionKeys, encKey, decKeys); err != nil {
 			return err
 		}
 	}
@@ -395,12 +395,8 @@ func openStore(cfg *config.Config, log *slog.Logger) (sharedStore, app, error) {
 
 // openLogin discovers the OpenID provider and makes the login binding
 // cookie's codec (same keys as the session cookie, its own name).
-func openLogin(ctx context.Context, cfg *config.Config, store login.Store, keys [][]byte, encKey []byte) (*login.Provider, *session.Cookies, error) {
+func openLogin(ctx context.Context, cfg *config.Config, store login.Store, keys [][]byte, encKey []byte, decKeys [][]byte) (*login.Provider, *session.Cookies, error) {
 	o := cfg.Auth.OIDC
-	decKeys, err := cfg.Redis.DecodedDecryptionKeys()
-	if err != nil {
-		return nil, nil, err
-	}
 	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	prov, err := login.New(dctx, login.Options{
