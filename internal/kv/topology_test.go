@@ -13,14 +13,9 @@ import (
 )
 
 func suiteOnPrefixes(t *testing.T, c redis.UniversalClient) {
-	for _, prefix := range redistest.Prefixes {
-		t.Run(fmt.Sprintf("prefix %q", prefix), func(t *testing.T) {
-			if err := redistest.FlushAll(context.Background(), c); err != nil {
-				t.Fatal(err)
-			}
-			suite(t, kv.NewRedis(c, prefix))
-		})
-	}
+	redistest.OnFlushedPrefixes(t, c, func(t *testing.T, prefix string) {
+		suite(t, kv.NewRedis(c, prefix))
+	})
 }
 
 func TestRedisCluster(t *testing.T) {

@@ -1,6 +1,8 @@
 package redistest
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -14,6 +16,20 @@ import (
 // of every master (a "{bff}:" prefix would pin them to one slot and hide
 // cross-slot mistakes); token keys' own tag picks their slot.
 var Prefixes = []string{"bff:", ""}
+
+// OnFlushedPrefixes runs suite once per prefix of Prefixes, each as a
+// subtest on servers flushed just before it (these servers are the test's
+// own, so flushing touches nobody else's keys).
+func OnFlushedPrefixes(t *testing.T, c redis.UniversalClient, suite func(t *testing.T, prefix string)) {
+	for _, prefix := range Prefixes {
+		t.Run(fmt.Sprintf("prefix %q", prefix), func(t *testing.T) {
+			if err := FlushAll(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+			suite(t, prefix)
+		})
+	}
+}
 
 // UniversalClient is a client to the Cluster built the way the BFF builds
 // it (kv.NewClient), closed when t ends.

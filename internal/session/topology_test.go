@@ -15,14 +15,9 @@ import (
 )
 
 func managerSuiteOnPrefixes(t *testing.T, c redis.UniversalClient) {
-	for _, prefix := range redistest.Prefixes {
-		t.Run(fmt.Sprintf("prefix %q", prefix), func(t *testing.T) {
-			if err := redistest.FlushAll(context.Background(), c); err != nil {
-				t.Fatal(err)
-			}
-			managerSuite(t, func(func() time.Time) session.Store { return kv.NewRedis(c, prefix) })
-		})
-	}
+	redistest.OnFlushedPrefixes(t, c, func(t *testing.T, prefix string) {
+		managerSuite(t, func(func() time.Time) session.Store { return kv.NewRedis(c, prefix) })
+	})
 }
 
 func TestManagerRedisCluster(t *testing.T) {
