@@ -1,0 +1,199 @@
+// Package ledger is the durable record of money-moving requests: for each
+// user, route and Idempotency-Key, whether the request is running, how it
+// ended, the upstream's status and payment id, and the answer to replay;
+// and an append-only trail of every HTTP request that touched the key.
+//
+// The ledger is the system of record for "did this payment run": it lives
+// in PostgreSQL (Postgres), never in Redis, whose loss must cost a re-login
+// and never a payment. Memory is the same protocol in one process, for
+// development without a database.
+//
+// The protocol (the proxy drives it):
+//
+//	Claim    the first request with a key inserts its row (a unique
+//	         constraint, so exactly one request anywhere wins) in state
+//	         in_flight, with a deadline after which its owner can no
+//	         longer reach the upstream.
+//	Finish   the owner stores the final answer (done): repeats replay it.
+//	Release  the owner learned that the upstream surely did not act
+//	         (released): the next request with the key claims it again.
+//	Unknown  the owner cannot tell whether the upstream acted (unknown):
+//	         the key is never sent upstream again.
+//	Abandon  another request finds an in_flight row past its deadline: the
+//	         owner died or hung, so the row becomes unknown, never runnable.
+//	Settle   an unknown row whose outcome was learned from the upstream
+//	         becomes done, and repeats replay that.
+//
+// The package is plain Go: no HTTP framework.
+package ledger
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/seal"
+)
+
+// State is where a money-moving request stands.
+type State string
+
+// States of a record.
+const (
+	StateInFlight State = "in_flight" // claimed; the upstream may be acting
+	StateDone     State = "done"      // final answer stored; repeats replay it
+	StateReleased State = "released"  // the upstream surely did not act; the key may run again
+	StateUnknown  State = "unknown"   // the upstream may have acted; never sent again
+)
+
+// Endings say how a request ended, for the audit trail.
+const (
+	EndAnswered  = "answered"   // the upstream gave a final answer
+	EndNotSent   = "not_sent"   // failed before reaching the upstream
+	EndRefused   = "refused"    // the upstream answered that it did not act
+	EndAmbiguous = "ambiguous"  // timeout, hang-up or 5xx after the request was sent
+	EndOwnerLost = "owner_lost" // the owning instance died or hung past its deadline
+	EndSettled   = "settled"    // the outcome was learned from the upstream afterwards
+)
+
+// Events of the audit trail, one per HTTP request on a key.
+const (
+	EventClaimed    = "claimed"
+	EventReplayed   = "replayed"
+	EventInProgress = "in_progress"
+	EventReused     = "key_reused"
+	EventUnknown    = "outcome_unknown"
+	EventSettled    = "settled"
+)
+
+// ErrUnavailable wraps every failure to reach the ledger's database.
+var ErrUnavailable = errors.New("ledger: unavailable")
+
+// ErrUnreadable: a stored answer does not open under the configured keys.
+var ErrUnreadable = errors.New("ledger: a stored answer does not decrypt under redis.encryption_key or redis.decryption_keys")
+
+// Request identifies one money-moving HTTP request and who sent it.
+type Request struct {
+	UserID      string
+	Route       string // the money route's prefix: keys are scoped to user and route
+	Key         string // the Idempotency-Key
+	Fingerprint []byte // SHA-256 of method, path, query and body
+	SessionRef  string // a hash of the session id (session.Handle), never the id
+	ClientIP    string
+	RequestID   string
+}
+
+// Response is a final answer kept for replay.
+type Response struct {
+	Status int         `json:"s"`
+	Header http.Header `json:"h"`
+	Body   []byte      `json:"b"`
+}
+
+// Outcome is how the owner's request ended.
+type Outcome struct {
+	Ending         string
+	UpstreamStatus int    // 0: no upstream answer
+	PaymentID      string // the id the upstream returned, when it did
+	Response       *Response
+}
+
+// Record is a key's row as another request finds it.
+type Record struct {
+	ID             int64
+	State          State
+	Fingerprint    []byte
+	ClaimedAt      time.Time
+	Deadline       time.Time
+	Expired        bool // past Deadline by the store's clock
+	UpstreamStatus int
+	PaymentID      string
+	Ending         string
+	Response       *Response // set when State is done
+}
+
+// Claim is a won claim: the holder may send the request upstream once.
+type Claim struct {
+	ID       int64
+	Owner    string
+	Deadline time.Time
+}
+
+// Neighbours are a user's other money-moving requests on a route since a
+// time, which settling must not mistake for its own.
+type Neighbours struct {
+	Taken map[string]bool // payment ids other records already own
+	Open  bool            // another record is in flight or unknown
+}
+
+// sealer seals stored answers: they hold payment data (ids, consent URLs).
+// The record id is the associated data, so an answer cannot be moved to
+// another row.
+type sealer struct{ box *seal.Box }
+
+func newSealer(encryptionKey []byte, decryptionKeys [][]byte) (sealer, error) {
+	box, err := seal.Derive(encryptionKey, "bff ledger answers", decryptionKeys...)
+	if err != nil {
+		return sealer{}, fmt.Errorf("ledger: %w", err)
+	}
+	return sealer{box}, nil
+}
+
+func (s sealer) seal(id int64, r *Response) ([]byte, error) {
+	if r == nil {
+		return nil, nil
+	}
+	plain, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	return s.box.Seal(nil, plain, aad(id)), nil
+}
+
+func (s sealer) open(id int64, b []byte) (*Response, error) {
+	if b == nil {
+		return nil, nil
+	}
+	plain, err := s.box.Open(nil, b, aad(id))
+	if err != nil {
+		return nil, ErrUnreadable
+	}
+	var r Response
+	if err := json.Unmarshal(plain, &r); err != nil {
+		return nil, ErrUnreadable
+	}
+	return &r, nil
+}
+
+func aad(id int64) []byte { return fmt.Appendf(nil, "money_requests/%d", id) }
+
+func newOwner() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// inFlightBound is how long a claim may stay in flight; the caller passes
+// the longest its request can reach the upstream.
+func checkBound(d time.Duration) error {
+	if d <= 0 {
+		return errors.New("ledger: the in-flight bound must be positive")
+	}
+	return nil
+}
+
+// unavailable wraps a database failure so that callers can tell it apart.
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, ErrUnreadable) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
