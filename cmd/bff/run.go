@@ -25,8 +25,8 @@ import (
 
 	"github.com/fintech-bff/bff/internal/config"
 	"github.com/fintech-bff/bff/internal/edge"
-	"github.com/fintech-bff/bff/internal/idempotency"
 	"github.com/fintech-bff/bff/internal/kv"
+	"github.com/fintech-bff/bff/internal/ledger"
 	"github.com/fintech-bff/bff/internal/logbuf"
 	"github.com/fintech-bff/bff/internal/login"
 	"github.com/fintech-bff/bff/internal/proxy"
@@ -92,6 +92,7 @@ func (h flushOnWarn) WithGroup(n string) slog.Handler {
 type app struct {
 	store          interface{ Ping(context.Context) error }
 	closer         io.Closer
+	ledger         interface{ Close() }
 	stopBackground func() // ends subscriptions before the store closes
 }
 
@@ -175,10 +176,12 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	for i, r := range cfg.Upstream.Routes {
 		routes[i] = proxy.Route{Prefix: r.Prefix, Methods: r.Methods}
 	}
-	idem, err := idempotency.New(store, encKey, decKeys, cfg.Upstream.Timeout+30*time.Second)
+	led, err := openLedger(ctx, cfg, encKey, decKeys, log)
 	if err != nil {
 		return err
 	}
+	a.ledger = led
+	go sweepLedger(cacheCtx, led, log)
 	fwd := proxy.New(proxy.Options{
 		BaseURL: base, Routes: proxy.NewRoutes(routes), Tokens: cache, Transport: upstreamTransport,
 		Timeout: cfg.Upstream.Timeout, MaxBodyBytes: cfg.Upstream.MaxBodyBytes,
@@ -187,7 +190,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			MaxDelay: cfg.Upstream.Retry.MaxDelay,
 		},
 		Logger: log, Metrics: proxy.NewMetrics(reg),
-		Idempotency: idem, RequireIdempotencyKey: cfg.Upstream.RequireIdempotencyKey,
+		MoneyRoutes: cfg.Upstream.MoneyRoutes, Ledger: led,
 	})
 	proxies, err := parseProxies(cfg.TrustedProxies)
 	if err != nil {
@@ -228,7 +231,17 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		log.Info(how + ": client secret rotated; tokens minted under the old one are no longer used")
 		return true, nil
 	}
-	ready := edge.NewReadiness(a.store.Ping)
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "bff_ledger_up", Help: "1 when the payments ledger (PostgreSQL) answers a ping within 500 ms at scrape time, else 0.",
+	}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		if led.Ping(ctx) != nil {
+			return 0
+		}
+		return 1
+	}))
+	ready := edge.NewReadiness()
 	admin := edge.NewAdmin(edge.AdminDeps{Ready: ready, Gatherer: reg, Sessions: sessions, Tokens: cache, Metrics: deps.Metrics, Logger: log, Pprof: cfg.Pprof,
 		ReloadSecret: func() (bool, error) { return rotate("POST /reload-secret") },
 	})
@@ -307,6 +320,9 @@ func shutdown(public, admin *http.Server, a app, wg *sync.WaitGroup, delay, time
 	if a.closer != nil {
 		_ = a.closer.Close()
 	}
+	if a.ledger != nil {
+		a.ledger.Close()
+	}
 	log.Info("stopped")
 	return cause
 }
@@ -363,7 +379,6 @@ type sharedStore interface {
 	tokens.Store
 	session.Store
 	login.Store
-	idempotency.Store
 	Ping(context.Context) error
 }
 
@@ -391,6 +406,66 @@ func openStore(cfg *config.Config, log *slog.Logger) (sharedStore, app, error) {
 	}
 	r := kv.NewRedis(client, cfg.Redis.KeyPrefix)
 	return r, app{store: r, closer: client}, nil
+}
+
+// ledgerStore is the payments ledger as run uses it.
+type ledgerStore interface {
+	proxy.Ledger
+	AbandonStale(context.Context) (int64, error)
+	Ping(context.Context) error
+	Close()
+}
+
+var (
+	_ ledgerStore = (*ledger.Postgres)(nil)
+	_ ledgerStore = (*ledger.Memory)(nil)
+)
+
+// openLedger opens the PostgreSQL ledger, or in development without
+// ledger.postgres_url an in-process one (config refuses that in
+// production).
+func openLedger(ctx context.Context, cfg *config.Config, encKey []byte, decKeys [][]byte, log *slog.Logger) (ledgerStore, error) {
+	if cfg.Ledger.PostgresURL == "" {
+		log.Warn("NO PAYMENTS LEDGER: ledger.postgres_url is empty, so payments are deduplicated in this process only and forgotten on restart; " +
+			"never run more than one instance like this, and never in production")
+		return ledger.NewMemory(nil, encKey, decKeys)
+	}
+	// Start-up waits this long for the database (it may be starting too).
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	l, err := ledger.Open(octx, ledger.Options{
+		URL: cfg.Ledger.PostgresURL.Reveal(), EncryptionKey: encKey, DecryptionKeys: decKeys, MaxConns: int32(cfg.Ledger.MaxConns),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ledger.postgres_url: %w", err)
+	}
+	return l, nil
+}
+
+// ledgerSweepEvery is how often each instance marks the claims whose owner
+// died as unknown; a client's repeat does the same at once, so this only
+// keeps the ledger (and its metric) truthful for requests nobody retried.
+const ledgerSweepEvery = 30 * time.Second
+
+func sweepLedger(ctx context.Context, l ledgerStore, log *slog.Logger) {
+	t := time.NewTicker(ledgerSweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		n, err := l.AbandonStale(sctx)
+		cancel()
+		if n > 0 {
+			log.Warn("payments whose instance died were marked outcome-unknown; their next repeat settles them from the upstream", slog.Int64("count", n))
+		}
+		if err != nil && ctx.Err() == nil {
+			log.Warn("the ledger sweep failed", slog.String("error", err.Error()))
+		}
+	}
 }
 
 // openLogin discovers the OpenID provider and makes the login binding

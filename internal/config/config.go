@@ -68,6 +68,17 @@ type Config struct {
 	Session         Session       `yaml:"session"`
 	Auth            Auth          `yaml:"auth"`
 	CORS            CORS          `yaml:"cors"`
+	Ledger          Ledger        `yaml:"ledger"`
+}
+
+// Ledger configures the durable record of money-moving requests.
+type Ledger struct {
+	// PostgresURL is the PostgreSQL database of the ledger (it may carry a
+	// password). Empty: an in-process ledger, refused in production.
+	PostgresURL Secret `yaml:"postgres_url"`
+	// MaxConns bounds each instance's connections to it; 0: pgx's default
+	// (the larger of 4 and the CPU count).
+	MaxConns int `yaml:"max_conns"`
 }
 
 // Upstream configures the API the BFF fronts.
@@ -86,8 +97,9 @@ type Upstream struct {
 	TokenCacheEntries int     `yaml:"token_cache_entries"`
 	Retry             Retry   `yaml:"retry"`
 	Routes            []Route `yaml:"routes"`
-	// RequireIdempotencyKey makes Idempotency-Key mandatory on money-moving POSTs.
-	RequireIdempotencyKey bool `yaml:"require_idempotency_key"`
+	// MoneyRoutes are the path prefixes under which a POST moves money: it
+	// needs an Idempotency-Key and runs at most once, recorded in the ledger.
+	MoneyRoutes []string `yaml:"money_routes"`
 }
 
 // Retry bounds the retries of idempotent upstream calls.

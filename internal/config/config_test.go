@@ -18,6 +18,7 @@ const (
 	upstreamSecret = "upstream-SECRET-7f3a9c"
 	oidcSecret     = "oidc-SECRET-51be02"
 	redisPassword  = "redis-PASSWORD-c0ffee"
+	ledgerPassword = "ledger-PASSWORD-5eed"
 	sentinelSecret = "sentinel-SECRET-9d1e"
 )
 
@@ -30,7 +31,7 @@ var (
 
 // secretValues are the strings that must never be printed.
 func secretValues() []string {
-	return []string{upstreamSecret, oidcSecret, redisPassword, sentinelSecret, sessionKey, sessionKeyOld, encryptionKey, decryptionKey}
+	return []string{upstreamSecret, oidcSecret, redisPassword, ledgerPassword, sentinelSecret, sessionKey, sessionKeyOld, encryptionKey, decryptionKey}
 }
 
 // prodEnv is the smallest environment that makes a valid production config.
@@ -48,6 +49,7 @@ func prodEnv() map[string]string {
 		"BFF_AUTH_OIDC_CLIENT_ID":     "bff-web",
 		"BFF_AUTH_OIDC_CLIENT_SECRET": oidcSecret,
 		"BFF_AUTH_OIDC_REDIRECT_URL":  "https://app.example.com/auth/callback",
+		"BFF_LEDGER_POSTGRES_URL":     "postgres://bff:" + ledgerPassword + "@db.internal:5432/bff",
 	}
 }
 
@@ -126,7 +128,9 @@ func TestDefaults(t *testing.T) {
 		{"upstream.routes[0]", d.Upstream.Routes[0], Route{Prefix: "/v2/payments", Methods: []string{"GET", "POST", "DELETE"}}},
 		{"upstream.routes[1]", d.Upstream.Routes[1], Route{Prefix: "/v2/pay", Methods: []string{"POST"}}},
 		{"upstream.routes[9]", d.Upstream.Routes[9], Route{Prefix: "/chat/chat/connections/refresh", Methods: []string{"POST"}}},
-		{"upstream.require_idempotency_key", d.Upstream.RequireIdempotencyKey, false},
+		{"upstream.money_routes", d.Upstream.MoneyRoutes, []string{"/v2/payments", "/v2/pay"}},
+		{"ledger.postgres_url", d.Ledger.PostgresURL.Reveal(), ""},
+		{"ledger.max_conns", d.Ledger.MaxConns, 0},
 		{"redis.url", d.Redis.URL.Reveal(), "redis://127.0.0.1:6379/0"},
 		{"redis.key_prefix", d.Redis.KeyPrefix, "bff:"},
 		{"redis.dial_timeout", d.Redis.DialTimeout, 2 * time.Second},
@@ -207,7 +211,7 @@ func TestLoadDerived(t *testing.T) {
 		}
 	})
 	t.Run("methods upper-cased", func(t *testing.T) {
-		c := mustLoad(t, "upstream:\n  routes:\n    - {prefix: /v2/x, methods: [get, Post]}\n", prodEnv())
+		c := mustLoad(t, "upstream:\n  routes:\n    - {prefix: /v2/x, methods: [get, Post]}\n  money_routes: []\n", prodEnv())
 		if got, want := c.Upstream.Routes[0].Methods, []string{"GET", "POST"}; !slices.Equal(got, want) {
 			t.Errorf("got %v, want %v", got, want)
 		}
@@ -226,7 +230,7 @@ upstream:
   routes:
     - prefix: /v2/payments
       methods: [GET]
-  require_idempotency_key: true
+  money_routes: [/v2/payments]
 session:
   idle_timeout: 1h30m
 auth:
@@ -246,7 +250,7 @@ auth:
 		{"upstream.retry.max_attempts", c.Upstream.Retry.MaxAttempts, 5},
 		{"upstream.retry.base_delay (default kept)", c.Upstream.Retry.BaseDelay, 100 * time.Millisecond},
 		{"upstream.routes (replaced)", c.Upstream.Routes, []Route{{Prefix: "/v2/payments", Methods: []string{"GET"}}}},
-		{"upstream.require_idempotency_key", c.Upstream.RequireIdempotencyKey, true},
+		{"upstream.money_routes", c.Upstream.MoneyRoutes, []string{"/v2/payments"}},
 		{"session.idle_timeout", c.Session.IdleTimeout, 90 * time.Minute},
 		{"auth.oidc.scopes", c.Auth.OIDC.Scopes, []string{"openid", "email"}},
 		{"auth.oidc.user_id_claim (default kept)", c.Auth.OIDC.UserIDClaim, "sub"},
@@ -279,14 +283,14 @@ upstream:
 		{"empty value is unset", map[string]string{"BFF_LOG_LEVEL": ""}, func(c *Config) any { return c.LogLevel }, "warn"},
 		{"nested scalar", map[string]string{"BFF_UPSTREAM_RETRY_MAX_ATTEMPTS": "7"}, func(c *Config) any { return c.Upstream.Retry }, Retry{7, 200 * time.Millisecond, time.Second}},
 		{"nested duration beats file", map[string]string{"BFF_UPSTREAM_TIMEOUT": "20s"}, func(c *Config) any { return c.Upstream.Timeout }, 20 * time.Second},
-		{"bool", map[string]string{"BFF_UPSTREAM_REQUIRE_IDEMPOTENCY_KEY": "true"}, func(c *Config) any { return c.Upstream.RequireIdempotencyKey }, true},
+		{"bool", map[string]string{"BFF_PPROF": "true"}, func(c *Config) any { return c.Pprof }, true},
 		{"scalar is literal", map[string]string{"BFF_REDIS_KEY_PREFIX": "'x: y'"}, func(c *Config) any { return c.Redis.KeyPrefix }, "'x: y'"},
 		{"list", map[string]string{"BFF_TRUSTED_PROXIES": `["172.16.0.0/12", "::1"]`}, func(c *Config) any { return c.TrustedProxies }, []string{"172.16.0.0/12", "::1"}},
 		{"empty list", map[string]string{"BFF_TRUSTED_PROXIES": `[]`}, func(c *Config) any { return c.TrustedProxies }, []string{}},
 		// A section's variable replaces the file's section: keys it leaves out take their defaults.
 		{"struct", map[string]string{"BFF_UPSTREAM_RETRY": `{max_attempts: 2}`}, func(c *Config) any { return c.Upstream.Retry }, Retry{2, 100 * time.Millisecond, time.Second}},
 		{"struct then more specific leaf", map[string]string{"BFF_UPSTREAM_RETRY": `{max_attempts: 2}`, "BFF_UPSTREAM_RETRY_MAX_ATTEMPTS": "4"}, func(c *Config) any { return c.Upstream.Retry.MaxAttempts }, 4},
-		{"list of structs", map[string]string{"BFF_UPSTREAM_ROUTES": `[{prefix: /v2/x, methods: [GET]}]`}, func(c *Config) any { return c.Upstream.Routes }, []Route{{Prefix: "/v2/x", Methods: []string{"GET"}}}},
+		{"list of structs", map[string]string{"BFF_UPSTREAM_ROUTES": `[{prefix: /v2/x, methods: [GET]}]`, "BFF_UPSTREAM_MONEY_ROUTES": `[]`}, func(c *Config) any { return c.Upstream.Routes }, []Route{{Prefix: "/v2/x", Methods: []string{"GET"}}}},
 		{"section absent from file", map[string]string{"BFF_CORS_ALLOWED_ORIGINS": `["https://web.example.com"]`}, func(c *Config) any { return c.CORS.AllowedOrigins }, []string{"https://web.example.com"}},
 		{"whole section", map[string]string{"BFF_CORS": `{allowed_origins: ["https://a.example.com"]}`}, func(c *Config) any { return c.CORS.AllowedOrigins }, []string{"https://a.example.com"}},
 	}

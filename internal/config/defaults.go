@@ -41,7 +41,8 @@ func Defaults() Config {
 				BaseDelay:   100 * time.Millisecond,
 				MaxDelay:    time.Second,
 			},
-			Routes: DefaultRoutes(),
+			Routes:      DefaultRoutes(),
+			MoneyRoutes: []string{"/v2/payments", "/v2/pay"},
 		},
 		Redis: Redis{
 			URL:            "redis://127.0.0.1:6379/0",

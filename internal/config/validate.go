@@ -66,6 +66,14 @@ func (c *Config) Validate() error {
 	c.Redis.validate(v, prod)
 	c.Session.validate(v, prod)
 	c.Auth.validate(v, prod)
+	if c.Ledger.PostgresURL == "" && prod {
+		v.addf("ledger.postgres_url", "required when env is production: payments are recorded durably in PostgreSQL")
+	} else if u := c.Ledger.PostgresURL.Reveal(); u != "" && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
+		v.addf("ledger.postgres_url", "must be a postgres:// or postgresql:// URL")
+	}
+	if n := c.Ledger.MaxConns; n < 0 || n > 1000 {
+		v.addf("ledger.max_conns", "%d is not between 0 and 1000", n)
+	}
 
 	for i, o := range c.CORS.AllowedOrigins {
 		key := fmt.Sprintf("cors.allowed_origins[%d]", i)
@@ -145,6 +153,26 @@ func (u *Upstream) validate(v *validator, prod bool) {
 			if !slices.Contains(routeMethods, strings.ToUpper(m)) {
 				v.addf(fmt.Sprintf("%s.methods[%d]", key, j), "%q is not one of %s", m, strings.Join(routeMethods, " "))
 			}
+		}
+	}
+	u.checkMoneyRoutes(v)
+}
+
+// checkMoneyRoutes refuses money prefixes that are malformed or that no
+// allowlisted route covers: a typo would leave payments unprotected while
+// looking configured.
+func (u *Upstream) checkMoneyRoutes(v *validator) {
+	for i, m := range u.MoneyRoutes {
+		key := fmt.Sprintf("upstream.money_routes[%d]", i)
+		if msg := checkPrefix(m); msg != "" {
+			v.addf(key, "%s", msg)
+			continue
+		}
+		reached := slices.ContainsFunc(u.Routes, func(r Route) bool {
+			return r.Prefix == m || strings.HasPrefix(m, r.Prefix+"/") || strings.HasPrefix(r.Prefix, m+"/")
+		})
+		if !reached {
+			v.addf(key, "%q is not under (or over) any upstream.routes prefix (set upstream.money_routes to [] when no route moves money)", m)
 		}
 	}
 }

@@ -1,13 +1,11 @@
 package edge
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -16,16 +14,19 @@ import (
 	"github.com/fintech-bff/bff/internal/session"
 )
 
-// Readiness is the state /readyz reports. Safe for concurrent use.
+// Readiness is the state /readyz reports: ready from start-up until the
+// shutdown drain. It does not follow Redis or PostgreSQL: every instance
+// shares them, so failing readiness with them would take every instance
+// out of the load balancer at once and replace the BFF's own clear 503
+// (SESSION_STORE_UNAVAILABLE, LEDGER_UNAVAILABLE) with the balancer's
+// error page. Their health is in bff_store_up and bff_ledger_up. Safe for
+// concurrent use.
 type Readiness struct {
 	draining atomic.Bool
-	ping     func(context.Context) error
 }
 
-// NewReadiness returns a Readiness that pings the shared store.
-func NewReadiness(ping func(context.Context) error) *Readiness {
-	return &Readiness{ping: ping}
-}
+// NewReadiness returns a Readiness that is ready.
+func NewReadiness() *Readiness { return &Readiness{} }
 
 // Drain makes /readyz answer 503 from now on (shutdown has begun).
 func (r *Readiness) Drain() { r.draining.Store(true) }
@@ -61,13 +62,6 @@ func NewAdmin(d AdminDeps) http.Handler {
 		if ready.draining.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = w.Write([]byte("draining\n"))
-			return
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
-		defer cancel()
-		if err := ready.ping(ctx); err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("session store unavailable\n"))
 			return
 		}
 		_, _ = w.Write([]byte("ready\n"))

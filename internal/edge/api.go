@@ -1,11 +1,13 @@
 package edge
 
 import (
+	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/fintech-bff/bff/internal/proxy"
+	"github.com/fintech-bff/bff/internal/session"
 )
 
 // api forwards /api/<upstream path> for the caller's session.
@@ -23,7 +25,11 @@ func api(a *authn, f *proxy.Forwarder) echo.HandlerFunc {
 			return err
 		}
 		s := state(c)
-		res := f.Forward(c.Response(), r, proxy.Call{UserID: p.rec.UserID, RequestID: s.requestID, Path: path, ClientIP: c.RealIP()})
+		call := proxy.Call{UserID: p.rec.UserID, RequestID: s.requestID, Path: path, ClientIP: c.RealIP()}
+		if r.Method == http.MethodPost { // only money-moving requests record it; no hash on reads
+			call.SessionRef = session.Handle(p.id)
+		}
+		res := f.Forward(c.Response(), r, call)
 		if res.Route != "" {
 			s.route = labels[res.Route]
 		}

@@ -78,6 +78,9 @@ func suite(t *testing.T, s store) {
 		if ok, err := s.SetNX(ctx, "lock", []byte("owner-1"), time.Minute); !ok || err != nil {
 			t.Fatalf("first setnx: got %v, %v; want true", ok, err)
 		}
+		if ok, err := s.SetNX(ctx, "lock", []byte("owner-1"), time.Minute); !ok || err != nil {
+			t.Fatalf("the same owner's re-sent SetNX: got %v, %v; want true (its own claim)", ok, err)
+		}
 		if ok, _ := s.SetNX(ctx, "lock", []byte("owner-2"), time.Minute); ok {
 			t.Fatal("second setnx took a held lock")
 		}

@@ -81,13 +81,14 @@ func (m *Memory) Del(_ context.Context, key string) error {
 // Ping always succeeds.
 func (m *Memory) Ping(context.Context) error { return nil }
 
-// SetNX stores value at key for ttl only when key is absent or expired.
+// SetNX stores value at key for ttl only when key is absent or expired;
+// like Redis.SetNX it reports true when the key already holds value.
 func (m *Memory) SetNX(_ context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
 	if e, ok := m.entries[key]; ok && now.Before(e.expires) {
-		return false, nil
+		return bytes.Equal(e.value, value), nil
 	}
 	m.entries[key] = memEntry{value: append([]byte(nil), value...), expires: now.Add(ttl)}
 	return true, nil

@@ -132,17 +132,33 @@ end
 return 0`)
 
 // SetNX stores value at key for ttl only when key is absent, and reports
-// whether it did: a lock with a fencing value (SET NX PX).
+// whether the key now holds the caller's claim: a lock with a fencing value.
+// It also reports true when the key already holds value, so a command
+// re-sent after a timeout is not mistaken for a rival: values must be
+// unique to their caller.
 func (r *Redis) SetNX(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
-	err := r.client.SetArgs(ctx, r.prefix+key, value, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
-	if errors.Is(err, redis.Nil) {
-		return false, nil
-	}
+	n, err := setIfAbsentOrOwn.Run(ctx, r.client, []string{r.prefix + key}, value, ttl.Milliseconds()).Int()
 	if err != nil {
 		return false, unavailable("setnx", err)
 	}
-	return true, nil
+	return n == 1, nil
 }
+
+// setIfAbsentOrOwn sets KEYS[1] to ARGV[1] for ARGV[2] ms when it is absent,
+// and reports 1 also when it already holds ARGV[1]. go-redis sends a command
+// again after a read timeout; a plain SET NX whose first send did land
+// would then find its own value and report "taken", and its caller would
+// wait for a lock it holds. With a value unique to the caller the second
+// send recognises its own claim.
+var setIfAbsentOrOwn = redis.NewScript(`
+local v = redis.call("GET", KEYS[1])
+if not v then
+  redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+  return 1
+end
+if v == ARGV[1] then return 1 end
+return 0
+`)
 
 // DelIf deletes key only when its value starts with prefix (a whole value
 // is its own prefix), atomically, and reports whether it did. It releases a

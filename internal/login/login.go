@@ -358,7 +358,9 @@ func (p *Provider) VerifyLogoutToken(ctx context.Context, raw string) (sub, sid 
 	if c.JTI == "" {
 		return "", "", fmt.Errorf("%w: no jti", ErrLogoutToken)
 	}
-	fresh, err := p.store.SetNX(ctx, "bcl:"+hash(idt.Issuer+"\x00"+c.JTI), []byte{1}, replayTTL)
+	// The value is unique to this call: SetNX recognises its own re-sent
+	// write, and a real replay of the jti must not look like one.
+	fresh, err := p.store.SetNX(ctx, "bcl:"+hash(idt.Issuer+"\x00"+c.JTI), []byte(rand.Text()), replayTTL)
 	if err != nil {
 		return "", "", err
 	}

@@ -52,6 +52,8 @@ const (
 	CodeIdempotencyKeyInvalid    = "IDEMPOTENCY_KEY_INVALID"
 	CodeIdempotencyKeyReused     = "IDEMPOTENCY_KEY_REUSED"
 	CodeIdempotencyInProgress    = "IDEMPOTENCY_IN_PROGRESS"
+	CodePaymentOutcomeUnknown    = "PAYMENT_OUTCOME_UNKNOWN"
+	CodeLedgerUnavailable        = "LEDGER_UNAVAILABLE"
 )
 
 // Actions tell a frontend what to do next.
@@ -63,6 +65,7 @@ const (
 	ActionUpgradePlan         = "upgrade_plan"
 	ActionContactSupport      = "contact_support"
 	ActionReconnectBank       = "reconnect_bank"
+	ActionCheckStatus         = "check_status"
 	ActionNone                = "none"
 	StatusClientClosedRequest = 499
 )
@@ -155,6 +158,8 @@ var specs = map[string]spec{
 	CodeIdempotencyKeyInvalid:    {http.StatusBadRequest, "Invalid Idempotency-Key", ActionFixRequest, false},
 	CodeIdempotencyKeyReused:     {http.StatusUnprocessableEntity, "Idempotency-Key reused for another request", ActionFixRequest, false},
 	CodeIdempotencyInProgress:    {http.StatusConflict, "A request with this Idempotency-Key is in progress", ActionRetryLater, true},
+	CodePaymentOutcomeUnknown:    {http.StatusBadGateway, "Payment outcome unknown", ActionCheckStatus, false},
+	CodeLedgerUnavailable:        {http.StatusServiceUnavailable, "Payments ledger unavailable", ActionRetryLater, true},
 }
 
 // Known reports whether code is one of the BFF's own codes (metric labels

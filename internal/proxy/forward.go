@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fintech-bff/bff/internal/idempotency"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/tokens"
 )
@@ -45,21 +44,25 @@ type Options struct {
 	Retry        Retry
 	Logger       *slog.Logger
 	Metrics      *Metrics
-	// Idempotency, when set, runs money-moving POSTs under their
-	// Idempotency-Key; RequireIdempotencyKey makes the key mandatory.
-	Idempotency           *idempotency.Keeper
-	RequireIdempotencyKey bool
+	// MoneyRoutes are the path prefixes (whole segments, like Routes) under
+	// which a POST moves money: it needs an Idempotency-Key and runs at most
+	// once, recorded in Ledger. A money POST with no Ledger is refused.
+	MoneyRoutes []string
+	Ledger      Ledger
 }
 
 // Forwarder forwards allowlisted calls. Safe for concurrent use.
 type Forwarder struct {
-	routes     *Routes
-	rp         *httputil.ReverseProxy
-	timeout    time.Duration
-	maxBody    int64
-	log        *slog.Logger
-	idem       *idempotency.Keeper
-	requireKey bool
+	routes   *Routes
+	money    *Routes // the money prefixes, POST only
+	rp       *httputil.ReverseProxy
+	upstream *transport
+	base     *url.URL
+	timeout  time.Duration
+	maxBody  int64
+	log      *slog.Logger
+	ledger   Ledger
+	metrics  *Metrics
 }
 
 // Call is what the edge knows of one API call.
@@ -72,6 +75,9 @@ type Call struct {
 	ClientIP string
 	// Path is the escaped upstream path: the request path less "/api".
 	Path string
+	// SessionRef names the caller's session in the payments ledger: a hash
+	// of its id (session.Handle), never the id.
+	SessionRef string
 }
 
 type callKey struct{}
@@ -106,9 +112,14 @@ func New(o Options) *Forwarder {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	f := &Forwarder{routes: o.Routes, timeout: o.Timeout, maxBody: o.MaxBodyBytes, log: o.Logger,
-		idem: o.Idempotency, requireKey: o.RequireIdempotencyKey}
+	money := make([]Route, len(o.MoneyRoutes))
+	for i, p := range o.MoneyRoutes {
+		money[i] = Route{Prefix: p, Methods: []string{http.MethodPost}}
+	}
 	base := *o.BaseURL
+	f := &Forwarder{routes: o.Routes, money: NewRoutes(money), timeout: o.Timeout, maxBody: o.MaxBodyBytes, log: o.Logger,
+		ledger: o.Ledger, metrics: o.Metrics, base: &base,
+		upstream: &transport{base: o.Transport, tokens: o.Tokens, retry: o.Retry, metrics: o.Metrics}}
 	basePath := strings.TrimSuffix(base.Path, "/")
 	f.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -130,14 +141,18 @@ func New(o Options) *Forwarder {
 			h.Del("X-Csrf")
 			h.Del("Origin")
 			h.Del("Referer")
+			// The idempotency key stays here: the upstream takes none, and
+			// net/http's Transport treats a request carrying one as safe to
+			// send again on a new connection, which for a payment is a
+			// second payment. The BFF's ledger enforces the key instead.
+			h.Del("Idempotency-Key")
+			h.Del("X-Idempotency-Key")
 			h.Set("X-Request-Id", c.RequestID)
 			if c.ClientIP != "" {
 				h.Set("X-Forwarded-For", c.ClientIP)
 			}
 		},
-		Transport: &transport{
-			base: o.Transport, tokens: o.Tokens, retry: o.Retry, metrics: o.Metrics,
-		},
+		Transport: f.upstream,
 		// FlushInterval 0: the server's buffer sends as it fills (a large
 		// reply streams in constant memory) and ReverseProxy flushes at once
 		// for replies of unknown length and event streams.
@@ -195,8 +210,12 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, c Call) Resu
 		return Result{Route: route}
 	}
 	st := &callState{Call: c, path: path, route: route}
-	if f.idem != nil && r.Method == http.MethodPost && moneyRoutes[route] {
-		f.forwardIdempotent(w, r, st, body)
+	if money, ok := f.money.Under(path); ok && r.Method == http.MethodPost {
+		if f.ledger == nil {
+			problem.Write(w, problem.New(problem.CodeLedgerUnavailable, "payments are not enabled: no ledger is configured"), c.RequestID)
+			return Result{Route: route}
+		}
+		f.forwardMoney(w, r, st, body, money)
 	} else {
 		f.serve(w, r, st, r.Context())
 	}

@@ -3,18 +3,48 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
+	"time"
 
-	"github.com/fintech-bff/bff/internal/idempotency"
+	"github.com/fintech-bff/bff/internal/ledger"
 	"github.com/fintech-bff/bff/internal/problem"
 )
 
-// moneyRoutes are the route templates whose POSTs move money: they accept
-// (and may require) an Idempotency-Key.
-var moneyRoutes = map[string]bool{"/v2/payments": true, "/v2/pay": true}
+// Ledger is what the proxy needs of the ledger of money-moving requests
+// (ledger.Postgres, or ledger.Memory in development); see package ledger
+// for the protocol.
+type Ledger interface {
+	Claim(ctx context.Context, req ledger.Request, bound time.Duration) (*ledger.Claim, *ledger.Record, error)
+	Finish(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
+	Release(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
+	Unknown(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
+	Abandon(ctx context.Context, id int64) (bool, error)
+	Settle(ctx context.Context, id int64, o ledger.Outcome) (bool, error)
+	Neighbours(ctx context.Context, req ledger.Request, except int64, since time.Time) (ledger.Neighbours, error)
+	Event(ctx context.Context, id int64, req ledger.Request, what string) error
+}
+
+var (
+	_ Ledger = (*ledger.Postgres)(nil)
+	_ Ledger = (*ledger.Memory)(nil)
+)
+
+// MaxKeyLen bounds an Idempotency-Key.
+const MaxKeyLen = 255
+
+// ownerMargin is how long after its upstream deadline the owner of a claim
+// may still be storing its outcome. A claim's deadline is the upstream
+// timeout plus this: past it, the owner can no longer reach the upstream,
+// so another request may call the outcome unknown (never run it again).
+const ownerMargin = 5 * time.Second
+
+// ledgerTimeout bounds each ledger call: a database that does not answer
+// fails the payment with a clear 503 before anything is sent.
+const ledgerTimeout = 3 * time.Second
 
 // maxReplayBytes bounds a response kept for replay; money-moving replies
 // are a few hundred bytes.
@@ -23,73 +53,239 @@ const maxReplayBytes = 1 << 20
 // replayHeaders are the response headers kept with a stored response.
 var replayHeaders = []string{"Content-Type", "Location", "Retry-After", "Allow", "Cache-Control", "X-Request-Id"}
 
-// releasable are answers that show the upstream did not act, so the key is
-// given back and a retry with it runs again. Everything else (2xx, 4xx,
-// and ambiguous 5xx or timeouts, after which the payment may exist) is
-// kept and replayed: a retry never moves money twice.
-var releasable = map[string]bool{
+// refused are answers that show the upstream did not act: the key is given
+// back and a repeat with it runs again.
+var refused = map[string]bool{
 	problem.CodeProviderUnavailable: true, problem.CodeUpstreamAuthFailed: true,
 	problem.CodeResourceLocked: true,
 }
 
-// forwardIdempotent runs a money-moving POST under its Idempotency-Key.
-func (f *Forwarder) forwardIdempotent(w http.ResponseWriter, r *http.Request, st *callState, body []byte) {
+// ValidKey reports whether an Idempotency-Key is acceptable: 1 to 255
+// printable ASCII characters.
+func ValidKey(k string) bool {
+	if len(k) == 0 || len(k) > MaxKeyLen {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// fingerprint identifies a request: method, path, query and body.
+func fingerprint(method, path, query string, body []byte) []byte {
+	h := sha256.New()
+	for _, s := range []string{method, path, query} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	h.Write(body)
+	return h.Sum(nil)
+}
+
+// forwardMoney runs a money-moving POST at most once per key: claimed in
+// the ledger before the upstream call, never sent again after an end the
+// BFF cannot read.
+func (f *Forwarder) forwardMoney(w http.ResponseWriter, r *http.Request, st *callState, body []byte, moneyRoute string) {
 	key := r.Header.Get("Idempotency-Key")
 	if key == "" {
-		if f.requireKey {
-			problem.Write(w, problem.New(problem.CodeIdempotencyKeyRequired, "send an Idempotency-Key header with payments"), st.RequestID)
-			return
-		}
-		f.serve(w, r, st, r.Context())
+		f.metrics.money("key_required")
+		problem.Write(w, problem.New(problem.CodeIdempotencyKeyRequired, "send an Idempotency-Key header (a fresh random value per payment, kept across its retries)"), st.RequestID)
 		return
 	}
-	fp := idempotency.Fingerprint(r.Method, st.path, r.URL.RawQuery, body)
-	claim, stored, err := f.idem.Begin(r.Context(), st.UserID, key, fp)
-	switch {
-	case errors.Is(err, idempotency.ErrInvalidKey):
+	if !ValidKey(key) {
+		f.metrics.money("key_invalid")
 		problem.Write(w, problem.New(problem.CodeIdempotencyKeyInvalid, "the Idempotency-Key must be 1 to 255 printable ASCII characters"), st.RequestID)
 		return
-	case errors.Is(err, idempotency.ErrKeyReused):
+	}
+	req := ledger.Request{
+		UserID: st.UserID, Route: moneyRoute, Key: key, Fingerprint: fingerprint(r.Method, st.path, r.URL.RawQuery, body),
+		SessionRef: st.SessionRef, ClientIP: st.ClientIP, RequestID: st.RequestID,
+	}
+	// The payment call is detached from the client: a mobile app that loses
+	// its connection mid-payment finds the outcome stored when it retries.
+	// Its deadline starts before the claim, so the claim's deadline (the
+	// same timeout plus ownerMargin, on the database's clock) comes later.
+	detached := context.WithoutCancel(r.Context())
+	ctx, cancel := context.WithTimeout(detached, f.timeout)
+	defer cancel()
+	lctx, lcancel := context.WithTimeout(detached, ledgerTimeout)
+	claim, rec, err := f.ledger.Claim(lctx, req, f.timeout+ownerMargin)
+	lcancel()
+	switch {
+	case err != nil:
+		f.ledgerFailed(w, st, err)
+		return
+	case rec != nil:
+		f.repeat(w, r, st, req, rec, body)
+		return
+	}
+	out := &recorder{header: http.Header{}}
+	f.serve(out, r, st, ctx)
+	f.conclude(detached, st, req, claim, body, out).copyTo(w)
+}
+
+// conclude records how the owner's request ended and returns the answer
+// the client gets.
+func (f *Forwarder) conclude(ctx context.Context, st *callState, req ledger.Request, claim *ledger.Claim, body []byte, out *recorder) *recorder {
+	o := ledger.Outcome{UpstreamStatus: st.upstreamStatus}
+	switch {
+	case st.notSent:
+		o.Ending = ledger.EndNotSent
+		f.record(ctx, st, "released", func(ctx context.Context) (bool, error) { return f.ledger.Release(ctx, claim, o) })
+		return out
+	case !out.over && refused[out.code]:
+		o.Ending = ledger.EndRefused
+		f.record(ctx, st, "released", func(ctx context.Context) (bool, error) { return f.ledger.Release(ctx, claim, o) })
+		return out
+	case !out.over && st.upstreamStatus > 0 && st.upstreamStatus < 500:
+		o.Ending, o.Response = ledger.EndAnswered, out.response()
+		if st.upstreamStatus < 300 {
+			o.PaymentID = paymentID(out.body.Bytes())
+		}
+		f.record(ctx, st, "answered", func(ctx context.Context) (bool, error) { return f.ledger.Finish(ctx, claim, o) })
+		return out
+	}
+	// The request was sent and the answer does not say what happened: a
+	// timeout, a hang-up, a 5xx, a reply too large to keep. Ask the
+	// upstream; failing that, the outcome is unknown and the key is never
+	// sent again.
+	if settled, ok := f.settle(ctx, st, req, claim.ID, time.Now(), body); ok {
+		settled.UpstreamStatus = st.upstreamStatus
+		f.record(ctx, st, "settled", func(ctx context.Context) (bool, error) { return f.ledger.Finish(ctx, claim, settled) })
+		return fromResponse(settled.Response)
+	}
+	o.Ending = ledger.EndAmbiguous
+	f.record(ctx, st, "unknown", func(ctx context.Context) (bool, error) { return f.ledger.Unknown(ctx, claim, o) })
+	return problemRecorder(outcomeUnknown(out.code, st.upstreamStatus), st.RequestID)
+}
+
+// record stores an owner's outcome, trying again while the ledger does not
+// answer within ownerMargin. Should it never land, the claim stays in
+// flight, turns unknown at its deadline and is settled from the upstream:
+// never run twice.
+func (f *Forwarder) record(ctx context.Context, st *callState, result string, write func(context.Context) (bool, error)) {
+	f.metrics.money(result)
+	ctx, cancel := context.WithTimeout(ctx, ownerMargin)
+	defer cancel()
+	delay := 100 * time.Millisecond
+	for {
+		wctx, wcancel := context.WithTimeout(ctx, ledgerTimeout)
+		_, err := write(wctx)
+		wcancel()
+		if err == nil {
+			return
+		}
+		if sleep(ctx, delay) != nil {
+			f.log.Error("a payment's outcome could not be written to the ledger; it turns unknown at its deadline and is settled from the upstream",
+				slog.String("requestId", st.RequestID), slog.String("outcome", result), slog.String("error", err.Error()))
+			return
+		}
+		delay *= 2
+	}
+}
+
+// repeat answers a request whose key another request already claimed.
+func (f *Forwarder) repeat(w http.ResponseWriter, r *http.Request, st *callState, req ledger.Request, rec *ledger.Record, body []byte) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), f.timeout)
+	defer cancel()
+	event := func(what string) {
+		f.metrics.money(what)
+		ectx, ecancel := context.WithTimeout(ctx, ledgerTimeout)
+		defer ecancel()
+		if err := f.ledger.Event(ectx, rec.ID, req, what); err != nil {
+			f.log.Warn("a payment's audit event could not be written", slog.String("requestId", st.RequestID), slog.String("error", err.Error()))
+		}
+	}
+	switch {
+	case !bytes.Equal(rec.Fingerprint, req.Fingerprint):
+		event(ledger.EventReused)
 		problem.Write(w, problem.New(problem.CodeIdempotencyKeyReused, "this Idempotency-Key was used for a different request"), st.RequestID)
 		return
-	case errors.Is(err, idempotency.ErrInProgress):
+	case rec.State == ledger.StateDone:
+		event(ledger.EventReplayed)
+		replay(w, rec.Response)
+		return
+	case rec.State == ledger.StateInFlight && rec.Expired:
+		// The owner is past its deadline: it died or hung, and can no
+		// longer reach the upstream.
+		if _, err := f.ledger.Abandon(ctx, rec.ID); err != nil {
+			f.ledgerFailed(w, st, err)
+			return
+		}
+	case rec.State != ledger.StateUnknown: // in flight (or released, for a moment)
+		event(ledger.EventInProgress)
 		p := problem.New(problem.CodeIdempotencyInProgress, "a request with this Idempotency-Key is still being processed; retry shortly")
 		p.RetryAfter = "1"
 		problem.Write(w, p, st.RequestID)
 		return
-	case err != nil:
-		problem.Write(w, problem.Wrap(problem.CodeSessionStoreUnavailable, "idempotency keys cannot be checked right now", err), st.RequestID)
-		return
-	case stored != nil:
-		f.log.LogAttrs(r.Context(), slog.LevelInfo, "idempotent replay", slog.String("requestId", st.RequestID), slog.String("route", st.route))
-		replay(w, stored)
+	}
+	if o, ok := f.settle(ctx, st, req, rec.ID, rec.ClaimedAt, body); ok {
+		applied, err := f.ledger.Settle(ctx, rec.ID, o)
+		if err != nil {
+			f.ledgerFailed(w, st, err)
+			return
+		}
+		if !applied { // settled by another request meanwhile: replay what it stored
+			lctx, lcancel := context.WithTimeout(ctx, ledgerTimeout)
+			_, rec, err = f.ledger.Claim(lctx, req, f.timeout+ownerMargin)
+			lcancel()
+			if err != nil || rec == nil || rec.State != ledger.StateDone {
+				f.ledgerFailed(w, st, errors.Join(err, errors.New("the settled record could not be read back")))
+				return
+			}
+			o.Response = rec.Response
+		}
+		event(ledger.EventSettled)
+		replay(w, o.Response)
 		return
 	}
-	// The payment call is detached from the client: a mobile app that loses
-	// its connection mid-payment finds the outcome stored when it retries.
-	rec := &recorder{header: http.Header{}}
-	f.serve(rec, r, st, context.WithoutCancel(r.Context()))
-	ctx := context.WithoutCancel(r.Context())
+	event(ledger.EventUnknown)
+	problemRecorder(outcomeUnknown("", rec.UpstreamStatus), st.RequestID).copyTo(w)
+}
+
+// ledgerFailed answers 503 LEDGER_UNAVAILABLE: nothing was sent upstream.
+func (f *Forwarder) ledgerFailed(w http.ResponseWriter, st *callState, err error) {
+	f.metrics.money("ledger_unavailable")
+	f.log.Error("the payments ledger failed; the payment was not sent", slog.String("requestId", st.RequestID), slog.String("error", err.Error()))
+	detail := "payments cannot be recorded right now; nothing was sent, retry with the same Idempotency-Key"
+	if errors.Is(err, ledger.ErrUnreadable) {
+		detail = "this payment's stored answer cannot be read right now; nothing was sent again"
+	}
+	problem.Write(w, problem.Wrap(problem.CodeLedgerUnavailable, detail, err), st.RequestID)
+}
+
+// outcomeUnknown is the answer when the upstream may or may not have acted.
+func outcomeUnknown(code string, status int) *problem.Problem {
+	detail := "the upstream may or may not have made this payment and it could not be confirmed; it will not be sent again. Check the payment list before making a new payment"
 	switch {
-	case rec.over:
-		_ = f.idem.Release(ctx, claim)
-		rec = &recorder{header: http.Header{}}
-		problem.Write(rec, problem.New(problem.CodeUpstreamError, "the upstream reply is too large to keep for idempotent replay"), st.RequestID)
-	case st.notSent || releasable[rec.code]:
-		if err := f.idem.Release(ctx, claim); err != nil {
-			f.log.Warn("an idempotency key could not be released", slog.String("requestId", st.RequestID), slog.String("error", err.Error()))
-		}
-	default:
-		if err := f.idem.Finish(ctx, claim, rec.response()); err != nil {
-			f.log.Error("an idempotent response could not be stored; a retry with the same key answers 409 until the claim expires",
-				slog.String("requestId", st.RequestID), slog.String("error", err.Error()))
-		}
+	case code == problem.CodeUpstreamTimeout:
+		detail = "the upstream did not answer in time; " + detail
+	case status >= 500:
+		detail = "the upstream failed while handling this payment; " + detail
 	}
-	rec.copyTo(w)
+	return problem.New(problem.CodePaymentOutcomeUnknown, detail)
+}
+
+// paymentID reads the id a 2xx money-moving reply names, for the audit.
+func paymentID(body []byte) string {
+	var v struct {
+		ID        string `json:"id"`
+		PaymentID string `json:"paymentId"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return ""
+	}
+	if v.ID != "" {
+		return v.ID
+	}
+	return v.PaymentID
 }
 
 // replay writes a stored response, marked Idempotent-Replayed.
-func replay(w http.ResponseWriter, s *idempotency.Response) {
+func replay(w http.ResponseWriter, s *ledger.Response) {
 	h := w.Header()
 	for k, v := range s.Header {
 		h[k] = v
@@ -99,7 +295,7 @@ func replay(w http.ResponseWriter, s *idempotency.Response) {
 		var p struct {
 			Code string `json:"code"`
 		}
-		if jsonCode(s.Body, &p) {
+		if json.Unmarshal(s.Body, &p) == nil {
 			problem.Record(w, p.Code)
 		}
 	}
@@ -115,6 +311,18 @@ type recorder struct {
 	body   bytes.Buffer
 	code   string
 	over   bool
+}
+
+func problemRecorder(p *problem.Problem, requestID string) *recorder {
+	rec := &recorder{header: http.Header{}}
+	problem.Write(rec, p, requestID)
+	return rec
+}
+
+func fromResponse(r *ledger.Response) *recorder {
+	rec := &recorder{header: r.Header.Clone(), status: r.Status}
+	rec.body.Write(r.Body)
+	return rec
 }
 
 func (r *recorder) Header() http.Header { return r.header }
@@ -141,14 +349,14 @@ func (r *recorder) Flush() {}
 // RecordProblem implements problem.Recorder.
 func (r *recorder) RecordProblem(code string) { r.code = code }
 
-func (r *recorder) response() idempotency.Response {
+func (r *recorder) response() *ledger.Response {
 	h := http.Header{}
 	for _, k := range replayHeaders {
 		if v := r.header.Values(k); len(v) > 0 {
 			h[k] = v
 		}
 	}
-	return idempotency.Response{Status: r.status, Header: h, Body: r.body.Bytes()}
+	return &ledger.Response{Status: r.status, Header: h, Body: bytes.Clone(r.body.Bytes())}
 }
 
 func (r *recorder) copyTo(w http.ResponseWriter) {
@@ -165,5 +373,3 @@ func (r *recorder) copyTo(w http.ResponseWriter) {
 	w.WriteHeader(r.status)
 	_, _ = w.Write(r.body.Bytes())
 }
-
-func jsonCode(b []byte, v any) bool { return json.Unmarshal(b, v) == nil }

@@ -12,6 +12,7 @@ import (
 type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	moneyReq *prometheus.CounterVec
 }
 
 // NewMetrics registers the proxy's metrics on reg.
@@ -26,9 +27,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time to the upstream's response headers, per attempt, by route template.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"route"}),
+		moneyReq: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bff_money_requests_total",
+			Help: "Money-moving requests by how the BFF answered: answered, replayed, in_progress, key_reused, released, unknown, settled, key_required, key_invalid, ledger_unavailable.",
+		}, []string{"result"}),
 	}
-	reg.MustRegister(m.requests, m.duration)
+	reg.MustRegister(m.requests, m.duration, m.moneyReq)
 	return m
+}
+
+func (m *Metrics) money(result string) {
+	if m != nil {
+		m.moneyReq.WithLabelValues(result).Inc()
+	}
 }
 
 func (m *Metrics) observe(route string, status int, typ string, took time.Duration) {

@@ -78,6 +78,16 @@ func (rt *Routes) Match(path, method string) (string, *problem.Problem) {
 	return "", problem.New(problem.CodeRouteNotFound, "no API route matches this path")
 }
 
+// Under returns the longest prefix path is under, without allocating.
+func (rt *Routes) Under(path string) (string, bool) {
+	for _, r := range rt.routes {
+		if underPrefix(path, r.prefix) {
+			return r.prefix, true
+		}
+	}
+	return "", false
+}
+
 func underPrefix(path, prefix string) bool {
 	return strings.HasPrefix(path, prefix) && (len(path) == len(prefix) || path[len(prefix)] == '/')
 }

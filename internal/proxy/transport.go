@@ -35,6 +35,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	c := callFrom(ctx)
 	retryable := idempotent(req.Method)
+	// getBody re-reads the buffered body for this transport's own retries,
+	// which follow the contract. The outgoing request of a non-idempotent
+	// call carries no GetBody: with one, net/http's Transport itself may
+	// send it again on a new connection when a reused one closes without
+	// an answer, which for a payment is a second payment.
+	getBody := req.GetBody
 	authRetried := false
 	for attempt := 1; ; {
 		tok, err := t.tokens.Token(ctx, c.UserID)
@@ -44,11 +50,14 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out := req
 		if attempt > 1 || authRetried {
 			out = req.Clone(ctx)
-			if req.GetBody != nil {
-				if out.Body, err = req.GetBody(); err != nil {
+			if getBody != nil {
+				if out.Body, err = getBody(); err != nil {
 					return nil, err
 				}
 			}
+		}
+		if !retryable {
+			out.GetBody = nil
 		}
 		out.Header.Set("Authorization", "Bearer "+tok.Value)
 		start := time.Now()
