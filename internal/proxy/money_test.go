@@ -1,0 +1,373 @@
+package proxy_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/proxy"
+)
+
+// bank is an upstream that keeps payments and lists them newest first; a
+// payment creation can be made to misbehave after it acted.
+type bank struct {
+	mu       sync.Mutex
+	payments []map[string]any
+	creates  atomic.Int64
+	// after, when set, replaces the reply to the next creation once the
+	// payment exists: "hangup", "500", or "slow" (sleeps past the timeout).
+	after atomic.Value
+	// refuse, when set, answers the next creation with this status and body
+	// before acting.
+	refuse atomic.Value
+}
+
+func (b *bank) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/v2/payments":
+		if v, _ := b.refuse.Swap("").(string); v != "" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, v)
+			return
+		}
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		n := b.creates.Add(1)
+		id := fmt.Sprintf("01JPAY%04d", n)
+		b.mu.Lock()
+		b.payments = append([]map[string]any{{
+			"id": id, "status": "INIT", "payUrl": "https://pay.example/" + id,
+			"paymentInformation": body["paymentInformation"], "createdAt": time.Now().UTC().Format(time.RFC3339Nano),
+		}}, b.payments...)
+		b.mu.Unlock()
+		switch v, _ := b.after.Swap("").(string); v {
+		case "hangup":
+			conn, _, _ := http.NewResponseController(w).Hijack()
+			_ = conn.Close()
+			return
+		case "500":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = io.WriteString(w, `{"type":"INTERNAL_ERROR","message":"SERVER_ERROR"}`)
+			return
+		case "slow":
+			time.Sleep(400 * time.Millisecond)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(map[string]string{"id": id, "payUrl": "https://pay.example/" + id})
+	case r.Method == http.MethodGet && r.URL.Path == "/v2/payments":
+		b.mu.Lock()
+		items := append([]map[string]any(nil), b.payments...)
+		b.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"items": items, "nextPage": nil})
+	default:
+		w.WriteHeader(http.StatusNotFound)
+	}
+}
+
+// failingLedger is a ledger whose database does not answer.
+type failingLedger struct{ proxy.Ledger }
+
+func (failingLedger) Claim(context.Context, ledger.Request, time.Duration) (*ledger.Claim, *ledger.Record, error) {
+	return nil, nil, fmt.Errorf("%w: connection refused", ledger.ErrUnavailable)
+}
+
+type moneyFixture struct {
+	bank   *bank
+	ledger proxy.Ledger
+	fwd    *proxy.Forwarder
+	srv    *httptest.Server
+}
+
+func newMoneyFixture(t *testing.T, led proxy.Ledger) *moneyFixture {
+	t.Helper()
+	if led == nil {
+		m, err := ledger.NewMemory(nil, make([]byte, 32), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		led = m
+	}
+	f := &moneyFixture{bank: &bank{}, ledger: led}
+	f.srv = httptest.NewServer(f.bank)
+	t.Cleanup(f.srv.Close)
+	base, _ := url.Parse(f.srv.URL)
+	f.fwd = proxy.New(proxy.Options{
+		BaseURL: base, Routes: proxy.NewRoutes(contractRoutes), Tokens: &fakeTokens{},
+		Timeout: 200 * time.Millisecond, MaxBodyBytes: 1 << 16,
+		Retry:       proxy.Retry{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
+		MoneyRoutes: []string{"/v2/payments", "/v2/pay"}, Ledger: led,
+	})
+	return f
+}
+
+const payment = `{"paymentInformation":{"amount":"12.50","currency":"ILS","remittanceInformation":"Order 7","creditorAccount":{"iban":"IL62 0108 0000 0009 9999 999"}},"providerIds":["demobank-sandbox"]}`
+
+func (f *moneyFixture) pay(body, key string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(http.MethodPost, "http://bff.local/api/v2/payments", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		r.Header.Set("Idempotency-Key", key)
+	}
+	w := httptest.NewRecorder()
+	f.fwd.Forward(w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: "/v2/payments", ClientIP: "203.0.113.7", SessionRef: "handle"})
+	return w
+}
+
+func TestMoneyMovingRequests(t *testing.T) {
+	t.Run("a payment without a key is refused before the upstream", func(t *testing.T) {
+		f := newMoneyFixture(t, nil)
+		w := f.pay(payment, "")
+		if p := decodeProblem(t, w); w.Code != 400 || p.Code != "IDEMPOTENCY_KEY_REQUIRED" || p.Action != "fix_request" || p.Retryable {
+			t.Fatalf("got %d %+v, want 400 IDEMPOTENCY_KEY_REQUIRED fix_request", w.Code, p)
+		}
+		if w := f.pay(payment, "bad key"); decodeProblem(t, w).Code != "IDEMPOTENCY_KEY_INVALID" {
+			t.Fatalf("a key with a space: got %s", w.Body)
+		}
+		if n := f.bank.creates.Load(); n != 0 {
+			t.Fatalf("the upstream saw %d creations, want 0", n)
+		}
+	})
+
+	t.Run("the first runs, a repeat replays, another body is refused", func(t *testing.T) {
+		f := newMoneyFixture(t, nil)
+		first := f.pay(payment, "k1")
+		if first.Code != 201 || first.Header().Get("Idempotent-Replayed") != "" {
+			t.Fatalf("first: got %d %s", first.Code, first.Body)
+		}
+		again := f.pay(payment, "k1")
+		if again.Code != 201 || again.Body.String() != first.Body.String() || again.Header().Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("repeat: got %d %s replayed=%q", again.Code, again.Body, again.Header().Get("Idempotent-Replayed"))
+		}
+		if p := decodeProblem(t, f.pay(strings.Replace(payment, "12.50", "13", 1), "k1")); p.Code != "IDEMPOTENCY_KEY_REUSED" {
+			t.Fatalf("another body: got %+v", p)
+		}
+		if n := f.bank.creates.Load(); n != 1 {
+			t.Fatalf("the upstream created %d payments, want 1", n)
+		}
+	})
+
+	t.Run("a refusal releases the key", func(t *testing.T) {
+		f := newMoneyFixture(t, nil)
+		f.bank.refuse.Store(`{"type":"PROVIDER_UNAVAILABLE","message":"the bank is down"}`)
+		if w := f.pay(payment, "k2"); decodeProblem(t, w).Code != "PROVIDER_UNAVAILABLE" {
+			t.Fatalf("got %d %s, want 503 PROVIDER_UNAVAILABLE", w.Code, w.Body)
+		}
+		if w := f.pay(payment, "k2"); w.Code != 201 || w.Header().Get("Idempotent-Replayed") != "" {
+			t.Fatalf("the retry after a refusal: got %d %s, want a fresh 201", w.Code, w.Body)
+		}
+	})
+
+	for _, fault := range []string{"hangup", "500", "slow"} {
+		t.Run("after the upstream acted and its answer was lost ("+fault+"), the payment is settled, never repeated", func(t *testing.T) {
+			f := newMoneyFixture(t, nil)
+			f.bank.after.Store(fault)
+			w := f.pay(payment, "k-"+fault)
+			if w.Code != 201 {
+				t.Fatalf("got %d %s, want the settled 201", w.Code, w.Body)
+			}
+			var got struct{ ID, PayURL string }
+			_ = json.Unmarshal(w.Body.Bytes(), &got)
+			if got.ID != "01JPAY0001" || got.PayURL != "https://pay.example/01JPAY0001" {
+				t.Fatalf("got %s, want the payment the upstream made", w.Body)
+			}
+			again := f.pay(payment, "k-"+fault)
+			if again.Code != 201 || again.Body.String() != w.Body.String() || again.Header().Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("repeat: got %d %s", again.Code, again.Body)
+			}
+			if n := f.bank.creates.Load(); n != 1 {
+				t.Fatalf("the upstream created %d payments, want 1", n)
+			}
+		})
+	}
+
+	t.Run("an outcome nobody can settle is PAYMENT_OUTCOME_UNKNOWN and never sent again", func(t *testing.T) {
+		f := newMoneyFixture(t, nil)
+		// Two payments with the same details: settling cannot tell which.
+		if w := f.pay(payment, "twin"); w.Code != 201 {
+			t.Fatalf("got %d", w.Code)
+		}
+		f.bank.mu.Lock()
+		f.bank.payments[0]["id"] = "01JNOT-IN-LEDGER"
+		f.bank.mu.Unlock()
+		f.bank.after.Store("hangup")
+		w := f.pay(payment, "lost")
+		p := decodeProblem(t, w)
+		if w.Code != 502 || p.Code != "PAYMENT_OUTCOME_UNKNOWN" || p.Action != "check_status" || p.Retryable {
+			t.Fatalf("got %d %+v, want 502 PAYMENT_OUTCOME_UNKNOWN check_status, not retryable", w.Code, p)
+		}
+		w = f.pay(payment, "lost")
+		if p := decodeProblem(t, w); p.Code != "PAYMENT_OUTCOME_UNKNOWN" {
+			t.Fatalf("repeat: got %+v", p)
+		}
+		if n := f.bank.creates.Load(); n != 2 {
+			t.Fatalf("the upstream saw %d creations, want 2 (the twin and the lost one, never a third)", n)
+		}
+	})
+
+	t.Run("a ledger that does not answer sends nothing", func(t *testing.T) {
+		f := newMoneyFixture(t, failingLedger{})
+		w := f.pay(payment, "k3")
+		if p := decodeProblem(t, w); w.Code != 503 || p.Code != "LEDGER_UNAVAILABLE" || !p.Retryable {
+			t.Fatalf("got %d %+v, want 503 LEDGER_UNAVAILABLE retryable", w.Code, p)
+		}
+		if n := f.bank.creates.Load(); n != 0 {
+			t.Fatalf("the upstream saw %d creations, want 0", n)
+		}
+	})
+
+	t.Run("reads are not money-moving", func(t *testing.T) {
+		f := newMoneyFixture(t, failingLedger{})
+		r := httptest.NewRequest(http.MethodGet, "http://bff.local/api/v2/payments", nil)
+		w := httptest.NewRecorder()
+		f.fwd.Forward(w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: "/v2/payments"})
+		if w.Code != 200 {
+			t.Fatalf("GET: got %d %s, want 200 without the ledger", w.Code, w.Body)
+		}
+	})
+}
+
+// hangUpOnce is an upstream over raw TCP: it answers a first request on a
+// connection (so the client keeps the connection for reuse), then reads the
+// next request whole and closes the connection without an answer — a
+// payment that reached the upstream and whose answer was lost. It counts
+// the POSTs it read.
+type hangUpOnce struct {
+	ln    net.Listener
+	posts atomic.Int64
+}
+
+func startHangUpOnce(t *testing.T) *hangUpOnce {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hangUpOnce{ln: ln}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go h.serve(conn)
+		}
+	}()
+	return h
+}
+
+func (h *hangUpOnce) serve(conn net.Conn) {
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	for {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, req.Body)
+		if req.Method == http.MethodPost {
+			h.posts.Add(1)
+			return // hang up: the request arrived, no answer leaves
+		}
+		body := `{"items":[],"nextPage":null}`
+		fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	}
+}
+
+// TestTransportNeverReplaysAPayment: net/http's Transport sends a request
+// again on a new connection when a reused connection closes without an
+// answer and the request counts as replayable, which a POST carrying an
+// Idempotency-Key header and a GetBody does. The BFF's payment must reach
+// the upstream once.
+func TestTransportNeverReplaysAPayment(t *testing.T) {
+	t.Run("the hazard: a plain client replays a keyed POST", func(t *testing.T) {
+		h := startHangUpOnce(t)
+		c := &http.Client{Transport: &http.Transport{}}
+		u := "http://" + h.ln.Addr().String() + "/v2/payments"
+		resp, err := c.Get(u) // opens the connection that the POST reuses
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		req, _ := http.NewRequest(http.MethodPost, u, bytes.NewReader([]byte(payment)))
+		req.Header.Set("Idempotency-Key", "k")
+		if _, err := c.Do(req); err == nil {
+			t.Fatal("got an answer from an upstream that hangs up")
+		}
+		if n := h.posts.Load(); n != 2 {
+			t.Fatalf("the upstream read %d POSTs, want 2: without the replay this test would prove nothing", n)
+		}
+	})
+
+	t.Run("the BFF sends a payment once", func(t *testing.T) {
+		h := startHangUpOnce(t)
+		base, _ := url.Parse("http://" + h.ln.Addr().String())
+		led, _ := ledger.NewMemory(nil, make([]byte, 32), nil)
+		fwd := proxy.New(proxy.Options{
+			BaseURL: base, Routes: proxy.NewRoutes(contractRoutes), Tokens: &fakeTokens{},
+			Timeout: time.Second, MaxBodyBytes: 1 << 16, Retry: proxy.Retry{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond},
+			MoneyRoutes: []string{"/v2/payments"}, Ledger: led,
+		})
+		get := httptest.NewRequest(http.MethodGet, "http://bff.local/api/v2/payments", nil)
+		fwd.Forward(httptest.NewRecorder(), get, proxy.Call{UserID: "alice", RequestID: "r0", Path: "/v2/payments"})
+		r := httptest.NewRequest(http.MethodPost, "http://bff.local/api/v2/payments", strings.NewReader(payment))
+		r.Header.Set("Idempotency-Key", "k")
+		r.Header.Set("X-Idempotency-Key", "k")
+		w := httptest.NewRecorder()
+		fwd.Forward(w, r, proxy.Call{UserID: "alice", RequestID: "r1", Path: "/v2/payments"})
+		if n := h.posts.Load(); n != 1 {
+			t.Fatalf("the upstream read %d POSTs, want 1", n)
+		}
+		var p struct{ Code string }
+		_ = json.Unmarshal(w.Body.Bytes(), &p)
+		if w.Code != 502 || p.Code != "PAYMENT_OUTCOME_UNKNOWN" {
+			t.Fatalf("got %d %s, want 502 PAYMENT_OUTCOME_UNKNOWN", w.Code, w.Body)
+		}
+	})
+}
+
+func TestIdempotencyKeyNeverGoesUpstream(t *testing.T) {
+	var got http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(srv.Close)
+	base, _ := url.Parse(srv.URL)
+	led, _ := ledger.NewMemory(nil, make([]byte, 32), nil)
+	fwd := proxy.New(proxy.Options{BaseURL: base, Routes: proxy.NewRoutes(contractRoutes), Tokens: &fakeTokens{},
+		Timeout: time.Second, MaxBodyBytes: 1 << 16, Retry: proxy.Retry{MaxAttempts: 1, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond},
+		MoneyRoutes: []string{"/v2/payments"}, Ledger: led})
+	r := httptest.NewRequest(http.MethodPost, "http://bff.local/api/v2/payments", strings.NewReader(payment))
+	r.Header.Set("Idempotency-Key", "k")
+	r.Header.Set("X-Idempotency-Key", "k")
+	fwd.Forward(httptest.NewRecorder(), r, proxy.Call{UserID: "alice", RequestID: "r1", Path: "/v2/payments"})
+	if got == nil {
+		t.Fatal("the upstream saw nothing")
+	}
+	for _, h := range []string{"Idempotency-Key", "X-Idempotency-Key"} {
+		if v := got.Get(h); v != "" {
+			t.Errorf("the upstream got %s: %q", h, v)
+		}
+	}
+}
+
+
