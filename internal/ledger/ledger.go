@@ -56,6 +56,7 @@ const (
 	EndAnswered  = "answered"   // the upstream gave a final answer
 	EndNotSent   = "not_sent"   // failed before reaching the upstream
 	EndRefused   = "refused"    // the upstream answered that it did not act
+	EndFailed    = "failed"     // the upstream's own 5xx error body, and no payment found
 	EndAmbiguous = "ambiguous"  // timeout, hang-up or 5xx after the request was sent
 	EndOwnerLost = "owner_lost" // the owning instance died or hung past its deadline
 	EndSettled   = "settled"    // the outcome was learned from the upstream afterwards

@@ -91,6 +91,9 @@ type callState struct {
 	notSent bool
 	// upstreamStatus is the status of the last upstream attempt (0: none).
 	upstreamStatus int
+	// upstreamType is the "type" (or refresh "status") of the last
+	// attempt's error body, bounded as in the metric; "" when it had none.
+	upstreamType string
 }
 
 // Result tells the edge what happened to a call, for its labels and log.

@@ -131,16 +131,18 @@ func (f *Forwarder) forwardMoney(w http.ResponseWriter, r *http.Request, st *cal
 // the client gets.
 func (f *Forwarder) conclude(ctx context.Context, st *callState, req ledger.Request, claim *ledger.Claim, body []byte, out *recorder) *recorder {
 	o := ledger.Outcome{UpstreamStatus: st.upstreamStatus}
+	release := func(ending string) *recorder {
+		o.Ending = ending
+		f.record(ctx, st, "released", func(ctx context.Context) (bool, error) { return f.ledger.Release(ctx, claim, o) })
+		return out
+	}
+	answered := !out.over && st.upstreamStatus > 0
 	switch {
 	case st.notSent:
-		o.Ending = ledger.EndNotSent
-		f.record(ctx, st, "released", func(ctx context.Context) (bool, error) { return f.ledger.Release(ctx, claim, o) })
-		return out
-	case !out.over && refused[out.code]:
-		o.Ending = ledger.EndRefused
-		f.record(ctx, st, "released", func(ctx context.Context) (bool, error) { return f.ledger.Release(ctx, claim, o) })
-		return out
-	case !out.over && st.upstreamStatus > 0 && st.upstreamStatus < 500:
+		return release(ledger.EndNotSent)
+	case answered && refused[out.code]:
+		return release(ledger.EndRefused)
+	case answered && st.upstreamStatus < 500:
 		o.Ending, o.Response = ledger.EndAnswered, out.response()
 		if st.upstreamStatus < 300 {
 			o.PaymentID = paymentID(out.body.Bytes())
@@ -148,15 +150,21 @@ func (f *Forwarder) conclude(ctx context.Context, st *callState, req ledger.Requ
 		f.record(ctx, st, "answered", func(ctx context.Context) (bool, error) { return f.ledger.Finish(ctx, claim, o) })
 		return out
 	}
-	// The request was sent and the answer does not say what happened: a
-	// timeout, a hang-up, a 5xx, a reply too large to keep. Ask the
-	// upstream; failing that, the outcome is unknown and the key is never
-	// sent again.
+	// Sent, and the answer does not show a payment: ask the upstream
+	// whether one exists before anything else.
 	if settled, ok := f.settle(ctx, st, req, claim.ID, time.Now(), body); ok {
 		settled.UpstreamStatus = st.upstreamStatus
 		f.record(ctx, st, "settled", func(ctx context.Context) (bool, error) { return f.ledger.Finish(ctx, claim, settled) })
 		return fromResponse(settled.Response)
 	}
+	if answered && st.upstreamType != "" {
+		// The upstream's own error body (a typed 5xx): by its
+		// specification an HTTP error means the request failed, and no
+		// payment was found. The client may run it again.
+		return release(ledger.EndFailed)
+	}
+	// A timeout, a hang-up, a gateway's 5xx, a reply too large to keep:
+	// the outcome is unknown and the key is never sent again.
 	o.Ending = ledger.EndAmbiguous
 	f.record(ctx, st, "unknown", func(ctx context.Context) (bool, error) { return f.ledger.Unknown(ctx, claim, o) })
 	return problemRecorder(outcomeUnknown(out.code, st.upstreamStatus), st.RequestID)

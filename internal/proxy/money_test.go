@@ -30,15 +30,20 @@ type bank struct {
 	// after, when set, replaces the reply to the next creation once the
 	// payment exists: "hangup", "500", or "slow" (sleeps past the timeout).
 	after atomic.Value
-	// refuse, when set, answers the next creation with this status and body
-	// before acting.
+	// refuse, when set, answers the next creation before acting: "500" with
+	// the upstream's typed error, anything else as a 400 body.
 	refuse atomic.Value
 }
 
 func (b *bank) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v2/payments":
-		if v, _ := b.refuse.Swap("").(string); v != "" {
+		if v, _ := b.refuse.Swap("").(string); v == "500" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = io.WriteString(w, `{"type":"INTERNAL_ERROR","message":"PROVIDER_ERROR"}`)
+			return
+		} else if v != "" {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
 			_, _ = io.WriteString(w, v)
@@ -63,6 +68,11 @@ func (b *bank) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusInternalServerError)
 			_, _ = io.WriteString(w, `{"type":"INTERNAL_ERROR","message":"SERVER_ERROR"}`)
+			return
+		case "502":
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = io.WriteString(w, `<html>gateway</html>`)
 			return
 		case "slow":
 			time.Sleep(400 * time.Millisecond)
@@ -174,7 +184,7 @@ func TestMoneyMovingRequests(t *testing.T) {
 		}
 	})
 
-	for _, fault := range []string{"hangup", "500", "slow"} {
+	for _, fault := range []string{"hangup", "500", "502", "slow"} {
 		t.Run("after the upstream acted and its answer was lost ("+fault+"), the payment is settled, never repeated", func(t *testing.T) {
 			f := newMoneyFixture(t, nil)
 			f.bank.after.Store(fault)
@@ -218,6 +228,21 @@ func TestMoneyMovingRequests(t *testing.T) {
 		}
 		if n := f.bank.creates.Load(); n != 2 {
 			t.Fatalf("the upstream saw %d creations, want 2 (the twin and the lost one, never a third)", n)
+		}
+	})
+
+	t.Run("the upstream's own 500 with no payment made releases the key", func(t *testing.T) {
+		f := newMoneyFixture(t, nil)
+		f.bank.refuse.Store("500")
+		w := f.pay(payment, "k-500")
+		if p := decodeProblem(t, w); w.Code != 502 || p.Code != "UPSTREAM_ERROR" || !p.Retryable {
+			t.Fatalf("got %d %+v, want 502 UPSTREAM_ERROR retryable", w.Code, p)
+		}
+		if w := f.pay(payment, "k-500"); w.Code != 201 || w.Header().Get("Idempotent-Replayed") != "" {
+			t.Fatalf("the retry: got %d %s, want a fresh 201", w.Code, w.Body)
+		}
+		if n := f.bank.creates.Load(); n != 1 {
+			t.Fatalf("the upstream created %d payments, want 1", n)
 		}
 	})
 
@@ -369,5 +394,3 @@ func TestIdempotencyKeyNeverGoesUpstream(t *testing.T) {
 		}
 	}
 }
-
-

@@ -73,7 +73,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			typ = peekType(resp)
 		}
 		t.metrics.observe(c.route, resp.StatusCode, typ, time.Since(start))
-		c.upstreamStatus = resp.StatusCode
+		c.upstreamStatus, c.upstreamType = resp.StatusCode, typ
 
 		if resp.StatusCode == http.StatusUnauthorized && !authRetried {
 			discard(resp)

@@ -146,6 +146,36 @@ func (s *Server) Kill() {
 	<-s.exited
 }
 
+// Restart kills the server and starts it again on the same address with
+// the same arguments: for a server without persistence, every key is gone,
+// as after a crash of a Redis run without AOF.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Kill()
+	logf, err := os.OpenFile(s.logPath(), os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(s.cmd.Path, s.cmd.Args[1:]...)
+	cmd.Dir = s.cmd.Dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatalf("restarting %s: %v", s.Name, err)
+	}
+	s.cmd, s.exited = cmd, make(chan struct{})
+	exited := s.exited
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(exited)
+	}()
+	if err := s.waitPing(); err != nil {
+		t.Fatalf("%s did not come back: %v\n%s", s.Name, err, s.Log())
+	}
+}
+
 // Pid is the server's process id.
 func (s *Server) Pid() int { return s.cmd.Process.Pid }
 

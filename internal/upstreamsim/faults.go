@@ -1,6 +1,7 @@
 package upstreamsim
 
 import (
+	"bytes"
 	"net/http"
 	"strings"
 	"sync"
@@ -22,6 +23,11 @@ import (
 // EmptyBody there is no body at all; with neither, a body in the upstream's
 // shape for Status. Times limits the fault to the next N matching requests;
 // 0 keeps it until ClearFaults or Reset.
+//
+// With AfterActing the request is served first (a payment is created, a
+// connection deleted) and the fault then applies to the reply: the delay
+// holds the real reply back, HangUp drops it, Status replaces it. It is the
+// upstream that acted and whose answer was lost.
 type Fault struct {
 	Method      string        `json:"method,omitempty"`
 	PathPrefix  string        `json:"pathPrefix,omitempty"`
@@ -32,6 +38,7 @@ type Fault struct {
 	Delay       time.Duration `json:"-"`
 	HangUp      bool          `json:"hangUp,omitempty"`
 	Times       int           `json:"times,omitempty"`
+	AfterActing bool          `json:"afterActing,omitempty"`
 }
 
 func (f *Fault) matches(r *http.Request) bool {
@@ -116,6 +123,55 @@ func (f Fault) apply(w http.ResponseWriter, r *http.Request) bool {
 		writeAPIError(w, defaultFaultError(f.Status))
 	}
 	return true
+}
+
+// applyAfter serves r with serve into a buffer, then carries out f on the
+// reply: the real reply after Delay unless HangUp or Status replace it.
+func (f Fault) applyAfter(w http.ResponseWriter, r *http.Request, serve http.Handler) {
+	buf := &bufferedReply{header: http.Header{}}
+	serve.ServeHTTP(buf, r)
+	if f.Delay > 0 {
+		t := time.NewTimer(f.Delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+		f.Delay = 0
+	}
+	if f.HangUp || f.Status != 0 {
+		f.apply(w, r)
+		return
+	}
+	for k, v := range buf.header {
+		w.Header()[k] = v
+	}
+	if buf.status == 0 {
+		buf.status = http.StatusOK
+	}
+	w.WriteHeader(buf.status)
+	_, _ = w.Write(buf.body.Bytes())
+}
+
+// bufferedReply keeps a handler's reply for applyAfter.
+type bufferedReply struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *bufferedReply) Header() http.Header { return b.header }
+func (b *bufferedReply) WriteHeader(s int) {
+	if b.status == 0 {
+		b.status = s
+	}
+}
+func (b *bufferedReply) Write(p []byte) (int, error) {
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	return b.body.Write(p)
 }
 
 // defaultFaultError is the upstream-shaped body of a fault without a Body.

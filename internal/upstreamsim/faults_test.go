@@ -1,7 +1,9 @@
 package upstreamsim
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -104,5 +106,52 @@ func TestFaultDelayHonoursClientCancel(t *testing.T) {
 	}
 	if el := time.Since(start); el > 10*time.Second {
 		t.Errorf("got %v, want the client timeout to end the request", el)
+	}
+}
+
+// A fault after acting: the upstream made the payment, then its answer was
+// lost (dropped, replaced, or held back).
+func TestFaultAfterActing(t *testing.T) {
+	tests := []struct {
+		name       string
+		fault      Fault
+		wantStatus int // 0: no answer
+	}{
+		{"hang-up", Fault{Method: "POST", PathPrefix: "/v2/payments", HangUp: true, AfterActing: true, Times: 1}, 0},
+		{"500 instead of the 201", Fault{Method: "POST", PathPrefix: "/v2/payments", Status: 500, AfterActing: true, Times: 1}, 500},
+		{"the 201, late", Fault{Method: "POST", PathPrefix: "/v2/payments", Delay: 20 * time.Millisecond, AfterActing: true, Times: 1}, 201},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, Options{})
+			tok := h.token("u")
+			count := func() int {
+				var list struct{ Items []map[string]any }
+				_ = json.Unmarshal(h.do("GET", "/v2/payments?limit=500", tok, nil).body, &list)
+				return len(list.Items)
+			}
+			before := count()
+			h.sim.InjectFault(tt.fault)
+			body, _ := json.Marshal(paymentBody("after acting"))
+			req, _ := http.NewRequest("POST", h.url+"/v2/payments", bytes.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+tok)
+			req.Header.Set("Content-Type", "application/json")
+			res, err := http.DefaultClient.Do(req)
+			switch {
+			case tt.wantStatus == 0 && err == nil:
+				res.Body.Close()
+				t.Fatalf("got %d, want no answer", res.StatusCode)
+			case tt.wantStatus != 0 && err != nil:
+				t.Fatal(err)
+			case tt.wantStatus != 0:
+				res.Body.Close()
+				if res.StatusCode != tt.wantStatus {
+					t.Fatalf("got %d, want %d", res.StatusCode, tt.wantStatus)
+				}
+			}
+			if after := count(); after != before+1 {
+				t.Fatalf("the upstream holds %d payments, want %d: it acts before the fault", after, before+1)
+			}
+		})
 	}
 }

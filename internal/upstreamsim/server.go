@@ -204,7 +204,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Time: s.clock.now(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
 		Header: r.Header.Clone(), Body: string(body),
 	})
-	if f, ok := s.faults.take(r); ok && f.apply(sw, r) {
+	f, faulted := s.faults.take(r)
+	if faulted && !f.AfterActing && f.apply(sw, r) {
 		return
 	}
 	if len(body) > maxBody {
@@ -212,6 +213,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	if faulted && f.AfterActing {
+		f.applyAfter(sw, r, s.api)
+		return
+	}
 	s.api.ServeHTTP(sw, r)
 }
 
