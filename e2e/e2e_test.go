@@ -85,7 +85,7 @@ func TestLoginForwardLogout(t *testing.T) {
 		t.Fatalf("token-authenticated call: got %d %s", r.status, r.body)
 	}
 	// Token-authenticated unsafe requests need no CSRF header.
-	r = app.do("POST", "/api/v2/payments", `{"providerId":"x"}`)
+	r = app.do("POST", "/api/v2/payments", `{"providerId":"x"}`, "Idempotency-Key", "e2e-validation-1")
 	v := wantProblem(t, r, 400, "VALIDATION_ERROR")
 	if fields, _ := v["fields"].([]any); len(fields) == 0 {
 		t.Fatalf("got %s, want fields naming paymentInformation", r.body)
@@ -176,7 +176,7 @@ func TestNoSecretInLogsOrRedis(t *testing.T) {
 	for _, p := range []string{"/api/v2/payments", "/api/v2/data/accounts", "/api/v2/nope"} {
 		b.do("GET", p, "")
 	}
-	b.do("POST", "/api/v2/payments", "{}", "X-CSRF", "1")
+	b.do("POST", "/api/v2/payments", "{}", "X-CSRF", "1", "Idempotency-Key", "no-secret-1")
 	e.app("forged-session-token-value").do("GET", "/api/v2/payments", "")
 	cookie := b.http.Jar.Cookies(mustURL(t, e.public))[0].Value
 	var upstreamTokens []string

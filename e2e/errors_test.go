@@ -106,7 +106,7 @@ func TestContractErrorTable(t *testing.T) {
 			}
 			b := e.browser()
 			b.login(fmt.Sprintf("row-%d", i))
-			r := b.do(rw.method, "/api"+rw.path, rw.body, "X-CSRF", "1")
+			r := b.do(rw.method, "/api"+rw.path, rw.body, "X-CSRF", "1", "Idempotency-Key", fmt.Sprintf("row-%d", i))
 			v := wantProblem(t, r, rw.status, rw.code)
 			if v["action"] != rw.action || v["retryable"] != rw.retryable {
 				t.Fatalf("got action %v retryable %v, want %s %v (%s)", v["action"], v["retryable"], rw.action, rw.retryable, r.body)
@@ -148,7 +148,7 @@ func TestOutcomesPassThrough(t *testing.T) {
 	b := e.browser()
 	b.login("outcome-user")
 	for _, outcome := range []string{"RJCT", "CANC", "ERROR"} {
-		r := b.do("POST", "/api/v2/payments", fmt.Sprintf(validPayment, "pay "+outcome), "X-CSRF", "1")
+		r := b.do("POST", "/api/v2/payments", fmt.Sprintf(validPayment, "pay "+outcome), "X-CSRF", "1", "Idempotency-Key", "outcome-"+outcome)
 		if r.status != 201 {
 			t.Fatalf("%s: got %d %s, want 201", outcome, r.status, r.body)
 		}
@@ -195,26 +195,23 @@ func directGet(t *testing.T, e *env, userID, path string) []byte {
 	return b
 }
 
-// Idempotent payments across two instances: concurrent duplicates run
+// Idempotent payments across three instances: concurrent duplicates run
 // once, a retry replays, another body with the same key is refused, and a
 // key is per user.
 func TestIdempotentPaymentsAcrossInstances(t *testing.T) {
 	a := start(t, options{})
-	bInst := a.another(options{})
+	bInst, cInst := a.another(options{}), a.another(options{})
 	token := a.browser().login("ida")
 	viaA, viaB := a.app(token), bInst.app(token)
+	clients := []*client{viaA, viaB, cInst.app(token)}
 	body := fmt.Sprintf(validPayment, "Order idem-1")
 	var wg sync.WaitGroup
-	results := make([]reply, 10)
+	results := make([]reply, 15)
 	for i := range results {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := viaA
-			if i%2 == 1 {
-				c = viaB
-			}
-			results[i] = c.do("POST", "/api/v2/payments", body, "Idempotency-Key", "idem-key-1")
+			results[i] = clients[i%3].do("POST", "/api/v2/payments", body, "Idempotency-Key", "idem-key-1")
 		}()
 	}
 	wg.Wait()
@@ -274,7 +271,7 @@ func TestIdempotentPaymentsAcrossInstances(t *testing.T) {
 }
 
 func TestIdempotencyKeyRequired(t *testing.T) {
-	e := start(t, options{upstream: "require_idempotency_key: true"})
+	e := start(t, options{})
 	app := e.app(e.browser().login("req"))
 	wantProblem(t, app.do("POST", "/api/v2/payments", fmt.Sprintf(validPayment, "x")), 400, "IDEMPOTENCY_KEY_REQUIRED")
 	if r := app.do("POST", "/api/v2/payments", fmt.Sprintf(validPayment, "x"), "Idempotency-Key", "k-1"); r.status != 201 {
@@ -288,8 +285,9 @@ func TestIdempotencyKeyRequired(t *testing.T) {
 
 // Rotating redis.encryption_key: an instance with the new key and the old
 // one among redis.decryption_keys replays a payment stored under the old
-// key; one that was not given the old key refuses the retry (503) rather
-// than pay twice, and the upstream sees one payment throughout.
+// key; one that was not given the old key cannot read the ledger's stored
+// answer and refuses the retry (503) rather than pay twice, and the
+// upstream sees one payment throughout.
 func TestIdempotencyAcrossEncryptionKeyRotation(t *testing.T) {
 	before := start(t, options{})
 	token := before.browser().login("rota")
@@ -307,7 +305,7 @@ func TestIdempotencyAcrossEncryptionKeyRotation(t *testing.T) {
 		t.Fatalf("after rotation: got %d %s replayed=%q, want the stored 201", again.status, again.body, again.header.Get("Idempotent-Replayed"))
 	}
 	forgot := before.another(options{env: map[string]string{"BFF_REDIS_ENCRYPTION_KEY": newKey}})
-	wantProblem(t, forgot.app(token).do("POST", "/api/v2/payments", body, "Idempotency-Key", "rotation-key-1"), 503, "SESSION_STORE_UNAVAILABLE")
+	wantProblem(t, forgot.app(token).do("POST", "/api/v2/payments", body, "Idempotency-Key", "rotation-key-1"), 503, "LEDGER_UNAVAILABLE")
 	posts := 0
 	for _, rq := range before.sim.Requests() {
 		if rq.Method == "POST" && rq.Path == "/v2/payments" {

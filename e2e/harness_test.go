@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fintech-bff/bff/internal/pgtest"
 	"github.com/fintech-bff/bff/internal/redistest"
 	"github.com/fintech-bff/bff/internal/syncbuf"
 	"github.com/fintech-bff/bff/internal/upstreamsim"
@@ -74,6 +75,7 @@ type env struct {
 	secret    string
 	encKey    string
 	cookieKey string
+	ledgerURL string // the deployment's PostgreSQL database
 	cmd       *exec.Cmd
 	exited    chan error
 	termSent  bool
@@ -91,12 +93,14 @@ type options struct {
 	sim        upstreamsim.Options
 	extraYAML  string
 	secretFile string
-	redisAddr  string            // default: the test Redis
-	publicAddr string            // default: a free port
-	authYAML   string            // default: auth: { mode: dev }
-	upstream   string            // extra lines of the upstream block, e.g. "timeout: 2s"
-	drainDelay string            // shutdown_delay; default 0s
-	env        map[string]string // BFF_* variables, over the file's values
+	redisAddr  string              // default: the test Redis
+	sentinel   *redistest.Sentinel // Redis through this Sentinel instead of redisAddr
+	publicAddr string              // default: a free port
+	adminAddr  string              // default: a free port
+	authYAML   string              // default: auth: { mode: dev }
+	upstream   string              // extra lines of the upstream block, e.g. "timeout: 2s"
+	drainDelay string              // shutdown_delay; default 0s
+	env        map[string]string   // BFF_* variables, over the file's values
 }
 
 const clientSecret = "e2e-client-secret-Xq9zV"
@@ -111,7 +115,7 @@ func start(t *testing.T, o options) *env {
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
 	e := &env{t: t, sim: sim, simURL: srv.URL, prefix: prefix, secret: o.sim.ClientSecret,
-		encKey: randomB64(32), cookieKey: randomB64(32)}
+		encKey: randomB64(32), cookieKey: randomB64(32), ledgerURL: pgtest.Database(t)}
 	e.launch(o)
 	return e
 }
@@ -119,7 +123,7 @@ func start(t *testing.T, o options) *env {
 // another starts one more instance of the same deployment: same simulator,
 // Redis namespace and keys, as a second instance behind a load balancer.
 func (e *env) another(o options) *env {
-	n := &env{t: e.t, sim: e.sim, simURL: e.simURL, prefix: e.prefix, secret: e.secret, encKey: e.encKey, cookieKey: e.cookieKey}
+	n := &env{t: e.t, sim: e.sim, simURL: e.simURL, prefix: e.prefix, secret: e.secret, encKey: e.encKey, cookieKey: e.cookieKey, ledgerURL: e.ledgerURL}
 	if o.sim.ClientID == "" {
 		o.sim.ClientID = "e2e-client"
 	}
@@ -136,9 +140,12 @@ func (e *env) launch(o options) {
 	t := e.t
 	t.Cleanup(func() { e.stop() })
 	for attempt := 1; ; attempt++ {
-		pub, adm := o.publicAddr, freeAddr(t)
+		pub, adm := o.publicAddr, o.adminAddr
 		if pub == "" {
 			pub = freeAddr(t)
+		}
+		if adm == "" {
+			adm = freeAddr(t)
 		}
 		err := e.launchOn(o, pub, adm)
 		if err == nil {
@@ -159,6 +166,10 @@ func (e *env) launchOn(o options, pub, adm string) error {
 	redisAddr := o.redisAddr
 	if redisAddr == "" {
 		redisAddr = redistest.Addr()
+	}
+	redisYAML := fmt.Sprintf("url: \"redis://%s/0\"", redisAddr)
+	if o.sentinel != nil {
+		redisYAML = fmt.Sprintf("url: \"\"\n  sentinel: { master: %q, addrs: [%q] }", o.sentinel.MasterName, o.sentinel.SentinelAddrs()[0])
 	}
 	drainDelay := o.drainDelay
 	if drainDelay == "" {
@@ -185,14 +196,16 @@ upstream:
   retry: { max_attempts: 3, base_delay: 5ms, max_delay: 20ms }
   %s
 redis:
-  url: "redis://%s/0"
+  %s
   key_prefix: %q
   encryption_key: %q
 session:
   secure_cookie: false
   keys: [%q]
+ledger:
+  postgres_url: %q
 %s
-%s`, pub, adm, pub, drainDelay, e.simURL, o.sim.ClientID, secretLine, o.upstream, redisAddr, e.prefix, e.encKey, e.cookieKey, authYAML, o.extraYAML)
+%s`, pub, adm, pub, drainDelay, e.simURL, o.sim.ClientID, secretLine, o.upstream, redisYAML, e.prefix, e.encKey, e.cookieKey, e.ledgerURL, authYAML, o.extraYAML)
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -116,7 +116,7 @@ func TestCSRFOriginRules(t *testing.T) {
 	// Same origin (public_url) and a listed origin pass the CSRF check
 	// (the upstream then answers with its own validation).
 	for _, origin := range []string{e.public, "https://spa.example", ""} {
-		r := b.do("POST", "/api/v2/payments", body, "X-CSRF", "1", "Origin", origin)
+		r := b.do("POST", "/api/v2/payments", body, "X-CSRF", "1", "Origin", origin, "Idempotency-Key", "csrf-"+origin)
 		if r.status == 403 {
 			t.Fatalf("Origin %q: got 403 %s, want the request forwarded", origin, r.body)
 		}
