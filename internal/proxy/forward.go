@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fintech-bff/bff/internal/problem"
@@ -87,8 +88,16 @@ type callState struct {
 	path  string // decoded, checked
 	route string
 	// notSent is set when the call failed before any request reached the
-	// upstream (no token, no connection): safe to run again.
+	// upstream (no token, no connection, or the request never written
+	// whole): safe to run again.
 	notSent bool
+	// written, for a non-idempotent call, is set once the last attempt's
+	// request was written whole (httptrace's WroteRequest without error);
+	// nil for other calls. The callback runs on the transport's write
+	// goroutine, possibly after RoundTrip returned: hence atomic, and a
+	// fresh one per attempt, so a late callback of an earlier attempt
+	// cannot speak for the last.
+	written *atomic.Bool
 	// upstreamStatus is the status of the last upstream attempt (0: none).
 	upstreamStatus int
 	// upstreamType is the "type" (or refresh "status") of the last
@@ -282,7 +291,7 @@ func modifyResponse(resp *http.Response) error {
 func (f *Forwarder) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	c := callFrom(r.Context())
 	p := f.classify(r, err)
-	c.notSent = notSent(err)
+	c.notSent = notSent(err) || (c.written != nil && !c.written.Load())
 	level := slog.LevelWarn
 	if p.Status == problem.StatusClientClosedRequest {
 		level = slog.LevelInfo

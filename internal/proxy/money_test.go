@@ -394,3 +394,34 @@ func TestIdempotencyKeyNeverGoesUpstream(t *testing.T) {
 		}
 	}
 }
+
+// A payment whose request was never written (the deadline passed while
+// connecting, as for a process frozen past its deadline) is not an unknown
+// outcome: the upstream cannot have acted, so the key is released.
+func TestPaymentNeverWrittenIsReleased(t *testing.T) {
+	base, _ := url.Parse("http://upstream.invalid")
+	led, _ := ledger.NewMemory(nil, make([]byte, 32), nil)
+	var dials atomic.Int64
+	stuck := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		dials.Add(1)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	fwd := proxy.New(proxy.Options{
+		BaseURL: base, Routes: proxy.NewRoutes(contractRoutes), Tokens: &fakeTokens{}, Transport: stuck,
+		Timeout: 50 * time.Millisecond, MaxBodyBytes: 1 << 16, Retry: proxy.Retry{MaxAttempts: 1, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond},
+		MoneyRoutes: []string{"/v2/payments"}, Ledger: led,
+	})
+	for i := 0; i < 2; i++ {
+		r := httptest.NewRequest(http.MethodPost, "http://bff.local/api/v2/payments", strings.NewReader(payment))
+		r.Header.Set("Idempotency-Key", "never-written")
+		w := httptest.NewRecorder()
+		fwd.Forward(w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: "/v2/payments"})
+		if p := decodeProblem(t, w); w.Code != 504 || p.Code != "UPSTREAM_TIMEOUT" {
+			t.Fatalf("attempt %d: got %d %+v, want 504 UPSTREAM_TIMEOUT (released, not unknown)", i+1, w.Code, p)
+		}
+	}
+	if n := dials.Load(); n != 2 {
+		t.Fatalf("got %d connection attempts, want 2: the released key ran again", n)
+	}
+}

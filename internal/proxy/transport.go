@@ -8,6 +8,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
 	"time"
 )
 
@@ -58,6 +60,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		if !retryable {
 			out.GetBody = nil
+			// Whether the request was written whole tells a failure before
+			// the upstream could act (the deadline passed while connecting,
+			// a frozen process woke up too late) from one after: only the
+			// first frees a payment's key. Reads skip the trace's cost.
+			written := &atomic.Bool{}
+			c.written = written
+			out = out.WithContext(httptrace.WithClientTrace(out.Context(), &httptrace.ClientTrace{
+				WroteRequest: func(i httptrace.WroteRequestInfo) { written.Store(i.Err == nil) },
+			}))
 		}
 		out.Header.Set("Authorization", "Bearer "+tok.Value)
 		start := time.Now()

@@ -367,3 +367,17 @@ func (s *Server) SetConnectionStatus(userID, connectionID, status string) error 
 	c.UpdatedAt = s.clock.now()
 	return nil
 }
+
+// PaymentRemittances returns the remittance information of every payment
+// the user has, one entry per payment, so a test can count the payments a
+// request made (a duplicate shows as a repeated entry).
+func (s *Server) PaymentRemittances(userID string) []string {
+	u := s.users.get(userID, s.clock.now())
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := make([]string, len(u.payments))
+	for i, p := range u.payments {
+		out[i] = p.PaymentInformation.RemittanceInformation
+	}
+	return out
+}
