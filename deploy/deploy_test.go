@@ -6,18 +6,26 @@ package deploy
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"mime"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -1049,4 +1057,520 @@ func TestCompose(t *testing.T) {
 			t.Errorf("%s has no server for service %s", haproxyFile, name)
 		}
 	}
+}
+
+// --------------------------------------------------------------- HAProxy
+
+const e2eLBTest = "../e2e/lb_test.go" // startLB's config repeats haproxy.cfg's rules
+
+// haproxyBin is the haproxy binary. The tests fail without it, as the e2e
+// load-balancer tests do: apt-get install -y haproxy.
+func haproxyBin(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("haproxy"); err == nil {
+		return p
+	}
+	for _, p := range []string{"/usr/sbin/haproxy", "/usr/local/sbin/haproxy"} {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p
+		}
+	}
+	t.Fatal("haproxy is needed to check " + haproxyFile + ": apt-get install -y haproxy")
+	return ""
+}
+
+// haproxySections are the keywords that open a section of an HAProxy config.
+var haproxySections = map[string]bool{
+	"global": true, "defaults": true, "frontend": true, "backend": true, "listen": true,
+	"resolvers": true, "peers": true, "userlist": true, "mailers": true, "program": true,
+	"http-errors": true, "ring": true, "cache": true,
+}
+
+// haproxyCode is a config line without its comment: HAProxy starts a comment
+// at a '#' outside quotes that no backslash escapes.
+func haproxyCode(line string) string {
+	var quote byte
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; {
+		case c == '\\' && quote != '\'':
+			i++
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '#':
+			return strings.TrimSpace(line[:i])
+		}
+	}
+	return strings.TrimSpace(line)
+}
+
+// haproxyDirective is one non-empty line of an HAProxy config.
+type haproxyDirective struct {
+	line    int    // 1-based
+	section string // "defaults", "frontend public", ...
+	code    string // without its comment, trimmed
+	fields  []string
+}
+
+func haproxyDirectives(t *testing.T, path string) []haproxyDirective {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ds []haproxyDirective
+	section := ""
+	for i, line := range strings.Split(string(b), "\n") {
+		code := haproxyCode(line)
+		if code == "" {
+			continue
+		}
+		f := strings.Fields(code)
+		if haproxySections[f[0]] {
+			section = code
+		}
+		ds = append(ds, haproxyDirective{line: i + 1, section: section, code: code, fields: f})
+	}
+	return ds
+}
+
+// isRequestIDHeaderRule reports whether d sets X-Request-Id on the request.
+func isRequestIDHeaderRule(d haproxyDirective) bool {
+	return len(d.fields) >= 3 && d.fields[0] == "http-request" &&
+		(d.fields[1] == "set-header" || d.fields[1] == "add-header") && strings.EqualFold(d.fields[2], "X-Request-Id")
+}
+
+// retryOnConditions checks the conditions of one retry-on line: only those
+// where the request surely did not reach an instance. A request that reached
+// one may be a payment that already ran; only the client, with its
+// Idempotency-Key, may send it again.
+func retryOnConditions(t *testing.T, where string, conds []string) {
+	t.Helper()
+	allowed := map[string]bool{"conn-failure": true, "0rtt-rejected": true}
+	if len(conds) == 0 {
+		t.Errorf("%s: retry-on without a condition", where)
+	}
+	for _, c := range conds {
+		if !allowed[c] {
+			t.Errorf("%s: retry-on %s: HAProxy would resend a request that may have reached an instance (a payment may run twice); only conn-failure (and 0rtt-rejected) are allowed", where, c)
+		}
+	}
+}
+
+func TestHAProxyRetriesOnlyRequestsThatNeverReachedAnInstance(t *testing.T) {
+	retryOn, redispatch, retries := 0, false, false
+	for _, d := range haproxyDirectives(t, haproxyFile) {
+		where := fmt.Sprintf("%s:%d", haproxyFile, d.line)
+		switch {
+		case d.fields[0] == "retry-on":
+			retryOn++
+			retryOnConditions(t, where, d.fields[1:])
+		case d.code == "option redispatch":
+			redispatch = true
+		case d.fields[0] == "retries":
+			n, err := strconv.Atoi(d.fields[len(d.fields)-1])
+			retries = err == nil && n >= 1
+		case d.fields[0] == "http-request" && slices.Contains(d.fields, "retry"):
+			t.Errorf("%s: a rule that retries requests: %s", where, d.code)
+		}
+	}
+	if retryOn == 0 {
+		t.Errorf("%s has no retry-on line: state `retry-on conn-failure`", haproxyFile)
+	}
+	if !redispatch || !retries {
+		t.Errorf("%s needs `option redispatch` and `retries N` (N >= 1): a refused connection goes to another instance", haproxyFile)
+	}
+}
+
+func TestHAProxyConfigIsValid(t *testing.T) {
+	bin := haproxyBin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "-c", "-f", haproxyFile).CombinedOutput()
+	if err != nil {
+		t.Fatalf("haproxy -c -f %s: %v\n%s", haproxyFile, err, out)
+	}
+	// The compose service names (bff1, bff2) resolve only inside the
+	// compose network; init-addr none lets HAProxy start without them. Any
+	// other warning is a defect.
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "[WARNING]") && !strings.Contains(line, "could not resolve address") {
+			t.Errorf("haproxy -c: %s", line)
+		}
+	}
+}
+
+// TestE2ELoadBalancerUsesTheShippedHAProxyRules: the e2e tests run HAProxy
+// with what ships: the same retry-on, request id and error answers.
+func TestE2ELoadBalancerUsesTheShippedHAProxyRules(t *testing.T) {
+	b, err := os.ReadFile(e2eLBTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// startLB's config is a fmt.Sprintf format: % is written %%.
+	e2eLines := map[string]bool{}
+	for i, line := range strings.Split(string(b), "\n") {
+		code := strings.ReplaceAll(haproxyCode(line), "%%", "%")
+		e2eLines[code] = true
+		if f := strings.Fields(code); len(f) > 0 && f[0] == "retry-on" {
+			retryOnConditions(t, fmt.Sprintf("%s:%d", e2eLBTest, i+1), f[1:])
+		}
+	}
+	n := 0
+	for _, d := range haproxyDirectives(t, haproxyFile) {
+		switch d.fields[0] {
+		case "retry-on", "unique-id-format", "unique-id-header", "http-error":
+		default:
+			if !isRequestIDHeaderRule(d) {
+				continue
+			}
+		}
+		n++
+		if !e2eLines[d.code] {
+			t.Errorf("%s's startLB config lacks %s:%d:\n    %s", e2eLBTest, haproxyFile, d.line, d.code)
+		}
+	}
+	if n < 5 {
+		t.Errorf("found only %d retry-on, unique-id and http-error lines in %s", n, haproxyFile)
+	}
+}
+
+// lockedBuffer collects a process's output.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// freeLocalAddrs returns n distinct 127.0.0.1 addresses nothing listens on:
+// all are held open until all are chosen, so no two are the same port.
+func freeLocalAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	addrs := make([]string, n)
+	for i := range addrs {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		addrs[i] = ln.Addr().String()
+	}
+	return addrs
+}
+
+func portOf(addr string) string { return addr[strings.LastIndex(addr, ":")+1:] }
+
+// shippedHAProxy is deploy/haproxy.cfg made to run here: every frontend
+// binds a free 127.0.0.1 port, every server is instance (an address), health
+// checks go to checkAddr's port, and timeout server is timeoutServer if set.
+// An empty instance or checkAddr is a closed port (connections are refused).
+// Everything else, the retries, the request id and the error answers
+// included, is the shipped text. It returns the config and the address of
+// the frontend that serves the BFF (the one with a default_backend).
+func shippedHAProxy(t *testing.T, instance, checkAddr, timeoutServer string) (cfg, public string) {
+	t.Helper()
+	ds := haproxyDirectives(t, haproxyFile)
+	publicSection := ""
+	binds := 0
+	for _, d := range ds {
+		switch d.fields[0] {
+		case "default_backend":
+			publicSection = d.section
+		case "bind":
+			binds++
+		}
+	}
+	free := freeLocalAddrs(t, binds+1)
+	closed, free := free[0], free[1:]
+	if instance == "" {
+		instance = closed
+	}
+	if checkAddr == "" {
+		checkAddr = closed
+	}
+	b, err := os.ReadFile(haproxyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	servers := 0
+	for _, d := range ds {
+		f := slices.Clone(d.fields)
+		switch f[0] {
+		case "bind":
+			addr := free[0]
+			free = free[1:]
+			if d.section == publicSection {
+				public = addr
+			}
+			f = []string{"bind", addr}
+		case "server", "default-server":
+			if f[0] == "server" {
+				if len(f) < 3 {
+					t.Fatalf("%s:%d: %s", haproxyFile, d.line, d.code)
+				}
+				f[2] = instance
+				servers++
+			}
+			for i := 0; i+1 < len(f); i++ {
+				if f[i] == "port" {
+					f[i+1] = portOf(checkAddr)
+				}
+			}
+		case "timeout":
+			if len(f) >= 3 && f[1] == "server" && timeoutServer != "" {
+				f = []string{"timeout", "server", timeoutServer}
+			}
+		default:
+			continue
+		}
+		lines[d.line-1] = "    " + strings.Join(f, " ")
+	}
+	if public == "" || servers == 0 {
+		t.Fatalf("%s: found no frontend with a bind and a default_backend, or no server", haproxyFile)
+	}
+	return strings.Join(lines, "\n"), public
+}
+
+// runHAProxy runs haproxy with cfg until the test ends and waits until addr
+// accepts connections.
+func runHAProxy(t *testing.T, cfg, addr string) *lockedBuffer {
+	t.Helper()
+	bin := haproxyBin(t)
+	path := filepath.Join(t.TempDir(), "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	cmd := exec.Command(bin, "-f", path, "-db")
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			t.Error("haproxy did not exit after SIGKILL")
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("haproxy exited: %v\n%s", err, logs)
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			return logs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("haproxy not listening on %s after 10s:\n%s", addr, logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// fakeInstance is a BFF instance that fails a request it has read: it hangs
+// up (hangUp) or never answers. It records every request it received.
+type fakeInstance struct {
+	addr   string
+	hangUp bool
+	mu     sync.Mutex
+	got    []*http.Request
+}
+
+func startFakeInstance(t *testing.T, hangUp bool) *fakeInstance {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeInstance{addr: ln.Addr().String(), hangUp: hangUp}
+	var wg sync.WaitGroup
+	var conns sync.Map
+	t.Cleanup(func() {
+		ln.Close()
+		conns.Range(func(c, _ any) bool { c.(net.Conn).Close(); return true })
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Store(c, true)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(15 * time.Second))
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				_, _ = io.Copy(io.Discard, req.Body)
+				f.mu.Lock()
+				f.got = append(f.got, req)
+				f.mu.Unlock()
+				if !f.hangUp {
+					_, _ = io.Copy(io.Discard, c) // until HAProxy gives up
+				}
+			}()
+		}
+	}()
+	return f
+}
+
+func (f *fakeInstance) requests() []*http.Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.got)
+}
+
+// checkProblem checks an error answer of HAProxy against the BFF's envelope
+// (internal/problem): RFC 9457 application/problem+json, with a requestId
+// equal to the X-Request-Id header. It returns the request id.
+func checkProblem(t *testing.T, resp *http.Response, body []byte, status int, code string) string {
+	t.Helper()
+	if resp.StatusCode != status {
+		t.Fatalf("got %d, want %d; body %s", resp.StatusCode, status, body)
+	}
+	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || mt != "application/problem+json" {
+		t.Errorf("Content-Type %q, want application/problem+json", resp.Header.Get("Content-Type"))
+	}
+	if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("Cache-Control %q, want no-store", cc)
+	}
+	var p map[string]any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&p); err != nil {
+		t.Fatalf("body is not JSON: %v\n%s", err, body)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		t.Fatalf("data after the JSON object: %s", body)
+	}
+	keys := sortedKeys(p)
+	if want := []string{"action", "code", "detail", "requestId", "retryable", "status", "title", "type"}; !slices.Equal(keys, want) {
+		t.Errorf("envelope keys %v, want %v", keys, want)
+	}
+	if p["code"] != code || p["type"] != "urn:bff:problem:"+code {
+		t.Errorf("code %v, type %v; want %s", p["code"], p["type"], code)
+	}
+	if p["status"] != float64(status) {
+		t.Errorf("status %v in the body, want %d", p["status"], status)
+	}
+	if p["action"] != "retry_later" || p["retryable"] != true {
+		t.Errorf("action %v, retryable %v; want retry_later, true", p["action"], p["retryable"])
+	}
+	for _, k := range []string{"title", "detail"} {
+		if s, _ := p[k].(string); s == "" {
+			t.Errorf("no %s", k)
+		}
+	}
+	id, _ := p["requestId"].(string)
+	if id == "" || id != resp.Header.Get("X-Request-Id") {
+		t.Errorf("requestId %q, X-Request-Id %q: want the same non-empty id", id, resp.Header.Get("X-Request-Id"))
+	}
+	// The id the BFF accepts from a trusted proxy (internal/edge).
+	if !regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`).MatchString(id) {
+		t.Errorf("requestId %q is not one the BFF accepts", id)
+	}
+	return id
+}
+
+// TestHAProxyErrorsAreProblemJSON runs haproxy with the shipped config in
+// front of failing instances: its own errors are the BFF's JSON envelope,
+// and a request that reached an instance is never sent again.
+func TestHAProxyErrorsAreProblemJSON(t *testing.T) {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	do := func(t *testing.T, req *http.Request) (*http.Response, []byte) {
+		t.Helper()
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, body
+	}
+	healthy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer healthy.Close()
+	payment := func(t *testing.T, url string) *http.Request {
+		req, err := http.NewRequest("POST", url+"/api/v2/payments", strings.NewReader(`{"amount":"10.00"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", "7c1d2b8e-4f7a-4d8e-9a51-0b6f3c2e1d90")
+		req.Header.Set("X-Request-Id", "chosen-by-the-client")
+		return req
+	}
+	sentOnce := func(t *testing.T, inst *fakeInstance, id, logs string) {
+		t.Helper()
+		got := inst.requests()
+		if len(got) != 1 {
+			t.Fatalf("the instance got the POST %d times, want once (HAProxy must not resend it):\n%s", len(got), logs)
+		}
+		if fwd := got[0].Header.Values("X-Request-Id"); len(fwd) != 1 || fwd[0] != id {
+			t.Errorf("the instance got X-Request-Id %q, want only HAProxy's %q", fwd, id)
+		}
+	}
+
+	t.Run("503 when no instance is up", func(t *testing.T) {
+		cfg, public := shippedHAProxy(t, "", "", "") // nothing listens: connections are refused
+		logs := runHAProxy(t, cfg, public)
+		req, err := http.NewRequest("GET", "http://"+public+"/api/v2/providers", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, body := do(t, req)
+		checkProblem(t, resp, body, 503, "UPSTREAM_UNAVAILABLE")
+		if t.Failed() {
+			t.Log(logs)
+		}
+	})
+
+	t.Run("502 and sent once when the instance hangs up mid-request", func(t *testing.T) {
+		inst := startFakeInstance(t, true)
+		cfg, public := shippedHAProxy(t, inst.addr, healthy.Listener.Addr().String(), "")
+		logs := runHAProxy(t, cfg, public)
+		resp, body := do(t, payment(t, "http://"+public))
+		id := checkProblem(t, resp, body, 502, "UPSTREAM_UNREACHABLE")
+		sentOnce(t, inst, id, logs.String())
+	})
+
+	t.Run("504 and sent once when the instance does not answer", func(t *testing.T) {
+		inst := startFakeInstance(t, false)
+		cfg, public := shippedHAProxy(t, inst.addr, healthy.Listener.Addr().String(), "1s")
+		logs := runHAProxy(t, cfg, public)
+		resp, body := do(t, payment(t, "http://"+public))
+		id := checkProblem(t, resp, body, 504, "UPSTREAM_TIMEOUT")
+		sentOnce(t, inst, id, logs.String())
+	})
 }

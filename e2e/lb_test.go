@@ -48,9 +48,17 @@ defaults
     timeout check 2s
     retries 3
     option redispatch
-    retry-on conn-failure empty-response response-timeout
+    # As deploy/haproxy.cfg: retry only a request that never reached an
+    # instance (a POST that reached one may have moved money), and answer
+    # HAProxy's own errors in the BFF's problem+json envelope.
+    retry-on conn-failure
+    unique-id-format %%[uuid()]
+    http-error status 502 content-type "application/problem+json" hdr Cache-Control "no-store" hdr X-Content-Type-Options "nosniff" hdr X-Request-Id "%%[unique-id]" lf-string '{"type":"urn:bff:problem:UPSTREAM_UNREACHABLE","title":"Bad gateway","status":502,"detail":"the instance failed while handling the request; a payment retried with the same Idempotency-Key is never run twice","code":"UPSTREAM_UNREACHABLE","action":"retry_later","retryable":true,"requestId":"%%[unique-id]"}'
+    http-error status 503 content-type "application/problem+json" hdr Cache-Control "no-store" hdr X-Content-Type-Options "nosniff" hdr X-Request-Id "%%[unique-id]" lf-string '{"type":"urn:bff:problem:UPSTREAM_UNAVAILABLE","title":"Service temporarily unavailable","status":503,"detail":"no BFF instance is available; retry shortly","code":"UPSTREAM_UNAVAILABLE","action":"retry_later","retryable":true,"requestId":"%%[unique-id]"}'
+    http-error status 504 content-type "application/problem+json" hdr Cache-Control "no-store" hdr X-Content-Type-Options "nosniff" hdr X-Request-Id "%%[unique-id]" lf-string '{"type":"urn:bff:problem:UPSTREAM_TIMEOUT","title":"Gateway timeout","status":504,"detail":"the instance did not answer in time; a payment retried with the same Idempotency-Key is never run twice","code":"UPSTREAM_TIMEOUT","action":"retry_later","retryable":true,"requestId":"%%[unique-id]"}'
 frontend public
     bind %s
+    http-request set-header X-Request-Id %%[unique-id]
     default_backend bff
 backend bff
     balance roundrobin
