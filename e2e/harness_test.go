@@ -79,6 +79,35 @@ type env struct {
 	cmd       *exec.Cmd
 	exited    chan error
 	termSent  bool
+	opts      options // as launched, for relaunch
+}
+
+// kill ends the instance with SIGKILL (no drain, no last writes), as a
+// crashed or OOM-killed process ends, and waits until it is gone.
+func (e *env) kill() {
+	e.t.Helper()
+	if e.cmd == nil {
+		return
+	}
+	_ = e.cmd.Process.Kill()
+	select {
+	case <-e.exited:
+	case <-time.After(10 * time.Second):
+		e.t.Fatal("a killed instance did not exit")
+	}
+	e.cmd = nil
+}
+
+// relaunch starts a killed instance again on its own addresses, so a load
+// balancer's configuration still names it.
+func (e *env) relaunch() {
+	e.t.Helper()
+	o := e.opts
+	o.publicAddr, o.adminAddr = strings.TrimPrefix(e.public, "http://"), strings.TrimPrefix(e.admin, "http://")
+	e.termSent = false
+	if err := e.launchOn(o, o.publicAddr, o.adminAddr); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // terminate sends SIGTERM once; stop then waits for the exit.
@@ -138,6 +167,7 @@ func (e *env) another(o options) *env {
 // given).
 func (e *env) launch(o options) {
 	t := e.t
+	e.opts = o
 	t.Cleanup(func() { e.stop() })
 	for attempt := 1; ; attempt++ {
 		pub, adm := o.publicAddr, o.adminAddr
@@ -297,13 +327,23 @@ func (r reply) json(t *testing.T) map[string]any {
 
 func (c *client) do(method, path, body string, hdr ...string) reply {
 	c.e.t.Helper()
+	r, err := c.try(method, path, body, hdr...)
+	if err != nil {
+		c.e.t.Fatal(err)
+	}
+	return r
+}
+
+// try is do for requests that may fail below HTTP (an instance killed
+// under them): it returns the error instead of failing the test.
+func (c *client) try(method, path, body string, hdr ...string) (reply, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(context.Background(), method, c.e.public+path, rd)
 	if err != nil {
-		c.e.t.Fatal(err)
+		return reply{}, err
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -316,11 +356,11 @@ func (c *client) do(method, path, body string, hdr ...string) reply {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		c.e.t.Fatal(err)
+		return reply{}, err
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+	b, err := io.ReadAll(resp.Body)
+	return reply{status: resp.StatusCode, header: resp.Header, body: b}, err
 }
 
 // login logs in through the dev login and returns the session token.

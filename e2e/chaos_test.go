@@ -1,0 +1,232 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/redistest"
+	"github.com/fintech-bff/bff/internal/upstreamsim"
+)
+
+// chaosSettings are the run's bounds: a short run in make test, a long one
+// in make chaos (BFF_CHAOS_DURATION, BFF_CHAOS_USERS).
+func chaosSettings(t *testing.T) (time.Duration, int) {
+	dur, users := 15*time.Second, 12
+	if v := os.Getenv("BFF_CHAOS_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > 30*time.Minute {
+			t.Fatalf("BFF_CHAOS_DURATION=%q: want a duration up to 30m", v)
+		}
+		dur = d
+	}
+	if v := os.Getenv("BFF_CHAOS_USERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			t.Fatalf("BFF_CHAOS_USERS=%q: want 1 to 1000", v)
+		}
+		users = n
+	}
+	return dur, users
+}
+
+// keyResult is how one logical payment (one Idempotency-Key) ended for its
+// client.
+type keyResult struct {
+	user, key string
+	outcome   string // paid, unknown, failed, gave_up
+	attempts  int
+	took      time.Duration // from the first attempt to the final answer
+	sawFault  bool          // at least one attempt failed before the end
+}
+
+// TestPaymentsUnderFaults is the fault-injection run: three instances
+// behind HAProxy, users paying with a fresh key each and retrying with the
+// same key on any failure, while instances are killed and frozen, Redis
+// restarts empty, and the upstream drops, delays or fails payment answers.
+// It counts logical payments against the upstream's payments and fails on
+// any duplicate, and on any key answered 201 that has no payment.
+func TestPaymentsUnderFaults(t *testing.T) {
+	dur, users := chaosSettings(t)
+	rs := redistest.StartServer(t)
+	o := options{redisAddr: rs.Addr, upstream: "timeout: 2s"}
+	a := start(t, o)
+	instances := []*env{a, a.another(o), a.another(o)}
+	front := startLB(t, instances).through(a)
+
+	var mu sync.Mutex
+	var results []keyResult
+	faults := map[string]int{}
+	stop := time.Now().Add(dur)
+
+	var wg sync.WaitGroup
+	for u := 0; u < users; u++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			user := fmt.Sprintf("chaos-%d", u)
+			token := ""
+			for n := 0; time.Now().Before(stop); n++ {
+				key := fmt.Sprintf("%s-%d", user, n)
+				res := payWithRetries(front, user, key, &token)
+				mu.Lock()
+				results = append(results, res)
+				mu.Unlock()
+			}
+		}()
+	}
+
+	// The injector: one fault every 1.5 s, in turn, until the run ends.
+	rng := rand.New(rand.NewPCG(1, 2))
+	kinds := []string{"kill instance", "freeze instance 3s", "upstream hangs up after acting",
+		"upstream answers late (past the timeout)", "upstream 500 before acting", "redis restart (all keys lost)"}
+	for i := 0; time.Now().Add(1500 * time.Millisecond).Before(stop); i++ {
+		time.Sleep(1500 * time.Millisecond)
+		kind := kinds[i%len(kinds)]
+		faults[kind]++
+		switch i % len(kinds) {
+		case 0:
+			victim := instances[rng.IntN(len(instances))]
+			victim.kill()
+			time.Sleep(time.Second)
+			victim.relaunch()
+		case 1:
+			victim := instances[rng.IntN(len(instances))]
+			_ = victim.cmd.Process.Signal(syscall.SIGSTOP)
+			time.Sleep(3 * time.Second)
+			_ = victim.cmd.Process.Signal(syscall.SIGCONT)
+		case 2:
+			a.sim.InjectFault(upstreamsim.Fault{Method: "POST", PathPrefix: "/v2/payments", AfterActing: true, HangUp: true, Times: 1})
+		case 3:
+			a.sim.InjectFault(upstreamsim.Fault{Method: "POST", PathPrefix: "/v2/payments", AfterActing: true, Delay: 3 * time.Second, Times: 1})
+		case 4:
+			a.sim.InjectFault(upstreamsim.Fault{Method: "POST", PathPrefix: "/v2/payments", Status: 500, Times: 1})
+		case 5:
+			rs.Restart(t)
+		}
+	}
+	wg.Wait()
+	a.sim.ClearFaults()
+
+	// Count each key's payments at the upstream.
+	byUser := map[string][]string{}
+	var paid, unknown, unknownButMade, failed, gaveUp, duplicates, phantom, withFault int
+	var recoveries []time.Duration
+	for _, r := range results {
+		have, ok := byUser[r.user]
+		if !ok {
+			have = a.sim.PaymentRemittances(r.user)
+			byUser[r.user] = have
+		}
+		made := count(have, r.key)
+		if made > 1 {
+			duplicates++
+			t.Errorf("key %s made %d payments", r.key, made)
+		}
+		switch r.outcome {
+		case "paid":
+			paid++
+			if made != 1 {
+				phantom++
+				t.Errorf("key %s was answered 201 but the upstream holds %d payments for it", r.key, made)
+			}
+		case "unknown":
+			unknown++
+			unknownButMade += made
+		case "failed":
+			failed++
+		default:
+			gaveUp++
+		}
+		if r.sawFault {
+			withFault++
+			recoveries = append(recoveries, r.took)
+		}
+	}
+	sort.Slice(recoveries, func(i, j int) bool { return recoveries[i] < recoveries[j] })
+	pct := func(p float64) time.Duration {
+		if len(recoveries) == 0 {
+			return 0
+		}
+		return recoveries[int(p*float64(len(recoveries)-1))]
+	}
+	kindsSeen := make([]string, 0, len(faults))
+	for k, n := range faults {
+		kindsSeen = append(kindsSeen, fmt.Sprintf("%s ×%d", k, n))
+	}
+	sort.Strings(kindsSeen)
+	report := fmt.Sprintf("chaos run: %v, %d users, 3 instances behind HAProxy\n"+
+		"faults: %s\n"+
+		"logical payments: %d; paid %d, outcome unknown %d (of which the upstream made %d), failed %d, gave up %d\n"+
+		"upstream payment creations received: %d; duplicates: %d; 201 without a payment: %d\n"+
+		"payments that met a fault: %d; time to their final answer p50 %v, p90 %v, max %v\n",
+		dur, users, strings.Join(kindsSeen, ", "), len(results), paid, unknown, unknownButMade, failed, gaveUp,
+		paymentPosts(a.sim), duplicates, phantom, withFault, pct(0.5), pct(0.9), pct(1))
+	t.Log(report)
+	if path := os.Getenv("BFF_CHAOS_REPORT"); path != "" {
+		if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	if paid == 0 || withFault == 0 {
+		t.Fatalf("%d paid, %d met a fault: the run proved nothing", paid, withFault)
+	}
+}
+
+// payWithRetries is a careful client: one key per logical payment, the same
+// key on every retry, retrying on connection errors, 409, 5xx and timeouts
+// (at most 60 s), logging in again when its session is gone.
+func payWithRetries(front *env, user, key string, token *string) keyResult {
+	res := keyResult{user: user, key: key, outcome: "gave_up"}
+	body := fmt.Sprintf(validPayment, key)
+	start := time.Now()
+	for time.Since(start) < 60*time.Second {
+		res.attempts++
+		if *token == "" {
+			*token = tryLogin(front, user)
+			if *token == "" {
+				res.sawFault = true
+				time.Sleep(200 * time.Millisecond)
+				continue
+			}
+		}
+		r, err := front.app(*token).try("POST", "/api/v2/payments", body, "Idempotency-Key", key)
+		switch {
+		case err != nil:
+		case r.status == 201:
+			res.outcome, res.took = "paid", time.Since(start)
+			return res
+		case r.status == 502 && strings.Contains(string(r.body), "PAYMENT_OUTCOME_UNKNOWN"):
+			res.outcome, res.took = "unknown", time.Since(start)
+			return res
+		case r.status == 401:
+			*token = ""
+		case r.status == 409 || r.status >= 500:
+		default:
+			res.outcome, res.took = "failed", time.Since(start)
+			return res
+		}
+		res.sawFault = true
+		time.Sleep(time.Duration(100+rand.IntN(200)) * time.Millisecond)
+	}
+	res.took = time.Since(start)
+	return res
+}
+
+func tryLogin(front *env, user string) string {
+	r, err := front.browser().try("POST", "/auth/dev/login", fmt.Sprintf(`{"userId":%q}`, user))
+	if err != nil || r.status != 200 {
+		return ""
+	}
+	var v struct{ SessionToken string }
+	_ = json.Unmarshal(r.body, &v)
+	return v.SessionToken
+}
