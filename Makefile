@@ -1,10 +1,12 @@
-# The BFF's developer commands. Everything needs Go only, except `make test`,
-# which needs a Redis (it starts a throwaway redis-server when none answers).
+# The BFF's developer commands. Everything needs Go only, except `make test`
+# and `make chaos`, which need a Redis (a throwaway redis-server is started
+# when none answers), a PostgreSQL (the local cluster is started when it does
+# not answer), Node.js and HAProxy.
 GO       ?= go
 BIN      := bin
 PKGS     := ./...
 
-.PHONY: all build run test test-deps lint bench bench-micro fuzz check-config clean
+.PHONY: all build run test test-deps lint bench bench-micro chaos fuzz check-config clean
 
 all: lint test
 
@@ -17,13 +19,15 @@ build:
 run: build
 	./scripts/run-dev.sh
 
-## test: the whole suite with the race detector, on a real Redis and a
-## real OpenID provider (oidc-provider on the machine's Node.js)
+## test: the whole suite with the race detector, on a real Redis, a real
+## PostgreSQL, HAProxy and a real OpenID provider (oidc-provider on Node.js);
+## its fault-injection run is 15 s long (make chaos runs it longer)
 test: test-deps
-	./scripts/with-redis.sh $(GO) test -race -count=1 $(PKGS)
+	./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 test-deps:
 	@command -v node >/dev/null 2>&1 || { echo "Node.js (>= 20) is needed for the OpenID provider of the login tests: apt-get install -y nodejs npm" >&2; exit 1; }
+	@command -v haproxy >/dev/null 2>&1 || { echo "HAProxy is needed for the load-balancer tests: apt-get install -y haproxy" >&2; exit 1; }
 	@[ -d e2e/oidcprovider/node_modules/oidc-provider ] || npm ci --prefix e2e/oidcprovider --no-audit --no-fund
 
 ## lint: gofmt, go vet and staticcheck
@@ -40,9 +44,19 @@ bench: build
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/bffbench ./bench
 	./scripts/with-redis.sh ./$(BIN)/bffbench -bff $(BIN)/bff -out BENCHMARKS.md -svg bench/latency.svg $(BENCHFLAGS)
 
-## bench-micro: the Go micro-benchmarks on a real Redis
+## bench-micro: the Go micro-benchmarks on a real Redis and PostgreSQL
 bench-micro:
-	./scripts/with-redis.sh $(GO) test -run='^$$' -bench=. -benchmem -count=1 $(PKGS)
+	./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -run='^$$' -bench=. -benchmem -count=1 $(PKGS)
+
+## chaos: the payments fault-injection run, long: three instances behind
+## HAProxy, CHAOS_USERS clients for CHAOS_DURATION while instances are killed
+## and frozen, Redis restarts empty and the upstream drops answers. It fails
+## on any payment made twice; the figures go to bench/chaos.txt.
+CHAOS_DURATION ?= 3m
+CHAOS_USERS    ?= 200
+chaos: test-deps
+	BFF_CHAOS_DURATION=$(CHAOS_DURATION) BFF_CHAOS_USERS=$(CHAOS_USERS) BFF_CHAOS_REPORT=$(CURDIR)/bench/chaos.txt \
+	  ./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -count=1 -timeout 40m -run '^TestPaymentsUnderFaults$$' -v ./e2e
 
 ## fuzz: each native fuzz target for FUZZTIME (default 60s)
 FUZZTIME ?= 60s
