@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/fintech-bff/bff/internal/redistest"
 )
@@ -168,7 +171,8 @@ func TestUpstreamPlanGate(t *testing.T) {
 }
 
 // The client secret, upstream tokens, session tokens and cookie values
-// never reach a log line, and Redis holds no token in plain text.
+// never reach a log line, and neither Redis nor the payments ledger holds
+// one in plain text.
 func TestNoSecretInLogsOrRedis(t *testing.T) {
 	e := start(t, options{})
 	b := e.browser()
@@ -177,6 +181,10 @@ func TestNoSecretInLogsOrRedis(t *testing.T) {
 		b.do("GET", p, "")
 	}
 	b.do("POST", "/api/v2/payments", "{}", "X-CSRF", "1", "Idempotency-Key", "no-secret-1")
+	if r := b.do("POST", "/api/v2/payments", fmt.Sprintf(validPayment, "Order no-secret"), "X-CSRF", "1", "Idempotency-Key", "no-secret-2"); r.status != 201 {
+		t.Fatalf("payment: got %d %s", r.status, r.body)
+	}
+	e.app(token).do("POST", "/api/v2/payments", fmt.Sprintf(validPayment, "Order no-secret"), "Idempotency-Key", "no-secret-2") // a replay, audited
 	e.app("forged-session-token-value").do("GET", "/api/v2/payments", "")
 	cookie := b.http.Jar.Cookies(mustURL(t, e.public))[0].Value
 	var upstreamTokens []string
@@ -211,6 +219,24 @@ func TestNoSecretInLogsOrRedis(t *testing.T) {
 			if strings.Contains(k, s) || strings.Contains(v, s) {
 				t.Fatalf("Redis key %q or its value holds a secret in plain text", k)
 			}
+		}
+	}
+	// The ledger: every row of both tables, as text.
+	conn, err := pgx.Connect(ctx, e.ledgerURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var dump string
+	if err := conn.QueryRow(ctx, `SELECT coalesce(string_agg(m::text, E'\n'), '') || coalesce((SELECT string_agg(ev::text, E'\n') FROM money_request_events ev), '') FROM money_requests m`).Scan(&dump); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(dump, "no-secret-2") || !strings.Contains(dump, "replayed") {
+		t.Fatalf("the ledger lacks the payment or its replay: the scan checks nothing:\n%s", dump)
+	}
+	for _, s := range append(secrets, "payUrl") { // the answer (with its consent URL) is sealed
+		if strings.Contains(dump, s) {
+			t.Fatalf("the ledger holds a secret in plain text: %.12s...", s)
 		}
 	}
 }

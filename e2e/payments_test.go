@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fintech-bff/bff/internal/pgtest"
 	"github.com/fintech-bff/bff/internal/redistest"
 	"github.com/fintech-bff/bff/internal/upstreamsim"
 )
@@ -299,5 +300,53 @@ func TestLoadBalancerNeverResendsAPayment(t *testing.T) {
 	}
 	if n := paymentPosts(a.sim); n != 1 {
 		t.Fatalf("the upstream received %d payment creations, want 1: the balancer resent the POST", n)
+	}
+}
+
+// When the ledger's database is gone, a payment fails closed with 503
+// LEDGER_UNAVAILABLE before anything is sent, reads still work, /readyz
+// stays 200 and bff_ledger_up turns 0.
+func TestLedgerOutageFailsClosed(t *testing.T) {
+	e := start(t, options{})
+	app := e.app(e.browser().login("ledger-down"))
+	if r := app.do("POST", "/api/v2/payments", fmt.Sprintf(validPayment, "Order before"), "Idempotency-Key", "before-outage"); r.status != 201 {
+		t.Fatalf("before the outage: got %d %s", r.status, r.body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, pgtest.ServerURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	db := strings.TrimPrefix(mustURL(t, e.ledgerURL).Path, "/")
+	if _, err := admin.Exec(ctx, "DROP DATABASE "+db+" WITH (FORCE)"); err != nil {
+		t.Fatal(err)
+	}
+	posts := paymentPosts(e.sim)
+	r := app.do("POST", "/api/v2/payments", fmt.Sprintf(validPayment, "Order during"), "Idempotency-Key", "during-outage")
+	v := wantProblem(t, r, 503, "LEDGER_UNAVAILABLE")
+	if v["retryable"] != true || v["action"] != "retry_later" {
+		t.Fatalf("got %s, want retry_later, retryable", r.body)
+	}
+	if n := paymentPosts(e.sim); n != posts {
+		t.Fatalf("the upstream received %d payment creations during the outage, want none", n-posts)
+	}
+	if r := app.do("GET", "/api/v2/payments", ""); r.status != 200 {
+		t.Fatalf("a read during the outage: got %d %s, want 200", r.status, r.body)
+	}
+	resp, err := http.Get(e.admin + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("readyz during the outage: got %d, want 200", resp.StatusCode)
+	}
+	if m := scrape(t, e); !strings.Contains(m, "\nbff_ledger_up 0\n") || !strings.Contains(m, `bff_money_requests_total{result="ledger_unavailable"} 1`) {
+		t.Fatal("bff_ledger_up is not 0, or the refusal is not counted")
+	}
+	if strings.Contains(e.logs.String(), "postgres://") {
+		t.Fatal("the ledger's URL reached the logs")
 	}
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -174,7 +175,9 @@ func TestCORS(t *testing.T) {
 }
 
 // When Redis stops answering, session checks fail closed with 503
-// SESSION_STORE_UNAVAILABLE (never 401), and /readyz turns 503. A session
+// SESSION_STORE_UNAVAILABLE (never 401), bff_store_up turns 0, and /readyz
+// stays 200: every instance shares Redis, and taking them all out of the
+// load balancer would replace this clear 503 with the balancer's. A session
 // the instance checked within the last second may still be served from its
 // in-process copy until the instance notices the outage (at most the copy's
 // 1 s lifetime), so the first check polls; every answer is 200 or 503.
@@ -210,7 +213,22 @@ func TestRedisOutageFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 503 {
-		t.Fatalf("readyz during the outage: got %d, want 503", resp.StatusCode)
+	if resp.StatusCode != 200 {
+		t.Fatalf("readyz during the outage: got %d, want 200", resp.StatusCode)
 	}
+	if m := scrape(t, e); !strings.Contains(m, "\nbff_store_up 0\n") {
+		t.Fatal("bff_store_up is not 0 during the outage")
+	}
+}
+
+// scrape returns the instance's /metrics text.
+func scrape(t *testing.T, e *env) string {
+	t.Helper()
+	resp, err := http.Get(e.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

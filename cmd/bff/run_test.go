@@ -65,6 +65,9 @@ auth: { mode: dev }
 	if got := status("/healthz"); got != 200 {
 		t.Fatalf("healthz: got %d, want 200", got)
 	}
+	if !strings.Contains(stderr.String(), "NO PAYMENTS LEDGER") {
+		t.Fatalf("development without ledger.postgres_url must warn loudly; log:\n%s", stderr.String())
+	}
 	cancel()
 	deadline = time.Now().Add(5 * time.Second)
 	for status("/readyz") != 503 {
