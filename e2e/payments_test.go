@@ -335,13 +335,8 @@ func TestLedgerOutageFailsClosed(t *testing.T) {
 	if r := app.do("GET", "/api/v2/payments", ""); r.status != 200 {
 		t.Fatalf("a read during the outage: got %d %s, want 200", r.status, r.body)
 	}
-	resp, err := http.Get(e.admin + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("readyz during the outage: got %d, want 200", resp.StatusCode)
+	if got := readyz(t, e); got != 200 {
+		t.Fatalf("readyz during the outage: got %d, want 200", got)
 	}
 	if m := scrape(t, e); !strings.Contains(m, "\nbff_ledger_up 0\n") || !strings.Contains(m, `bff_money_requests_total{result="ledger_unavailable"} 1`) {
 		t.Fatal("bff_ledger_up is not 0, or the refusal is not counted")

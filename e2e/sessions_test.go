@@ -208,17 +208,23 @@ func TestRedisOutageFailsClosed(t *testing.T) {
 	}
 	wantProblem(t, e.app(token).do("GET", "/auth/session", ""), 503, "SESSION_STORE_UNAVAILABLE")
 	wantProblem(t, e.browser().do("POST", "/auth/dev/login", `{"userId":"otto"}`), 503, "SESSION_STORE_UNAVAILABLE")
+	if got := readyz(t, e); got != 200 {
+		t.Fatalf("readyz during the outage: got %d, want 200", got)
+	}
+	if m := scrape(t, e); !strings.Contains(m, "\nbff_store_up 0\n") {
+		t.Fatal("bff_store_up is not 0 during the outage")
+	}
+}
+
+// readyz returns the status of the instance's /readyz.
+func readyz(t *testing.T, e *env) int {
+	t.Helper()
 	resp, err := http.Get(e.admin + "/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("readyz during the outage: got %d, want 200", resp.StatusCode)
-	}
-	if m := scrape(t, e); !strings.Contains(m, "\nbff_store_up 0\n") {
-		t.Fatal("bff_store_up is not 0 during the outage")
-	}
+	return resp.StatusCode
 }
 
 // scrape returns the instance's /metrics text.

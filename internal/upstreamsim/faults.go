@@ -89,14 +89,8 @@ func (s *faultSet) take(r *http.Request) (Fault, bool) {
 // apply carries out f. It reports whether the request was answered (or the
 // connection dropped) and must not be served further.
 func (f Fault) apply(w http.ResponseWriter, r *http.Request) bool {
-	if f.Delay > 0 {
-		t := time.NewTimer(f.Delay)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			return true
-		}
+	if !f.wait(r) {
+		return true
 	}
 	if f.HangUp {
 		hangUp(w)
@@ -125,21 +119,30 @@ func (f Fault) apply(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// wait waits Delay, cut short (false) if the client goes away.
+func (f Fault) wait(r *http.Request) bool {
+	if f.Delay <= 0 {
+		return true
+	}
+	t := time.NewTimer(f.Delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
 // applyAfter serves r with serve into a buffer, then carries out f on the
 // reply: the real reply after Delay unless HangUp or Status replace it.
 func (f Fault) applyAfter(w http.ResponseWriter, r *http.Request, serve http.Handler) {
 	buf := &bufferedReply{header: http.Header{}}
 	serve.ServeHTTP(buf, r)
-	if f.Delay > 0 {
-		t := time.NewTimer(f.Delay)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			return
-		}
-		f.Delay = 0
+	if !f.wait(r) {
+		return
 	}
+	f.Delay = 0
 	if f.HangUp || f.Status != 0 {
 		f.apply(w, r)
 		return
