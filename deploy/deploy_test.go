@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,6 +74,8 @@ var knownMetrics = map[string]metric{
 	"bff_session_revocations_total":         {"counter", []string{"reason"}, true},
 	"bff_errors_total":                      {"counter", []string{"code"}, true},
 	"bff_store_up":                          {"gauge", nil, true},
+	"bff_ledger_up":                         {"gauge", nil, true},
+	"bff_money_requests_total":              {"counter", []string{"result"}, true},
 
 	// collectors.NewGoCollector() (default set) and NewProcessCollector().
 	"go_goroutines":                 {"gauge", nil, false},
@@ -534,6 +537,72 @@ func TestProductionConfigMap(t *testing.T) {
 	if len(list(cfg, "session", "keys")) > 0 || str(cfg, "upstream", "client_secret") != "" || str(cfg, "auth", "oidc", "client_secret") != "" {
 		t.Error("secrets belong in the Secret, not the ConfigMap")
 	}
+	if str(cfg, "ledger", "postgres_url") != "" {
+		t.Error("ledger.postgres_url (it holds a password) belongs in the Secret, not the ConfigMap")
+	}
+}
+
+// checkLedgerURL checks a ledger.postgres_url and returns it parsed.
+func checkLedgerURL(t *testing.T, where, raw string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatalf("%s: the ledger URL does not parse: %v", where, err)
+	}
+	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
+		t.Errorf("%s: the ledger URL's scheme is %q, want postgres", where, u.Scheme)
+	}
+	if u.Hostname() == "" || u.User == nil || u.User.Username() == "" || strings.Trim(u.Path, "/") == "" {
+		t.Errorf("%s: the ledger URL needs a host, a user and a database", where)
+	}
+	return u
+}
+
+// TestKubernetesLedger: production refuses to start without
+// ledger.postgres_url, so the Deployment takes it from the Secret, and the
+// NetworkPolicy lets the pods reach the database.
+func TestKubernetesLedger(t *testing.T) {
+	objs := k8sObjects(t)
+	dep := one(t, objs, "Deployment")
+	var ref any
+	for _, e := range list(get(dep, "spec", "template", "spec", "containers", 0), "env") {
+		if str(e, "name") == "BFF_LEDGER_POSTGRES_URL" {
+			ref = get(e, "valueFrom", "secretKeyRef")
+		}
+	}
+	if ref == nil {
+		t.Fatal("the Deployment has no BFF_LEDGER_POSTGRES_URL from a secretKeyRef: production refuses to start without ledger.postgres_url")
+	}
+	raw := ""
+	for _, sec := range objs["Secret"] {
+		if str(sec, "metadata", "name") == str(ref, "name") {
+			raw = str(sec, "stringData", str(ref, "key"))
+		}
+	}
+	if raw == "" {
+		t.Fatalf("Secret %s has no key %s", str(ref, "name"), str(ref, "key"))
+	}
+	u := checkLedgerURL(t, "Secret "+str(ref, "name"), raw)
+	port := 5432
+	if p := u.Port(); p != "" {
+		port, _ = strconv.Atoi(p)
+	}
+	if !slices.Contains([]string{"verify-full", "verify-ca"}, u.Query().Get("sslmode")) {
+		t.Errorf("the production ledger URL should verify the server's certificate (sslmode=verify-full), got sslmode=%q", u.Query().Get("sslmode"))
+	}
+	allowed := false
+	for _, np := range objs["NetworkPolicy"] {
+		for _, rule := range list(np, "spec", "egress") {
+			for _, p := range list(rule, "ports") {
+				if n, _ := intOf(p, "port"); n == port {
+					allowed = true
+				}
+			}
+		}
+	}
+	if !allowed {
+		t.Errorf("no NetworkPolicy egress rule allows the ledger's port %d", port)
+	}
 }
 
 // --------------------------------------------------------------- metrics
@@ -543,6 +612,7 @@ func TestProductionConfigMap(t *testing.T) {
 var (
 	reString   = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|` + "`[^`]*`")
 	reRange    = regexp.MustCompile(`\[[^\]]*\]`)
+	reOffset   = regexp.MustCompile(`\boffset\s+-?([0-9]+(ms|[smhdwy]))+`)
 	reGrouping = regexp.MustCompile(`\b(by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)`)
 	reSelector = regexp.MustCompile(`([a-zA-Z_:][a-zA-Z0-9_:]*)?\s*\{([^}]*)\}`)
 	reMatcher  = regexp.MustCompile(`^\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)`)
@@ -588,6 +658,7 @@ func checkPromQL(t *testing.T, where, expr string) (metrics []string) {
 	t.Helper()
 	e := reString.ReplaceAllString(expr, `""`)
 	e = reRange.ReplaceAllString(e, " ")
+	e = reOffset.ReplaceAllString(e, " ")
 	labels := allLabels()
 	e = reGrouping.ReplaceAllStringFunc(e, func(s string) string {
 		m := reGrouping.FindStringSubmatch(s)
@@ -739,8 +810,9 @@ func TestAlertRules(t *testing.T) {
 			}
 		}
 	}
-	// The brief's alerts: mint failures, auth failures, session store, p99 latency, instance down.
-	for _, m := range []string{"bff_token_mints_total", "bff_http_requests_total", "bff_http_request_duration_seconds", "up"} {
+	// The brief's alerts: mint failures, auth failures, session store, p99 latency, instance down;
+	// and the payments ledger: down, and payments whose outcome is unknown.
+	for _, m := range []string{"bff_token_mints_total", "bff_http_requests_total", "bff_http_request_duration_seconds", "up", "bff_ledger_up", "bff_money_requests_total"} {
 		if !used[m] {
 			t.Errorf("no alert uses %s", m)
 		}
@@ -998,6 +1070,35 @@ func TestCompose(t *testing.T) {
 		t.Error("no Redis 7 service")
 	}
 
+	// The payments ledger: one PostgreSQL, its data in a named volume,
+	// healthy before the BFFs start.
+	var postgres string
+	for _, name := range sortedKeys(services) {
+		if strings.HasPrefix(str(services[name], "image"), "postgres:") {
+			if postgres != "" {
+				t.Errorf("two PostgreSQL services: %s and %s", postgres, name)
+			}
+			postgres = name
+		}
+	}
+	if postgres == "" {
+		t.Fatal("no PostgreSQL service (the payments ledger)")
+	}
+	pg := services[postgres]
+	if !strings.Contains(fmt.Sprint(get(pg, "healthcheck", "test")), "pg_isready") {
+		t.Errorf("service %s: the healthcheck must run pg_isready", postgres)
+	}
+	named := false
+	declared, _ := get(docs[0], "volumes").(map[string]any)
+	for _, v := range list(pg, "volumes") {
+		if _, ok := declared[str(v, "source")]; ok && str(v, "type") == "volume" && str(v, "target") != "" {
+			named = true
+		}
+	}
+	if !named {
+		t.Errorf("service %s: its data needs a named volume (type volume, declared under volumes:)", postgres)
+	}
+
 	// The BFFs' mounted config: known keys, dev mode only with env development.
 	adminPort := 0
 	for _, name := range bffs {
@@ -1019,6 +1120,25 @@ func TestCompose(t *testing.T) {
 		}
 		if str(cfg, "redis", "url") == "" && get(services[name], "environment", "BFF_REDIS_URL") == nil {
 			t.Errorf("%s: the instances must share a Redis", cfgPath)
+		}
+		// Without a ledger URL each instance keeps its own in-process
+		// ledger, and a payment repeated through the other could run twice.
+		ledgerURL := str(cfg, "ledger", "postgres_url")
+		if ledgerURL == "" {
+			ledgerURL = str(svc, "environment", "BFF_LEDGER_POSTGRES_URL")
+		}
+		if ledgerURL == "" {
+			t.Errorf("service %s: no ledger.postgres_url (in %s or BFF_LEDGER_POSTGRES_URL): the instances must share the PostgreSQL ledger", name, cfgPath)
+		} else {
+			u := checkLedgerURL(t, "service "+name, ledgerURL)
+			pass, _ := u.User.Password()
+			if u.Hostname() != postgres || u.User.Username() != str(pg, "environment", "POSTGRES_USER") ||
+				strings.Trim(u.Path, "/") != str(pg, "environment", "POSTGRES_DB") || pass != str(pg, "environment", "POSTGRES_PASSWORD") {
+				t.Errorf("service %s: the ledger URL does not match service %s's host, POSTGRES_USER, POSTGRES_PASSWORD and POSTGRES_DB", name, postgres)
+			}
+		}
+		if str(svc, "depends_on", postgres, "condition") != "service_healthy" {
+			t.Errorf("service %s: depends_on %s must have condition service_healthy", name, postgres)
 		}
 		adminPort = listenPort(t, cfg, "admin_listen")
 		grace, err := time.ParseDuration(str(svc, "stop_grace_period"))

@@ -29,7 +29,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"route"}),
 		moneyReq: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bff_money_requests_total",
-			Help: "Money-moving requests by how the BFF answered: answered, replayed, in_progress, key_reused, released, unknown, settled, key_required, key_invalid, ledger_unavailable.",
+			Help: "Money-moving requests by how the BFF answered: answered, released, unknown (502 PAYMENT_OUTCOME_UNKNOWN to the request that sent it), settled, replayed, in_progress, outcome_unknown (a repeat of an unknown key), key_reused, key_required, key_invalid, ledger_unavailable.",
 		}, []string{"result"}),
 	}
 	reg.MustRegister(m.requests, m.duration, m.moneyReq)
