@@ -84,9 +84,13 @@ type Request struct {
 	Route       string // the money route's prefix: keys are scoped to user and route
 	Key         string // the Idempotency-Key
 	Fingerprint []byte // SHA-256 of method, path, query and body
-	SessionRef  string // a hash of the session id (session.Handle), never the id
-	ClientIP    string
-	RequestID   string
+	// Match identifies the payment's content (a hash the caller makes of
+	// what the upstream's payment list shows). Settling treats only
+	// requests with the same Match, or none, as ones it could confuse.
+	Match      []byte
+	SessionRef string // a hash of the session id (session.Handle), never the id
+	ClientIP   string
+	RequestID  string
 }
 
 // Response is a final answer kept for replay.
@@ -129,7 +133,9 @@ type Claim struct {
 // time, which settling must not mistake for its own.
 type Neighbours struct {
 	Taken map[string]bool // payment ids other records already own
-	Open  bool            // another record is in flight or unknown
+	// Open: another record with the same Match (or none) is in flight or
+	// unknown, so a matching payment could be its.
+	Open bool
 }
 
 // sealer seals stored answers: they hold payment data (ids, consent URLs).

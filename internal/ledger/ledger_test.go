@@ -220,24 +220,33 @@ func TestProtocol(t *testing.T) {
 			since := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 			base := request("g")
 			base.UserID = fmt.Sprintf("neighbour-%d", seq.Add(1))
+			base.Match = []byte("content-1")
 			a := base
 			a.Key = "a"
 			ca, _, _ := s.Claim(ctx, a, time.Hour)
+			other := base
+			other.Key, other.Match = "other-content", []byte("content-2")
+			if _, _, err := s.Claim(ctx, other, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := s.Neighbours(ctx, a, ca.ID, since); err != nil || n.Open {
+				t.Fatalf("an open request with other content: got %+v, %v; want not open", n, err)
+			}
 			b := base
 			b.Key = "b"
 			cb, _, _ := s.Claim(ctx, b, time.Hour)
 			n, err := s.Neighbours(ctx, a, ca.ID, since)
 			if err != nil || !n.Open || len(n.Taken) != 0 {
-				t.Fatalf("got %+v, %v; want open, nothing taken", n, err)
+				t.Fatalf("an open request with the same content: got %+v, %v; want open, nothing taken", n, err)
 			}
 			_, _ = s.Finish(ctx, cb, ledger.Outcome{Ending: ledger.EndAnswered, PaymentID: "01JB", Response: created})
 			n, _ = s.Neighbours(ctx, a, ca.ID, since)
 			if n.Open || !n.Taken["01JB"] {
 				t.Fatalf("got %+v, want not open, 01JB taken", n)
 			}
-			other := base
-			other.UserID = "someone-else"
-			if n, _ := s.Neighbours(ctx, other, 0, since); n.Open || len(n.Taken) != 0 {
+			stranger := base
+			stranger.UserID = "someone-else"
+			if n, _ := s.Neighbours(ctx, stranger, 0, since); n.Open || len(n.Taken) != 0 {
 				t.Fatalf("another user's neighbours: got %+v, want none", n)
 			}
 		})

@@ -26,6 +26,7 @@ type memRecord struct {
 	Record
 	key      memKey
 	owner    string
+	match    []byte
 	created  time.Time
 	response []byte // sealed, like the database's column
 }
@@ -77,7 +78,7 @@ func (m *Memory) Claim(_ context.Context, req Request, bound time.Duration) (*Cl
 		rec.Response = resp
 		return nil, &rec, nil
 	}
-	r.State, r.owner = StateInFlight, newOwner()
+	r.State, r.owner, r.match = StateInFlight, newOwner(), bytes.Clone(req.Match)
 	r.ClaimedAt, r.Deadline = now, now.Add(bound)
 	r.UpstreamStatus, r.Ending = 0, ""
 	return &Claim{ID: r.ID, Owner: r.owner, Deadline: r.Deadline}, nil, nil
@@ -172,7 +173,8 @@ func (m *Memory) Neighbours(_ context.Context, req Request, except int64, since 
 		if r.PaymentID != "" {
 			n.Taken[r.PaymentID] = true
 		}
-		if r.State == StateInFlight || r.State == StateUnknown {
+		same := r.match == nil || req.Match == nil || bytes.Equal(r.match, req.Match)
+		if same && (r.State == StateInFlight || r.State == StateUnknown) {
 			n.Open = true
 		}
 	}

@@ -103,10 +103,10 @@ func (p *Postgres) Claim(ctx context.Context, req Request, bound time.Duration) 
 	err := p.pool.QueryRow(ctx, `
 WITH c AS (
   INSERT INTO money_requests AS m
-    (user_id, route, idem_key, fingerprint, session_ref, client_ip, request_id, state, owner, deadline)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, 'in_flight', $8, now() + $9 * interval '1 microsecond')
+    (user_id, route, idem_key, fingerprint, session_ref, client_ip, request_id, state, owner, deadline, match_key)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, 'in_flight', $8, now() + $9 * interval '1 microsecond', $10)
   ON CONFLICT ON CONSTRAINT money_requests_key DO UPDATE
-    SET state = 'in_flight', owner = excluded.owner, attempts = m.attempts + 1, claimed_at = now(),
+    SET state = 'in_flight', owner = excluded.owner, attempts = m.attempts + 1, claimed_at = now(), match_key = excluded.match_key,
         deadline = excluded.deadline, finished_at = NULL, ending = NULL, upstream_status = NULL,
         session_ref = excluded.session_ref, client_ip = excluded.client_ip, request_id = excluded.request_id
     WHERE m.state = 'released' AND m.fingerprint = excluded.fingerprint
@@ -117,7 +117,7 @@ WITH c AS (
 )
 SELECT id, deadline FROM c`,
 		req.UserID, req.Route, req.Key, req.Fingerprint, req.SessionRef, req.ClientIP, req.RequestID,
-		owner, bound.Microseconds()).Scan(&c.ID, &c.Deadline)
+		owner, bound.Microseconds(), req.Match).Scan(&c.ID, &c.Deadline)
 	if err == nil {
 		c.Owner = owner
 		return &c, nil, nil
@@ -213,8 +213,8 @@ WHERE id = $1 AND state = 'unknown'`, id, nullInt(o.UpstreamStatus), nullString(
 func (p *Postgres) Neighbours(ctx context.Context, req Request, except int64, since time.Time) (Neighbours, error) {
 	n := Neighbours{Taken: map[string]bool{}}
 	rows, err := p.pool.Query(ctx, `
-SELECT state, payment_id FROM money_requests
-WHERE user_id = $1 AND route = $2 AND id <> $3 AND created_at >= $4`, req.UserID, req.Route, except, since)
+SELECT state, payment_id, (match_key IS NULL OR $5::bytea IS NULL OR match_key = $5) FROM money_requests
+WHERE user_id = $1 AND route = $2 AND id <> $3 AND created_at >= $4`, req.UserID, req.Route, except, since, req.Match)
 	if err != nil {
 		return n, unavailable(err)
 	}
@@ -222,13 +222,14 @@ WHERE user_id = $1 AND route = $2 AND id <> $3 AND created_at >= $4`, req.UserID
 	for rows.Next() {
 		var state string
 		var pid *string
-		if err := rows.Scan(&state, &pid); err != nil {
+		var same bool
+		if err := rows.Scan(&state, &pid, &same); err != nil {
 			return n, unavailable(err)
 		}
 		if pid != nil {
 			n.Taken[*pid] = true
 		}
-		if s := State(state); s == StateInFlight || s == StateUnknown {
+		if s := State(state); same && (s == StateInFlight || s == StateUnknown) {
 			n.Open = true
 		}
 	}

@@ -102,7 +102,7 @@ func (f *Forwarder) forwardMoney(w http.ResponseWriter, r *http.Request, st *cal
 	}
 	req := ledger.Request{
 		UserID: st.UserID, Route: moneyRoute, Key: key, Fingerprint: fingerprint(r.Method, st.path, r.URL.RawQuery, body),
-		SessionRef: st.SessionRef, ClientIP: st.ClientIP, RequestID: st.RequestID,
+		Match: matchKey(body), SessionRef: st.SessionRef, ClientIP: st.ClientIP, RequestID: st.RequestID,
 	}
 	// The payment call is detached from the client: a mobile app that loses
 	// its connection mid-payment finds the outcome stored when it retries.

@@ -30,14 +30,21 @@ type bank struct {
 	// after, when set, replaces the reply to the next creation once the
 	// payment exists: "hangup", "500", or "slow" (sleeps past the timeout).
 	after atomic.Value
-	// refuse, when set, answers the next creation before acting: "500" with
-	// the upstream's typed error, anything else as a 400 body.
+	// refuse, when set, answers the next creation before acting: "hangup"
+	// drops the connection, "500" is the upstream's typed error, anything
+	// else a 400 body.
 	refuse atomic.Value
 }
 
 func (b *bank) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v2/payments":
+		if v, _ := b.refuse.Load().(string); v == "hangup" {
+			b.refuse.Store("")
+			conn, _, _ := http.NewResponseController(w).Hijack()
+			_ = conn.Close()
+			return
+		}
 		if v, _ := b.refuse.Swap("").(string); v == "500" {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusInternalServerError)
@@ -243,6 +250,24 @@ func TestMoneyMovingRequests(t *testing.T) {
 		}
 		if n := f.bank.creates.Load(); n != 1 {
 			t.Fatalf("the upstream created %d payments, want 1", n)
+		}
+	})
+
+	t.Run("another unknown payment of the user with other content does not block settling", func(t *testing.T) {
+		f := newMoneyFixture(t, nil)
+		f.bank.refuse.Store("hangup") // never made, and nothing can tell: unknown
+		if p := decodeProblem(t, f.pay(strings.Replace(payment, "Order 7", "Order 8", 1), "lost-before")); p.Code != "PAYMENT_OUTCOME_UNKNOWN" {
+			t.Fatalf("got %+v, want PAYMENT_OUTCOME_UNKNOWN", p)
+		}
+		f.bank.after.Store("hangup")
+		if w := f.pay(payment, "lost-after"); w.Code != 201 {
+			t.Fatalf("got %d %s, want the payment settled", w.Code, w.Body)
+		}
+		// The same content is confusable: a second lost payment like the
+		// first unknown one is left unknown.
+		f.bank.after.Store("hangup")
+		if p := decodeProblem(t, f.pay(strings.Replace(payment, "Order 7", "Order 8", 1), "lost-again")); p.Code != "PAYMENT_OUTCOME_UNKNOWN" {
+			t.Fatalf("got %+v, want PAYMENT_OUTCOME_UNKNOWN while a request like it is unknown", p)
 		}
 	})
 

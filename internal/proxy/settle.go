@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -92,6 +93,45 @@ func (f *Forwarder) settle(ctx context.Context, st *callState, req ledger.Reques
 		Ending: ledger.EndSettled, PaymentID: p.ID,
 		Response: &ledger.Response{Status: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}}, Body: reply},
 	}, true
+}
+
+// matchKey hashes what settling compares of a payment request: its
+// paymentInformation and redirectUrl, normalised as sameInformation
+// compares them (numbers by value, IBANs without spaces or case). Two
+// requests with the same key are the ones settling could confuse. nil when
+// the body is not a JSON object.
+func matchKey(body []byte) []byte {
+	var v struct {
+		Info        map[string]any `json:"paymentInformation"`
+		RedirectURL string         `json:"redirectUrl"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return nil
+	}
+	b, _ := json.Marshal([]any{normalizeInfo(v.Info), v.RedirectURL}) // maps marshal with sorted keys
+	sum := sha256.Sum256(b)
+	return sum[:]
+}
+
+func normalizeInfo(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		switch x := v.(type) {
+		case map[string]any:
+			out[k] = normalizeInfo(x)
+		case string:
+			if strings.EqualFold(k, "iban") {
+				out[k] = normIBAN(x)
+			} else if f, ok := number(x); ok {
+				out[k] = f
+			} else {
+				out[k] = x
+			}
+		default:
+			out[k] = v
+		}
+	}
+	return out
 }
 
 type listedPayment struct {
