@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -256,6 +257,36 @@ func TestOIDCBackchannelLogout(t *testing.T) {
 			t.Fatalf("logout token %q: got %d %s, want a 400 problem", tok, resp.StatusCode, resp.Header.Get("Content-Type"))
 		}
 	}
+}
+
+// POST /auth/backchannel-logout is unauthenticated: it reads a small
+// url-encoded form only. A multipart body (which the form parser would
+// spill to /tmp) is refused, and so is a large one, without reading it
+// whole.
+func TestOIDCBackchannelLogoutBoundsItsInput(t *testing.T) {
+	e, _ := oidcEnv(t)
+	post := func(contentType string, body io.Reader) reply {
+		req, _ := http.NewRequest("POST", e.public+"/auth/backchannel-logout", body)
+		req.Header.Set("Content-Type", contentType)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return reply{status: resp.StatusCode, header: resp.Header, body: b}
+	}
+	wantProblem(t, post("multipart/form-data; boundary=x", strings.NewReader("--x\r\nContent-Disposition: form-data; name=\"logout_token\"\r\n\r\nabc\r\n--x--\r\n")), 400, "BAD_REQUEST")
+	wantProblem(t, post("application/x-www-form-urlencoded", io.LimitReader(repeatReader('a'), 40<<20)), 413, "BODY_TOO_LARGE")
+}
+
+type repeatReader byte
+
+func (r repeatReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r)
+	}
+	return len(p), nil
 }
 
 // A full OpenID scenario leaves no secret in any log line or Redis value:

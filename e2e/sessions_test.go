@@ -238,3 +238,84 @@ func scrape(t *testing.T, e *env) string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
+
+// Every answer under /api and /auth, the BFF's own and the upstream's, is
+// not cacheable and not to be sniffed.
+func TestNoStoreAndNoSniff(t *testing.T) {
+	e := start(t, options{})
+	b := e.browser()
+	anon := e.browser().do("GET", "/auth/session", "")
+	b.login("nora")
+	for name, r := range map[string]reply{
+		"401 on /auth/session":  anon,
+		"200 proxied":           b.do("GET", "/api/v2/providers", ""),
+		"404 ROUTE_NOT_FOUND":   b.do("GET", "/api/v2/nope", ""),
+		"200 /auth/session":     b.do("GET", "/auth/session", ""),
+		"upstream 4xx envelope": b.do("GET", "/api/v2/payments/not-an-id", ""),
+	} {
+		if r.header.Get("Cache-Control") != "no-store" || r.header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: got Cache-Control %q, X-Content-Type-Options %q; want no-store, nosniff",
+				name, r.header.Values("Cache-Control"), r.header.Get("X-Content-Type-Options"))
+		}
+	}
+}
+
+// A CORS preflight is answered before any session check and is never 401:
+// with no origin configured it gets 204 without Access-Control-Allow-*;
+// a listed origin gets them.
+func TestPreflightIsNeverUnauthorized(t *testing.T) {
+	preflight := func(e *env, origin string) *http.Response {
+		req, _ := http.NewRequest("OPTIONS", e.public+"/api/v2/payments", nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		req.Header.Set("Access-Control-Request-Headers", "content-type, x-csrf, idempotency-key")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	none := start(t, options{})
+	if r := preflight(none, "https://spa.example"); r.StatusCode != 204 || r.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("no origins configured: got %d ACAO %q, want 204 and none", r.StatusCode, r.Header.Get("Access-Control-Allow-Origin"))
+	}
+	listed := start(t, options{extraYAML: `cors: { allowed_origins: ["https://spa.example"] }`})
+	r := preflight(listed, "https://spa.example")
+	if r.StatusCode != 204 || r.Header.Get("Access-Control-Allow-Origin") != "https://spa.example" || r.Header.Get("Access-Control-Allow-Credentials") != "true" {
+		t.Fatalf("a listed origin: got %d %v", r.StatusCode, r.Header)
+	}
+	for _, h := range []string{"X-CSRF", "Content-Type", "Idempotency-Key"} {
+		if !strings.Contains(r.Header.Get("Access-Control-Allow-Headers"), h) {
+			t.Errorf("Access-Control-Allow-Headers %q lacks %s", r.Header.Get("Access-Control-Allow-Headers"), h)
+		}
+	}
+	if r := preflight(listed, "https://evil.example"); r.StatusCode != 204 || r.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("an unlisted origin: got %d ACAO %q, want 204 and none", r.StatusCode, r.Header.Get("Access-Control-Allow-Origin"))
+	}
+}
+
+// DELETE /auth/sessions ends every session of the caller's user, on every
+// device and instance, and leaves other users' sessions alone.
+func TestLogoutEverywhere(t *testing.T) {
+	a := start(t, options{})
+	b := a.another(options{})
+	laptop, phone, other := a.browser(), b.app(""), a.browser()
+	laptop.login("lena")
+	phone.token = a.browser().login("lena")
+	other.login("olaf")
+	for _, c := range []*client{laptop, phone, other} {
+		if r := c.do("GET", "/api/v2/providers", ""); r.status != 200 {
+			t.Fatalf("before: got %d", r.status)
+		}
+	}
+	wantProblem(t, laptop.do("DELETE", "/auth/sessions", ""), 403, "CSRF_REJECTED")
+	if r := laptop.do("DELETE", "/auth/sessions", "", "X-CSRF", "1"); r.status != 204 {
+		t.Fatalf("DELETE /auth/sessions: got %d %s, want 204", r.status, r.body)
+	}
+	wantProblem(t, laptop.do("GET", "/api/v2/providers", ""), 401, "SESSION_REQUIRED")
+	wantProblem(t, phone.do("GET", "/api/v2/providers", ""), 401, "SESSION_REQUIRED")
+	if r := other.do("GET", "/api/v2/providers", ""); r.status != 200 {
+		t.Fatalf("another user's session: got %d, want 200", r.status)
+	}
+}

@@ -181,6 +181,27 @@ func sessionInfo(d authDeps) echo.HandlerFunc {
 // logout ends the session everywhere and clears the cookie. When it was
 // the user's last session, their cached upstream token goes too. After an
 // OpenID login, X-Logout-Url names the provider's RP-initiated logout.
+// logoutEverywhere is DELETE /auth/sessions: it ends every session of the
+// caller's user, on every device and instance, and drops the user's cached
+// upstream token; 204.
+func logoutEverywhere(d authDeps) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		p, err := d.a.resolve(c)
+		if err != nil {
+			return err
+		}
+		ctx := c.Request().Context()
+		ended, err := d.sessions.RevokeUser(ctx, p.rec.UserID)
+		if err != nil {
+			return problem.Wrap(problem.CodeSessionStoreUnavailable, "the sessions could not be ended right now", err)
+		}
+		d.metrics.revoked("user", len(ended))
+		_ = d.tokens.Invalidate(ctx, p.rec.UserID)
+		c.SetCookie(d.cookies.Clear())
+		return c.NoContent(http.StatusNoContent)
+	}
+}
+
 func logout(d authDeps, logoutURL string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		p, err := d.a.resolve(c)

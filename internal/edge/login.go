@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
+	"net/url"
 	"sort"
 	"time"
 
@@ -186,12 +188,32 @@ func mobileToken(d loginDeps) echo.HandlerFunc {
 	}
 }
 
+// backchannelMaxBody bounds a back-channel logout request: a logout token
+// is a signed JWT of a few hundred bytes; 16 KiB leaves room for large keys.
+const backchannelMaxBody = 16 << 10
+
 // backchannelLogout is POST /auth/backchannel-logout (OpenID Connect
 // Back-Channel Logout 1.0): the provider ends sessions by sid or sub.
 func backchannelLogout(d loginDeps) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		c.Response().Header().Set("Cache-Control", "no-store")
-		sub, sid, err := d.prov.VerifyLogoutToken(c.Request().Context(), c.FormValue("logout_token"))
+		r := c.Request()
+		// Unauthenticated input: a form of one field, read whole into at most
+		// backchannelMaxBody bytes, never multipart (which spills to /tmp).
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
+			return problem.New(problem.CodeBadRequest, "send the logout_token as application/x-www-form-urlencoded")
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, backchannelMaxBody+1))
+		if err != nil {
+			return problem.Wrap(problem.CodeBadRequest, "the request body could not be read", err)
+		}
+		if len(body) > backchannelMaxBody {
+			return problem.Newf(problem.CodeBodyTooLarge, "a logout request is at most %d bytes", backchannelMaxBody)
+		}
+		form, err := url.ParseQuery(string(body))
+		if err != nil {
+			return problem.Wrap(problem.CodeBadRequest, "the form could not be read", err)
+		}
+		sub, sid, err := d.prov.VerifyLogoutToken(r.Context(), form.Get("logout_token"))
 		if err != nil {
 			d.log.LogAttrs(c.Request().Context(), slog.LevelWarn, "back-channel logout refused", slog.String("reason", err.Error()))
 			return loginProblem(err)

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/netip"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -199,13 +200,67 @@ func userHash(userID string) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:9])
 }
 
+// noStore marks every answer under /api and /auth, the BFF's own and the
+// upstream's, as not cacheable and not to be sniffed: they hold financial
+// data and session state. (The proxy sets the same on upstream replies,
+// whose headers would otherwise replace these.)
+func noStore() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			p := c.Request().URL.Path
+			if strings.HasPrefix(p, "/api") || strings.HasPrefix(p, "/auth") {
+				h := c.Response().Header()
+				h.Set("Cache-Control", "no-store")
+				h.Set("X-Content-Type-Options", "nosniff")
+			}
+			return next(c)
+		}
+	}
+}
+
+// preflight answers every CORS preflight (OPTIONS with Origin and
+// Access-Control-Request-Method) before any session check, so it is never
+// 401: a listed origin gets the Access-Control-Allow-* headers, any other
+// origin none (the browser then refuses the real request itself).
+func preflight(origins []string) echo.MiddlewareFunc {
+	allowed := make(map[string]bool, len(origins))
+	for _, o := range origins {
+		allowed[o] = true
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			if r.Method != http.MethodOptions || r.Header.Get("Origin") == "" || r.Header.Get("Access-Control-Request-Method") == "" {
+				return next(c)
+			}
+			h := c.Response().Header()
+			h.Add("Vary", "Origin")
+			h.Add("Vary", "Access-Control-Request-Method")
+			h.Add("Vary", "Access-Control-Request-Headers")
+			if origin := r.Header.Get("Origin"); allowed[origin] {
+				h.Set("Access-Control-Allow-Origin", origin)
+				h.Set("Access-Control-Allow-Credentials", "true")
+				h.Set("Access-Control-Allow-Methods", strings.Join(corsMethods, ", "))
+				h.Set("Access-Control-Allow-Headers", strings.Join(corsHeaders, ", "))
+				h.Set("Access-Control-Max-Age", "600")
+			}
+			return c.NoContent(http.StatusNoContent)
+		}
+	}
+}
+
+var (
+	corsMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+	corsHeaders = []string{"Content-Type", "X-CSRF", "Authorization", "Idempotency-Key", "X-Request-Id"}
+)
+
 // corsMiddleware answers cross-origin requests from the listed origins only,
 // with credentials; other origins get no CORS headers at all.
 func corsMiddleware(origins []string) echo.MiddlewareFunc {
 	return middleware.CORSWithConfig(middleware.CORSConfig{
 		AllowOrigins:     origins,
-		AllowMethods:     []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
-		AllowHeaders:     []string{"Content-Type", "X-CSRF", "Authorization", "Idempotency-Key", "X-Request-Id"},
+		AllowMethods:     corsMethods,
+		AllowHeaders:     corsHeaders,
 		ExposeHeaders:    []string{"X-Request-Id", "Retry-After", "Idempotent-Replayed"},
 		AllowCredentials: true,
 		MaxAge:           600,

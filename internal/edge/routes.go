@@ -6,7 +6,7 @@ import (
 
 // routes lists every public route in one place.
 func routes(e *echo.Echo, d Deps, m *httpMetrics, am *authMetrics) {
-	e.Use(requestIDMiddleware(d.TrustedProxies), recoverMiddleware(d.Logger), accessLog(d.Logger, m))
+	e.Use(requestIDMiddleware(d.TrustedProxies), recoverMiddleware(d.Logger), accessLog(d.Logger, m), noStore(), preflight(d.AllowedOrigins))
 	if len(d.AllowedOrigins) > 0 {
 		e.Use(corsMiddleware(d.AllowedOrigins))
 	}
@@ -28,6 +28,7 @@ func routes(e *echo.Echo, d Deps, m *httpMetrics, am *authMetrics) {
 	e.GET("/auth/session", sessionInfo(ad))
 	e.GET("/auth/sessions", listSessions(ad))
 	e.DELETE("/auth/sessions/:id", revokeSession(ad))
+	e.DELETE("/auth/sessions", logoutEverywhere(ad))
 	e.POST("/auth/logout", logout(ad, logoutURL))
 	forward := api(a, d.Forwarder)
 	e.Any("/api/*", forward)

@@ -143,22 +143,22 @@ func New(o Options) *Forwarder {
 			out.URL.RawPath = ""
 			out.URL.RawQuery = pr.In.URL.RawQuery // forwarded as sent
 			out.Host = base.Host
-			// The client's credentials and CSRF marker never go upstream;
-			// the transport adds the user's upstream token. Hop-by-hop and
-			// X-Forwarded-* headers are already dropped by ReverseProxy.
-			h := out.Header
-			h.Del("Authorization")
-			h.Del("Proxy-Authorization")
-			h.Del("Cookie")
-			h.Del("X-Csrf")
-			h.Del("Origin")
-			h.Del("Referer")
-			// The idempotency key stays here: the upstream takes none, and
-			// net/http's Transport treats a request carrying one as safe to
-			// send again on a new connection, which for a payment is a
-			// second payment. The BFF's ledger enforces the key instead.
-			h.Del("Idempotency-Key")
-			h.Del("X-Idempotency-Key")
+			// Headers go upstream by allowlist: content negotiation,
+			// conditional requests, body framing and trace context. The
+			// client's credentials, cookies, CSRF marker, method overrides,
+			// forwarding claims and idempotency key stay here (the key
+			// because net/http's Transport treats a request carrying one as
+			// safe to send again on a new connection, which for a payment is
+			// a second payment; the BFF's ledger enforces it instead). The
+			// transport adds the user's upstream token.
+			h := make(http.Header, len(requestHeaders)+3)
+			for _, k := range requestHeaders {
+				if v := out.Header[k]; len(v) > 0 {
+					h[k] = v
+				}
+			}
+			h["User-Agent"] = []string{""} // no client User-Agent, and not Go's default either
+			out.Header = h
 			h.Set("X-Request-Id", c.RequestID)
 			if c.ClientIP != "" {
 				h.Set("X-Forwarded-For", c.ClientIP)
@@ -279,8 +279,39 @@ func (e upstreamError) Error() string { return e.p.Error() }
 // errorBodyLimit caps how much of an upstream error body is read.
 const errorBodyLimit = 64 << 10
 
+// requestHeaders are the only client headers sent upstream (canonical
+// form), besides those the BFF sets itself (Authorization, X-Request-Id,
+// X-Forwarded-For).
+var requestHeaders = []string{
+	"Accept", "Accept-Charset", "Accept-Encoding", "Accept-Language",
+	"Content-Type", "Content-Encoding", "Content-Language",
+	"If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since", "If-Range", "Range",
+	"Traceparent", "Tracestate",
+}
+
+// responseHeaders are the only upstream headers passed to the client:
+// representation metadata, conditional-request validators, redirects and
+// Retry-After. Cookies, Server, X-Powered-By, WWW-Authenticate, HSTS,
+// Clear-Site-Data, CORS and caching headers never pass (the edge sets
+// Cache-Control: no-store and nosniff itself).
+var responseHeaders = map[string]bool{
+	"Content-Type": true, "Content-Length": true, "Content-Encoding": true, "Content-Language": true,
+	"Content-Disposition": true, "Content-Range": true, "Accept-Ranges": true,
+	"Etag": true, "Last-Modified": true, "Location": true, "Retry-After": true, "Allow": true,
+	"Vary": true, "Link": true,
+}
+
 func modifyResponse(resp *http.Response) error {
-	resp.Header.Del("Set-Cookie") // upstream cookies never reach the client
+	for k := range resp.Header {
+		if !responseHeaders[k] {
+			delete(resp.Header, k)
+		}
+	}
+	// A reply without a Content-Type would be sniffed by the server (and a
+	// 200 served as text/html on the app's origin).
+	if resp.Header.Get("Content-Type") == "" && resp.ContentLength != 0 && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified {
+		resp.Header.Set("Content-Type", "application/octet-stream")
+	}
 	if resp.StatusCode < 400 {
 		return nil // 2xx (whatever the payment status inside) passes through unchanged
 	}

@@ -43,15 +43,16 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// send it again on a new connection when a reused one closes without
 	// an answer, which for a payment is a second payment.
 	getBody := req.GetBody
+	upstreamCtx := hiddenTrace{ctx}
 	authRetried := false
 	for attempt := 1; ; {
 		tok, err := t.tokens.Token(ctx, c.UserID)
 		if err != nil {
 			return nil, err
 		}
-		out := req
+		out := req.WithContext(upstreamCtx)
 		if attempt > 1 || authRetried {
-			out = req.Clone(ctx)
+			out = req.Clone(upstreamCtx)
 			if getBody != nil {
 				if out.Body, err = getBody(); err != nil {
 					return nil, err
@@ -107,6 +108,22 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return resp, nil
 	}
+}
+
+// hiddenTrace is a request's context without the httptrace hooks set above
+// the transport: ReverseProxy's Got1xxResponse passes an upstream's 1xx
+// informational answer (a 103 Early Hints carrying a Set-Cookie, say)
+// straight to the client, past every header rule. Deadline, cancellation
+// and every other value are the context's own, so context.WithCancel on it
+// still finds the parent's cancelCtx (no extra goroutine).
+type hiddenTrace struct{ context.Context }
+
+func (c hiddenTrace) Value(key any) any {
+	v := c.Context.Value(key)
+	if _, ok := v.(*httptrace.ClientTrace); ok {
+		return nil
+	}
+	return v
 }
 
 // transient reports the failures the contract retries.
