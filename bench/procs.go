@@ -22,6 +22,18 @@ type proc struct {
 	err  error
 }
 
+// childEnv is this process's environment less the harness's own BFF_TEST_*
+// settings: the bff refuses any BFF_ variable that names no key.
+func childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "BFF_TEST_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
 // procSet owns every child process so that all of them are stopped at the
 // end, on failure and on a signal. Children also get SIGKILL should the
 // harness die (Pdeathsig).
@@ -36,6 +48,7 @@ func (ps *procSet) start(name, logPath string, argv ...string) (*proc, error) {
 		return nil, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = childEnv()
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -256,7 +256,12 @@ redis: { url: "" }
 session: { secure_cookie: false }
 auth: { mode: dev }
 `)
-	out, err := exec.Command(bffBin, "-config", ok, "-check").CombinedOutput()
+	check := func(args ...string) *exec.Cmd {
+		c := exec.Command(bffBin, args...)
+		c.Env = []string{"PATH=" + os.Getenv("PATH")} // not the tests' own BFF_TEST_* settings
+		return c
+	}
+	out, err := check("-config", ok, "-check").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "configuration OK") || strings.Contains(string(out), "check-secret-VALUE") {
 		t.Fatalf("-check: got %v\n%s\nwant OK with the secret redacted", err, out)
 	}
@@ -272,10 +277,17 @@ auth: { mode: dev }
 	}
 	wants := map[string]string{"dev login in production": "auth.mode", "unknown key": "upstream.tiemout"}
 	for name, body := range cases {
-		out, err := exec.Command(bffBin, "-config", write(strings.ReplaceAll(name, " ", "_")+".yaml", body), "-check").CombinedOutput()
+		out, err := check("-config", write(strings.ReplaceAll(name, " ", "_")+".yaml", body), "-check").CombinedOutput()
 		if err == nil || !strings.Contains(string(out), wants[name]) {
 			t.Errorf("%s: got %v\n%s\nwant a failure naming %s", name, err, out, wants[name])
 		}
+	}
+	// A BFF_ variable that names no key is refused, naming it, never its value.
+	typo := check("-config", ok, "-check")
+	typo.Env = append(typo.Env, "BFF_UPSTREAM_TIMOUT=5s-secret-looking-value")
+	out, err = typo.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "BFF_UPSTREAM_TIMOUT") || strings.Contains(string(out), "secret-looking-value") {
+		t.Errorf("a misspelt variable: got %v\n%s\nwant a failure naming BFF_UPSTREAM_TIMOUT without its value", err, out)
 	}
 }
 

@@ -76,6 +76,7 @@ type env struct {
 	encKey    string
 	cookieKey string
 	ledgerURL string // the deployment's PostgreSQL database
+	adminTok  string // the admin listener's bearer token (admin_token_file)
 	cmd       *exec.Cmd
 	exited    chan error
 	termSent  bool
@@ -130,6 +131,21 @@ type options struct {
 	upstream   string              // extra lines of the upstream block, e.g. "timeout: 2s"
 	drainDelay string              // shutdown_delay; default 0s
 	env        map[string]string   // BFF_* variables, over the file's values
+	// noAdminToken leaves admin_token_file unset: the admin listener's
+	// mutating endpoints then do not exist.
+	noAdminToken bool
+}
+
+// adminDo sends a request to the admin listener with its bearer token.
+func (e *env) adminDo(method, path string) *http.Response {
+	e.t.Helper()
+	req, _ := http.NewRequest(method, e.admin+path, nil)
+	req.Header.Set("Authorization", "Bearer "+e.adminTok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp
 }
 
 const clientSecret = "e2e-client-secret-Xq9zV"
@@ -144,7 +160,7 @@ func start(t *testing.T, o options) *env {
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
 	e := &env{t: t, sim: sim, simURL: srv.URL, prefix: prefix, secret: o.sim.ClientSecret,
-		encKey: randomB64(32), cookieKey: randomB64(32), ledgerURL: pgtest.Database(t)}
+		encKey: randomB64(32), cookieKey: randomB64(32), ledgerURL: pgtest.Database(t), adminTok: randomB64(24)}
 	e.launch(o)
 	return e
 }
@@ -152,7 +168,7 @@ func start(t *testing.T, o options) *env {
 // another starts one more instance of the same deployment: same simulator,
 // Redis namespace and keys, as a second instance behind a load balancer.
 func (e *env) another(o options) *env {
-	n := &env{t: e.t, sim: e.sim, simURL: e.simURL, prefix: e.prefix, secret: e.secret, encKey: e.encKey, cookieKey: e.cookieKey, ledgerURL: e.ledgerURL}
+	n := &env{t: e.t, sim: e.sim, simURL: e.simURL, prefix: e.prefix, secret: e.secret, encKey: e.encKey, cookieKey: e.cookieKey, ledgerURL: e.ledgerURL, adminTok: e.adminTok}
 	if o.sim.ClientID == "" {
 		o.sim.ClientID = "e2e-client"
 	}
@@ -209,11 +225,20 @@ func (e *env) launchOn(o options, pub, adm string) error {
 	if authYAML == "" {
 		authYAML = "auth:\n  mode: dev"
 	}
+	adminTokenFile := filepath.Join(t.TempDir(), "admin_token")
+	if err := os.WriteFile(adminTokenFile, []byte(e.adminTok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	adminLine := fmt.Sprintf("admin_token_file: %q", adminTokenFile)
+	if o.noAdminToken {
+		adminLine = ""
+	}
 	secretLine := fmt.Sprintf("client_secret: %q", e.secret)
 	if o.secretFile != "" {
 		secretLine = fmt.Sprintf("client_secret_file: %q", o.secretFile)
 	}
 	cfg := fmt.Sprintf(`env: development
+%s
 listen: %q
 admin_listen: %q
 public_url: "http://%s"
@@ -235,7 +260,7 @@ session:
 ledger:
   postgres_url: %q
 %s
-%s`, pub, adm, pub, drainDelay, e.simURL, o.sim.ClientID, secretLine, o.upstream, redisYAML, e.prefix, e.encKey, e.cookieKey, e.ledgerURL, authYAML, o.extraYAML)
+%s`, adminLine, pub, adm, pub, drainDelay, e.simURL, o.sim.ClientID, secretLine, o.upstream, redisYAML, e.prefix, e.encKey, e.cookieKey, e.ledgerURL, authYAML, o.extraYAML)
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,10 +164,7 @@ func TestReloadSecretEndpoint(t *testing.T) {
 	e.sim.RotateSecret("endpoint-secret")
 	writeSecret(t, secretFile, "endpoint-secret")
 	for i, want := range []string{`{"changed":true}`, `{"changed":false}`} {
-		resp, err := http.Post(e.admin+"/reload-secret", "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := e.adminDo("POST", "/reload-secret")
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != 200 || strings.TrimSpace(string(b)) != want {

@@ -64,11 +64,7 @@ func TestListAndRevokeSessions(t *testing.T) {
 	}
 
 	// The operator revokes all of vera's sessions.
-	req, _ := http.NewRequest("DELETE", e.admin+"/users/vera/sessions", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := e.adminDo("DELETE", "/users/vera/sessions")
 	var out struct{ Revoked int }
 	_ = json.NewDecoder(resp.Body).Decode(&out)
 	resp.Body.Close()
@@ -317,5 +313,57 @@ func TestLogoutEverywhere(t *testing.T) {
 	wantProblem(t, phone.do("GET", "/api/v2/providers", ""), 401, "SESSION_REQUIRED")
 	if r := other.do("GET", "/api/v2/providers", ""); r.status != 200 {
 		t.Fatalf("another user's session: got %d, want 200", r.status)
+	}
+}
+
+// The admin listener's mutating endpoints need the bearer token from
+// admin_token_file (a DNS-rebinding page reaching the listener has none),
+// and do not exist without the file; /healthz, /readyz and /metrics stay
+// open.
+func TestAdminEndpointsNeedTheToken(t *testing.T) {
+	e := start(t, options{})
+	e.browser().login("ada")
+	for _, tc := range []struct{ method, path, auth string }{
+		{"POST", "/reload-secret", ""},
+		{"POST", "/reload-secret", "Bearer wrong-token-value-xx"},
+		{"DELETE", "/users/ada/sessions", ""},
+		{"DELETE", "/users/ada/sessions", "Basic " + e.adminTok},
+	} {
+		req, _ := http.NewRequest(tc.method, e.admin+tc.path, nil)
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 401 {
+			t.Fatalf("%s %s with %q: got %d, want 401", tc.method, tc.path, tc.auth, resp.StatusCode)
+		}
+	}
+	if resp := e.adminDo("DELETE", "/users/ada/sessions"); resp.StatusCode != 200 {
+		t.Fatalf("with the token: got %d, want 200", resp.StatusCode)
+	}
+	open := start(t, options{noAdminToken: true})
+	for _, tc := range []struct{ method, path string }{{"POST", "/reload-secret"}, {"DELETE", "/users/ada/sessions"}} {
+		resp := open.adminDo(tc.method, tc.path)
+		resp.Body.Close()
+		if resp.StatusCode != 404 {
+			t.Fatalf("%s %s without admin_token_file: got %d, want 404", tc.method, tc.path, resp.StatusCode)
+		}
+	}
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		resp, err := http.Get(open.admin + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: got %d, want 200", path, resp.StatusCode)
+		}
+	}
+	if strings.Contains(e.logs.String(), e.adminTok) {
+		t.Fatal("the admin token reached the logs")
 	}
 }

@@ -35,8 +35,10 @@ import (
 )
 
 // run is the whole program; main only wires signals and the process.
-// It returns nil after a clean shutdown (ctx cancelled by SIGTERM/SIGINT).
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// environ is the process environment (KEY=value): BFF_* variables override
+// configuration keys, and one that names no key stops start-up. It returns
+// nil after a clean shutdown (ctx cancelled by SIGTERM/SIGINT).
+func run(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "path to the YAML configuration file")
@@ -44,7 +46,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	cfg, err := config.Load(*cfgPath, getenv)
+	cfg, err := config.LoadEnviron(*cfgPath, environ)
 	if err != nil {
 		return err
 	}
@@ -241,9 +243,17 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		}
 		return 1
 	}))
+	adminToken, err := cfg.LoadAdminToken()
+	if err != nil {
+		return err
+	}
+	if adminToken == "" {
+		log.Info("admin_token_file is not set: the admin listener's POST /reload-secret and DELETE /users/{userId}/sessions are off (404)")
+	}
 	ready := edge.NewReadiness()
 	admin := edge.NewAdmin(edge.AdminDeps{Ready: ready, Gatherer: reg, Sessions: sessions, Tokens: cache, Metrics: deps.Metrics, Logger: log, Pprof: cfg.Pprof,
 		ReloadSecret: func() (bool, error) { return rotate("POST /reload-secret") },
+		Token:        adminToken.Reveal(),
 	})
 
 	publicLn, err := net.Listen("tcp", cfg.Listen)

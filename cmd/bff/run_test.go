@@ -45,7 +45,7 @@ auth: { mode: dev }
 	var stdout, stderr syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"bff", "-config", cfg}, func(string) string { return "" }, &stdout, &stderr)
+		done <- run(ctx, []string{"bff", "-config", cfg}, nil, &stdout, &stderr)
 	}()
 	status := func(path string) int {
 		resp, err := http.Get("http://" + adm + path)
@@ -96,7 +96,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "c.yaml")
 	_ = os.WriteFile(cfg, []byte("env: staging\n"), 0o600)
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), []string{"bff", "-config", cfg}, func(string) string { return "" }, &out, &errOut)
+	err := run(context.Background(), []string{"bff", "-config", cfg}, nil, &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), "env") {
 		t.Fatalf("got %v, want an error naming env", err)
 	}

@@ -63,12 +63,17 @@ type Config struct {
 	ShutdownDelay   time.Duration `yaml:"shutdown_delay"`   // /readyz is 503 this long before the listeners stop
 	LogLevel        string        `yaml:"log_level"`        // debug | info | warn | error
 	Pprof           bool          `yaml:"pprof"`            // serve /debug/pprof/ on the admin listener
-	Upstream        Upstream      `yaml:"upstream"`
-	Redis           Redis         `yaml:"redis"`
-	Session         Session       `yaml:"session"`
-	Auth            Auth          `yaml:"auth"`
-	CORS            CORS          `yaml:"cors"`
-	Ledger          Ledger        `yaml:"ledger"`
+	// AdminTokenFile is the path of the file holding the bearer token of
+	// the admin listener's mutating endpoints (POST /reload-secret, DELETE
+	// /users/{userId}/sessions). Empty: those endpoints answer 404. Read it
+	// with LoadAdminToken; the file is re-read on every call.
+	AdminTokenFile string   `yaml:"admin_token_file"`
+	Upstream       Upstream `yaml:"upstream"`
+	Redis          Redis    `yaml:"redis"`
+	Session        Session  `yaml:"session"`
+	Auth           Auth     `yaml:"auth"`
+	CORS           CORS     `yaml:"cors"`
+	Ledger         Ledger   `yaml:"ledger"`
 }
 
 // Ledger configures the durable record of money-moving requests.

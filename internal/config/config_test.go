@@ -20,6 +20,7 @@ const (
 	redisPassword  = "redis-PASSWORD-c0ffee"
 	ledgerPassword = "ledger-PASSWORD-5eed"
 	sentinelSecret = "sentinel-SECRET-9d1e"
+	adminToken     = "admin-TOKEN-4e7f21a9b3"
 )
 
 var (
@@ -31,7 +32,7 @@ var (
 
 // secretValues are the strings that must never be printed.
 func secretValues() []string {
-	return []string{upstreamSecret, oidcSecret, redisPassword, ledgerPassword, sentinelSecret, sessionKey, sessionKeyOld, encryptionKey, decryptionKey}
+	return []string{upstreamSecret, oidcSecret, redisPassword, ledgerPassword, sentinelSecret, adminToken, sessionKey, sessionKeyOld, encryptionKey, decryptionKey}
 }
 
 // prodEnv is the smallest environment that makes a valid production config.
@@ -118,6 +119,8 @@ func TestDefaults(t *testing.T) {
 		{"shutdown_timeout", d.ShutdownTimeout, 30 * time.Second},
 		{"shutdown_delay", d.ShutdownDelay, 5 * time.Second},
 		{"log_level", d.LogLevel, "info"},
+		{"pprof", d.Pprof, false},
+		{"admin_token_file", d.AdminTokenFile, ""},
 		{"upstream.timeout", d.Upstream.Timeout, 15 * time.Second},
 		{"upstream.max_body_bytes", d.Upstream.MaxBodyBytes, int64(1048576)},
 		{"upstream.expires_in_unit", d.Upstream.ExpiresInUnit, "seconds"},
@@ -283,7 +286,7 @@ upstream:
 		{"empty value is unset", map[string]string{"BFF_LOG_LEVEL": ""}, func(c *Config) any { return c.LogLevel }, "warn"},
 		{"nested scalar", map[string]string{"BFF_UPSTREAM_RETRY_MAX_ATTEMPTS": "7"}, func(c *Config) any { return c.Upstream.Retry }, Retry{7, 200 * time.Millisecond, time.Second}},
 		{"nested duration beats file", map[string]string{"BFF_UPSTREAM_TIMEOUT": "20s"}, func(c *Config) any { return c.Upstream.Timeout }, 20 * time.Second},
-		{"bool", map[string]string{"BFF_PPROF": "true"}, func(c *Config) any { return c.Pprof }, true},
+		{"bool", map[string]string{"BFF_PPROF": "true", "BFF_ADMIN_LISTEN": "127.0.0.1:9090"}, func(c *Config) any { return c.Pprof }, true},
 		{"scalar is literal", map[string]string{"BFF_REDIS_KEY_PREFIX": "'x: y'"}, func(c *Config) any { return c.Redis.KeyPrefix }, "'x: y'"},
 		{"list", map[string]string{"BFF_TRUSTED_PROXIES": `["172.16.0.0/12", "::1"]`}, func(c *Config) any { return c.TrustedProxies }, []string{"172.16.0.0/12", "::1"}},
 		{"empty list", map[string]string{"BFF_TRUSTED_PROXIES": `[]`}, func(c *Config) any { return c.TrustedProxies }, []string{}},
@@ -328,6 +331,7 @@ func TestEnvTable(t *testing.T) {
 	}
 	for name, want := range map[string]string{
 		"BFF_ENV":                         "env",
+		"BFF_ADMIN_TOKEN_FILE":            "admin_token_file",
 		"BFF_UPSTREAM_BASE_URL":           "upstream.base_url",
 		"BFF_UPSTREAM_RETRY":              "upstream.retry",
 		"BFF_UPSTREAM_RETRY_MAX_ATTEMPTS": "upstream.retry.max_attempts",

@@ -29,6 +29,7 @@ func Defaults() Config {
 		ShutdownTimeout: 30 * time.Second,
 		ShutdownDelay:   5 * time.Second,
 		LogLevel:        "info",
+		AdminTokenFile:  "", // unset: the admin listener's mutating endpoints answer 404
 		Upstream: Upstream{
 			Timeout:           15 * time.Second,
 			MaxBodyBytes:      1 << 20,

@@ -21,6 +21,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("redis:\n  sentinel: {master: m, addrs: [\"s:26379\"]}\n  cluster_addrs: [c1]\nsession: {cookie_name: __Host-x, secure_cookie: false, keys: [abc]}\n"))
 	f.Add([]byte("a: &a [1, 2]\nb: *a\n---\nc: 1\n"))
 	f.Add([]byte("trusted_proxies: [\"10.0.0.0/8\", nope]\ncors: {allowed_origins: [\"*\"]}\nauth: {mobile_redirect_uris: [\"x:/y#z\"]}\n"))
+	f.Add([]byte("pprof: true\nadmin_token_file: /nonexistent\ntrusted_proxies: [\"0.0.0.0/0\"]\ncors: {allowed_origins: [\"https://*.example.com\"]}\nsession: {secure_cookie: false}\nauth: {mobile_redirect_uris: [\"http://localhost/cb\"]}\n"))
 
 	dir := f.TempDir()
 	secretFile := filepath.Join(dir, "secret")

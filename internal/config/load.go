@@ -89,6 +89,77 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	return &c, nil
 }
 
+// LoadEnviron is Load with the environment given as os.Environ returns it
+// ("NAME=value" entries). Before loading, it refuses every BFF_* variable
+// that names no configuration key (CheckEnvironNames), so that a misspelt
+// override such as BFF_UPSTREAM_TIMOUT=5s is not silently ignored. When a
+// name appears twice, the first entry wins, as with os.Getenv.
+func LoadEnviron(path string, environ []string) (*Config, error) {
+	if err := CheckEnvironNames(environ); err != nil {
+		return nil, err
+	}
+	vars := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		if _, dup := vars[name]; !dup {
+			vars[name] = value
+		}
+	}
+	return Load(path, func(name string) string { return vars[name] })
+}
+
+// CheckEnvironNames refuses every variable of environ ("NAME=value"
+// entries, as os.Environ returns them) whose name starts with BFF_ but is
+// not the variable of a configuration key, whatever its value, even empty.
+// Each problem is an *Error naming the variable (never its value, which may
+// be a secret), with a suggestion when a key's variable is close; they are
+// joined with errors.Join. It returns nil when there are none.
+func CheckEnvironNames(environ []string) error {
+	known := map[string]bool{}
+	var names []string
+	for _, k := range envKeys() {
+		known[k.name] = true
+		names = append(names, strings.TrimPrefix(k.name, EnvPrefix))
+	}
+	var errs []error
+	reported := map[string]bool{}
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, EnvPrefix) || known[name] || reported[name] {
+			continue
+		}
+		reported[name] = true
+		msg := "names no configuration key"
+		rest := strings.ToUpper(strings.TrimPrefix(name, EnvPrefix))
+		if rest == "PORT" || strings.HasPrefix(rest, "PORT_") || strings.HasPrefix(rest, "SERVICE_") {
+			msg += " (a Kubernetes service link for a Service named bff? set enableServiceLinks: false in the pod spec)"
+		} else if s := suggestEnv(rest, names); s != "" {
+			msg += fmt.Sprintf(" (did you mean %s%s?)", EnvPrefix, s)
+		}
+		errs = append(errs, &Error{Env: name, Msg: msg + "; every BFF_ variable must be a key's override (see docs/configuration.md)"})
+	}
+	return errors.Join(errs...)
+}
+
+// suggestEnv returns the variable name (without BFF_) that rest most
+// likely meant: one within edit distance 2, else the only one that extends
+// it ("ADMIN_TOKEN" -> "ADMIN_TOKEN_FILE"), else "".
+func suggestEnv(rest string, names []string) string {
+	if s := closest(rest, names); s != "" {
+		return s
+	}
+	var longer []string
+	for _, n := range names {
+		if strings.HasPrefix(n, rest+"_") {
+			longer = append(longer, n)
+		}
+	}
+	if len(longer) == 1 {
+		return longer[0]
+	}
+	return ""
+}
+
 // readFile parses the file into a node tree. It returns nil for a file
 // holding no document.
 func readFile(path string) (*yaml.Node, error) {

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 )
@@ -14,7 +15,50 @@ const (
 	MinSessionKeyBytes = 32
 	// EncryptionKeyBytes is the size of redis.encryption_key: an AES-256 key.
 	EncryptionKeyBytes = 32
+	// MinAdminTokenChars is the shortest admin token accepted, in characters.
+	MinAdminTokenChars = 16
+	// maxAdminTokenFileBytes bounds the admin token file, so that a path
+	// such as /dev/zero cannot make LoadAdminToken read forever.
+	maxAdminTokenFileBytes = 4096
 )
+
+// LoadAdminToken returns the admin listener's bearer token: the content of
+// admin_token_file with surrounding whitespace trimmed. It returns "", nil
+// when admin_token_file is unset (the mutating admin endpoints are then
+// off). It reads the file on every call, so calling it again picks up a
+// rotated token. A token shorter than MinAdminTokenChars characters, or one
+// holding anything but printable ASCII without spaces, is refused. Errors
+// name admin_token_file and the path, never the content.
+func (c *Config) LoadAdminToken() (Secret, error) {
+	path := c.AdminTokenFile
+	if path == "" {
+		return "", nil
+	}
+	const key = "admin_token_file"
+	f, err := os.Open(path)
+	if err != nil {
+		// *PathError names the path and the cause; it holds no content.
+		return "", &Error{Key: key, Msg: err.Error()}
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxAdminTokenFileBytes+1))
+	if err != nil {
+		return "", &Error{Key: key, Msg: err.Error()} // a *PathError too
+	}
+	if len(b) > maxAdminTokenFileBytes {
+		return "", &Error{Key: key, Msg: fmt.Sprintf("%s is larger than %d bytes", path, maxAdminTokenFileBytes)}
+	}
+	s := strings.TrimSpace(string(b))
+	switch {
+	case s == "":
+		return "", &Error{Key: key, Msg: fmt.Sprintf("%s is empty", path)}
+	case strings.IndexFunc(s, func(r rune) bool { return r <= ' ' || r >= 0x7f }) >= 0:
+		return "", &Error{Key: key, Msg: fmt.Sprintf("the token in %s must be printable ASCII with no spaces or line breaks (it is sent as Authorization: Bearer)", path)}
+	case len(s) < MinAdminTokenChars:
+		return "", &Error{Key: key, Msg: fmt.Sprintf("the token in %s is shorter than %d characters", path, MinAdminTokenChars)}
+	}
+	return Secret(s), nil
+}
 
 // LoadClientSecret returns the upstream client secret: the content of
 // client_secret_file, trimmed of its trailing newline, when that is set, else

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -71,6 +72,94 @@ func TestLoadClientSecret(t *testing.T) {
 	t.Run("none", func(t *testing.T) {
 		if _, err := (Upstream{}).LoadClientSecret(); err == nil {
 			t.Error("got nil error, want one")
+		}
+	})
+}
+
+func TestLoadAdminToken(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "admin_token")
+	tests := []struct {
+		name    string
+		content string // written to file before the call; "-" removes it
+		want    string
+		wantErr string // the whole error message
+	}{
+		{name: "token", content: adminToken + "\n", want: adminToken},
+		{name: "rotated", content: "rotated-" + adminToken, want: "rotated-" + adminToken},
+		{name: "whitespace trimmed", content: " \t" + adminToken + "\r\n\n", want: adminToken},
+		{name: "exactly 16", content: "0123456789abcdef\n", want: "0123456789abcdef"},
+		{name: "base64 with padding", content: "c2VjcmV0LXRva2VuLTEyMzQ1Ng==\n", want: "c2VjcmV0LXRva2VuLTEyMzQ1Ng=="},
+		{name: "15 characters", content: "0123456789abcde\n", wantErr: "config: admin_token_file: the token in " + file + " is shorter than 16 characters"},
+		{name: "short once trimmed", content: "  0123456789abcde  \n", wantErr: "config: admin_token_file: the token in " + file + " is shorter than 16 characters"},
+		{name: "empty", content: "", wantErr: "config: admin_token_file: " + file + " is empty"},
+		{name: "only whitespace", content: " \n\t\r\n", wantErr: "config: admin_token_file: " + file + " is empty"},
+		{name: "inner space", content: "admin-TOKEN 4e7f21a9b3\n", wantErr: "config: admin_token_file: the token in " + file + " must be printable ASCII with no spaces or line breaks (it is sent as Authorization: Bearer)"},
+		{name: "two lines", content: adminToken + "\n" + adminToken + "\n", wantErr: "config: admin_token_file: the token in " + file + " must be printable ASCII with no spaces or line breaks (it is sent as Authorization: Bearer)"},
+		{name: "non-ASCII", content: "admin-TOKEN-4e7f21a9b3\u00e9\n", wantErr: "config: admin_token_file: the token in " + file + " must be printable ASCII with no spaces or line breaks (it is sent as Authorization: Bearer)"},
+		{name: "too large", content: strings.Repeat("a", 4097), wantErr: "config: admin_token_file: " + file + " is larger than 4096 bytes"},
+		{name: "removed", content: "-", wantErr: "config: admin_token_file: open " + file + ": no such file or directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.content == "-" {
+				if err := os.Remove(file); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.WriteFile(file, []byte(tt.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := &Config{AdminTokenFile: file}
+			got, err := c.LoadAdminToken()
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("got error %v, want %q", err, tt.wantErr)
+				}
+				if content := strings.TrimSpace(tt.content); content != "" && content != "-" && strings.Contains(strings.ReplaceAll(err.Error(), file, ""), content[:min(8, len(content))]) {
+					t.Errorf("got %q, which holds the file's content", err)
+				}
+				var ce *Error
+				if !errors.As(err, &ce) || ce.Key != "admin_token_file" {
+					t.Errorf("got %#v, want an *Error with Key admin_token_file", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("got error %v, want nil", err)
+			}
+			if got.Reveal() != tt.want {
+				t.Errorf("got %q, want %q", got.Reveal(), tt.want)
+			}
+		})
+	}
+
+	t.Run("unset", func(t *testing.T) {
+		got, err := (&Config{}).LoadAdminToken()
+		if got != "" || err != nil {
+			t.Errorf("got %q, %v; want \"\", nil", got.Reveal(), err)
+		}
+	})
+	t.Run("directory", func(t *testing.T) {
+		_, err := (&Config{AdminTokenFile: dir}).LoadAdminToken()
+		if want := "config: admin_token_file: read " + dir + ": is a directory"; err == nil || err.Error() != want {
+			t.Errorf("got %v, want %q", err, want)
+		}
+	})
+	t.Run("endless file", func(t *testing.T) {
+		_, err := (&Config{AdminTokenFile: "/dev/zero"}).LoadAdminToken()
+		if want := "config: admin_token_file: /dev/zero is larger than 4096 bytes"; err == nil || err.Error() != want {
+			t.Errorf("got %v, want %q", err, want)
+		}
+	})
+	t.Run("loaded config", func(t *testing.T) {
+		path := writeFile(t, "token", adminToken+"\n")
+		c := mustLoad(t, "", with(prodEnv(), map[string]string{"BFF_ADMIN_TOKEN_FILE": path}))
+		if c.AdminTokenFile != path {
+			t.Errorf("admin_token_file: got %q, want %q", c.AdminTokenFile, path)
+		}
+		got, err := c.LoadAdminToken()
+		if err != nil || got.Reveal() != adminToken {
+			t.Errorf("got %v; want the file's token, nil", err)
 		}
 	})
 }
@@ -169,6 +258,9 @@ func TestInProcessStore(t *testing.T) {
 // printed, and checks no secret value appears.
 func TestSecretsNeverPrinted(t *testing.T) {
 	secretFile := writeFile(t, "secret", "file-"+upstreamSecret+"\n")
+	tokenFile := writeFile(t, "admin_token", adminToken+"\n")
+	badTokenFile := writeFile(t, "bad_admin_token", adminToken+" "+adminToken+"\n")
+	shortTokenFile := writeFile(t, "short_admin_token", shortAdminToken+"\n")
 	all := with(prodEnv(), map[string]string{
 		"BFF_REDIS_URL":      "",
 		"BFF_REDIS_SENTINEL": "{master: m, addrs: [s:26379], password: " + sentinelSecret + "}",
@@ -194,6 +286,9 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		{"BFF_REDIS_SENTINEL": "{master: m, addrs: [s], password: " + sentinelSecret + "}"},
 		{"BFF_REDIS_SENTINEL": "{master: m, addrs: [s:1], password: [" + sentinelSecret + "]}"},
 		{"BFF_REDIS_SENTINEL": "{master: m, addrs: [s:1], password: " + sentinelSecret},
+		{"BFF_ADMIN_TOKEN_FILE": badTokenFile},
+		{"BFF_ADMIN_TOKEN_FILE": shortTokenFile},
+		{"BFF_ADMIN_TOKEN_FILE": tokenFile, "BFF_ENV": "bogus"},
 	}
 	for i, env := range failing {
 		t.Run(fmt.Sprintf("error %d", i), func(t *testing.T) {
@@ -214,26 +309,31 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		checkNoSecret(t, "error", err.Error())
 	})
 
-	c := mustLoad(t, "", with(all, map[string]string{"BFF_UPSTREAM_CLIENT_SECRET": "", "BFF_UPSTREAM_CLIENT_SECRET_FILE": secretFile}))
+	c := mustLoad(t, "", with(all, map[string]string{"BFF_UPSTREAM_CLIENT_SECRET": "", "BFF_UPSTREAM_CLIENT_SECRET_FILE": secretFile, "BFF_ADMIN_TOKEN_FILE": tokenFile}))
 	secret, err := c.Upstream.LoadClientSecret()
 	if err != nil || secret.Reveal() != "file-"+upstreamSecret {
 		t.Fatalf("LoadClientSecret: got %v, want the file's secret", err)
 	}
+	token, err := c.LoadAdminToken()
+	if err != nil || token.Reveal() != adminToken {
+		t.Fatalf("LoadAdminToken: got %v, want the file's token", err)
+	}
 	var logged bytes.Buffer
-	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "config", c, "secret", secret)
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "config", c, "secret", secret, "token", token)
 	outputs := map[string]string{
-		"Dump": c.Dump(),
-		"%v":   fmt.Sprintf("%v", c),
-		"%+v":  fmt.Sprintf("%+v", c),
-		"%#v":  fmt.Sprintf("%#v", c),
-		"slog": logged.String(),
+		"Dump":  c.Dump(),
+		"%v":    fmt.Sprintf("%v", c),
+		"%+v":   fmt.Sprintf("%+v", c),
+		"%#v":   fmt.Sprintf("%#v", c),
+		"token": fmt.Sprintf("%v %s %+v %#v %q", token, token, token, token, token),
+		"slog":  logged.String(),
 	}
 	for name, out := range outputs {
 		t.Run(name, func(t *testing.T) { checkNoSecret(t, name, out) })
 	}
 	t.Run("Dump shows which secrets are set", func(t *testing.T) {
 		d := c.Dump()
-		for _, want := range []string{"client_secret: \"\"", "client_secret_file: " + secretFile, "password: REDACTED", "encryption_key: REDACTED", "decryption_keys: [REDACTED]", "keys: [REDACTED, REDACTED]"} {
+		for _, want := range []string{"admin_token_file: " + tokenFile, "client_secret: \"\"", "client_secret_file: " + secretFile, "password: REDACTED", "encryption_key: REDACTED", "decryption_keys: [REDACTED]", "keys: [REDACTED, REDACTED]"} {
 			if !strings.Contains(d, want) {
 				t.Errorf("got Dump\n%s\nwant it to contain %q", d, want)
 			}
@@ -241,9 +341,13 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	})
 }
 
+// shortAdminToken is an admin token too short to be accepted; it must not
+// be printed either.
+const shortAdminToken = "adm-SHORT-9z"
+
 func checkNoSecret(t *testing.T, what, s string) {
 	t.Helper()
-	for _, v := range append(secretValues(), "file-"+upstreamSecret, sessionKey[:20]) {
+	for _, v := range append(secretValues(), "file-"+upstreamSecret, sessionKey[:20], shortAdminToken) {
 		if strings.Contains(s, v) {
 			t.Errorf("%s holds a secret value: %s", what, s)
 		}

@@ -16,10 +16,10 @@ var routeMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OP
 
 // Validate checks every key and reports every problem it finds, joined with
 // errors.Join; each names its key and none holds a secret's value. It reads
-// upstream.client_secret_file, which must be readable. Load calls it after
-// filling the derived keys; on a Config built by hand an empty
-// session.cookie_name or (in development) public_url stands for the derived
-// value.
+// upstream.client_secret_file and admin_token_file, which must be readable
+// when set. Load calls it after filling the derived keys; on a Config built
+// by hand an empty session.cookie_name or (in development) public_url stands
+// for the derived value.
 func (c *Config) Validate() error {
 	v := &validator{}
 	prod := c.Env == EnvProduction
@@ -45,11 +45,16 @@ func (c *Config) Validate() error {
 		}
 	}
 	for i, p := range c.TrustedProxies {
-		if _, err := netip.ParsePrefix(p); err == nil {
+		key := fmt.Sprintf("trusted_proxies[%d]", i)
+		if pfx, err := netip.ParsePrefix(p); err == nil {
+			// A /0, whatever its address, holds every address of its family.
+			if prod && pfx.Bits() == 0 {
+				v.addf(key, "%q trusts every address, which is refused when env is production: any client could then set X-Forwarded-For and X-Request-Id; list the proxies' own addresses or CIDRs", p)
+			}
 			continue
 		}
 		if _, err := netip.ParseAddr(p); err != nil {
-			v.addf(fmt.Sprintf("trusted_proxies[%d]", i), "%q is neither a CIDR nor an IP address", p)
+			v.addf(key, "%q is neither a CIDR nor an IP address", p)
 		}
 	}
 	v.positive("shutdown_timeout", int64(c.ShutdownTimeout))
@@ -60,6 +65,12 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		v.addf("log_level", "%q is not one of debug, info, warn, error", c.LogLevel)
+	}
+	if prod && c.Pprof && !loopbackListener(c.AdminListen) {
+		v.addf("pprof", "true is refused when env is production unless admin_listen (%q) is on a loopback address such as 127.0.0.1:9090 or [::1]:9090: /debug/pprof/ exposes the process's memory and costs CPU", c.AdminListen)
+	}
+	if _, err := c.LoadAdminToken(); err != nil {
+		v.add(err)
 	}
 
 	c.Upstream.validate(v, prod)
@@ -77,10 +88,19 @@ func (c *Config) Validate() error {
 
 	for i, o := range c.CORS.AllowedOrigins {
 		key := fmt.Sprintf("cors.allowed_origins[%d]", i)
-		if o == "*" {
+		switch {
+		case o == "*":
 			v.addf(key, `"*" is not allowed: credentials are sent only to listed origins`)
-		} else if msg := checkOrigin(o, false); msg != "" {
-			v.addf(key, "%s", msg)
+		case strings.Contains(o, "*"):
+			// Echo turns a * into ".*": https://*.example.com would also
+			// match https://evil.com?.example.com.
+			v.addf(key, "must not hold *: the CORS middleware reads it as a pattern that also matches other origins (https://*.example.com matches https://evil.com?.example.com); list each origin")
+		default:
+			if msg := checkOrigin(o, false); msg != "" {
+				v.addf(key, "%s", msg)
+			} else if prod && !isHTTPS(o) {
+				v.addf(key, "must be https when env is production")
+			}
 		}
 	}
 	return errors.Join(v.errs...)
@@ -277,11 +297,16 @@ func (s *Session) validate(v *validator, prod bool) {
 			name = SecureCookieName
 		}
 	}
+	if prod && !s.SecureCookie {
+		v.addf("session.secure_cookie", "must be true when env is production")
+	}
 	switch {
 	case !isToken(name):
 		v.addf("session.cookie_name", "%q is not a valid cookie name", name)
 	case !s.SecureCookie && (strings.HasPrefix(name, "__Host-") || strings.HasPrefix(name, "__Secure-")):
 		v.addf("session.cookie_name", "%q needs secure_cookie: true (browsers drop __Host- and __Secure- cookies without Secure)", name)
+	case prod && !strings.HasPrefix(name, "__Host-"):
+		v.addf("session.cookie_name", "%q must start with __Host- when env is production (the browser then refuses the cookie without Secure, with a Domain, or with a Path other than /)", name)
 	}
 	v.positive("session.idle_timeout", int64(s.IdleTimeout))
 	v.positive("session.absolute_timeout", int64(s.AbsoluteTimeout))
@@ -316,6 +341,8 @@ func (a *Auth) validate(v *validator, prod bool) {
 			v.addf("auth.oidc.redirect_url", "required when auth.mode is oidc")
 		} else if msg := checkBaseURL(o.RedirectURL); msg != "" {
 			v.addf("auth.oidc.redirect_url", "%s", msg)
+		} else if prod && !isHTTPS(o.RedirectURL) {
+			v.addf("auth.oidc.redirect_url", "must be https when env is production")
 		}
 		if o.UserIDClaim == "" {
 			v.addf("auth.oidc.user_id_claim", "required when auth.mode is oidc")
@@ -338,6 +365,10 @@ func (a *Auth) validate(v *validator, prod bool) {
 			v.addf(key, "not an absolute URI (e.g. com.example.app:/callback)")
 		case u.Fragment != "" || strings.Contains(s, "#"):
 			v.addf(key, "must not hold a fragment")
+		case prod && u.Scheme == "http" && !isLoopbackIP(u.Hostname()):
+			// RFC 8252 section 7.3; localhost is not accepted (section 8.3:
+			// NOT RECOMMENDED, it may resolve elsewhere or be firewalled).
+			v.addf(key, "plain http is refused when env is production except to a loopback IP literal (RFC 8252 section 7.3: http://127.0.0.1:PORT/... or http://[::1]:PORT/..., not localhost)")
 		}
 	}
 }
@@ -434,6 +465,24 @@ func isLoopback(s string) bool {
 	}
 	ip, err := netip.ParseAddr(h)
 	return err == nil && ip.IsLoopback()
+}
+
+// isLoopbackIP reports whether host (without brackets or port) is a literal
+// loopback IP: 127.0.0.0/8 or ::1, with no zone. Names such as localhost
+// are not: they go through the resolver.
+func isLoopbackIP(host string) bool {
+	ip, err := netip.ParseAddr(host)
+	if err != nil || ip.Zone() != "" {
+		return false
+	}
+	return (ip.Is4() && ip.IsLoopback()) || ip == netip.IPv6Loopback()
+}
+
+// loopbackListener reports whether the listen address host:port binds a
+// loopback IP literal only (":9090" and "0.0.0.0:9090" bind every address).
+func loopbackListener(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && isLoopbackIP(host)
 }
 
 // isToken reports whether s is a non-empty RFC 7230 token, as a cookie

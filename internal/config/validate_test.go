@@ -12,6 +12,8 @@ var fromEnv = regexp.MustCompile(` \(from BFF_[A-Z_]+\)`)
 
 func TestValidate(t *testing.T) {
 	short := base64.StdEncoding.EncodeToString(make([]byte, 31))
+	tokenFile := writeFile(t, "admin_token", adminToken+"\n")
+	shortTokenFile := writeFile(t, "short_token", "0123456789abcde\n")
 	tests := []struct {
 		name string
 		base map[string]string // prodEnv when nil
@@ -38,6 +40,30 @@ func TestValidate(t *testing.T) {
 		{name: "public_url with query", env: map[string]string{"BFF_PUBLIC_URL": "https://app.example.com/?a=b"}, want: `public_url: must be an origin only`},
 		{name: "public_url relative", env: map[string]string{"BFF_PUBLIC_URL": "app.example.com"}, want: `public_url: not an absolute URL`},
 		{name: "public_url ftp", env: map[string]string{"BFF_PUBLIC_URL": "ftp://app.example.com"}, want: `public_url: scheme must be http or https`},
+
+		{name: "trusted_proxies catch-all v4 in production", env: map[string]string{"BFF_TRUSTED_PROXIES": `["10.0.0.0/8", "0.0.0.0/0"]`}, want: `trusted_proxies[1]: "0.0.0.0/0" trusts every address, which is refused when env is production`},
+		{name: "trusted_proxies catch-all v6 in production", env: map[string]string{"BFF_TRUSTED_PROXIES": `["::/0"]`}, want: `trusted_proxies[0]: "::/0" trusts every address`},
+		{name: "trusted_proxies /0 of another address", env: map[string]string{"BFF_TRUSTED_PROXIES": `["10.1.2.3/0"]`}, want: `trusted_proxies[0]: "10.1.2.3/0" trusts every address`},
+		{name: "trusted_proxies /0 of a v6 address", env: map[string]string{"BFF_TRUSTED_PROXIES": `["2001:db8::1/0"]`}, want: `trusted_proxies[0]: "2001:db8::1/0" trusts every address`},
+		{name: "trusted_proxies /0 of a mapped address", env: map[string]string{"BFF_TRUSTED_PROXIES": `["::ffff:10.0.0.1/0"]`}, want: `trusted_proxies[0]: "::ffff:10.0.0.1/0" trusts every address`},
+		{name: "trusted_proxies /1 in production", env: map[string]string{"BFF_TRUSTED_PROXIES": `["10.0.0.0/8", "0.0.0.0/1", "fd00::/8", "0.0.0.0"]`}},
+		{name: "trusted_proxies catch-all in development", base: devEnv(), env: map[string]string{"BFF_TRUSTED_PROXIES": `["0.0.0.0/0", "::/0"]`}},
+
+		{name: "pprof on all interfaces in production", env: map[string]string{"BFF_PPROF": "true"}, want: `pprof: true is refused when env is production unless admin_listen (":9090") is on a loopback address`},
+		{name: "pprof on 0.0.0.0 in production", env: map[string]string{"BFF_PPROF": "true", "BFF_ADMIN_LISTEN": "0.0.0.0:9090"}, want: `pprof: true is refused when env is production unless admin_listen ("0.0.0.0:9090")`},
+		{name: "pprof on [::] in production", env: map[string]string{"BFF_PPROF": "true", "BFF_ADMIN_LISTEN": "[::]:9090"}, want: `pprof: true is refused when env is production`},
+		{name: "pprof on a private address in production", env: map[string]string{"BFF_PPROF": "true", "BFF_ADMIN_LISTEN": "10.0.0.5:9090"}, want: `pprof: true is refused when env is production`},
+		{name: "pprof on localhost in production", env: map[string]string{"BFF_PPROF": "true", "BFF_ADMIN_LISTEN": "localhost:9090"}, want: `pprof: true is refused when env is production`},
+		{name: "pprof on 127.0.0.1 in production", env: map[string]string{"BFF_PPROF": "true", "BFF_ADMIN_LISTEN": "127.0.0.1:9090"}},
+		{name: "pprof on [::1] in production", env: map[string]string{"BFF_PPROF": "true", "BFF_ADMIN_LISTEN": "[::1]:9090"}},
+		{name: "pprof off on all interfaces in production", env: map[string]string{"BFF_PPROF": "false", "BFF_ADMIN_LISTEN": ":9090"}},
+		{name: "pprof on all interfaces in development", base: devEnv(), env: map[string]string{"BFF_PPROF": "true"}},
+
+		{name: "admin_token_file readable", env: map[string]string{"BFF_ADMIN_TOKEN_FILE": tokenFile}},
+		{name: "admin_token_file missing", env: map[string]string{"BFF_ADMIN_TOKEN_FILE": "/nonexistent/admin_token"}, want: `admin_token_file: open /nonexistent/admin_token: no such file or directory`},
+		{name: "admin_token_file empty", env: map[string]string{"BFF_ADMIN_TOKEN_FILE": "/dev/null"}, want: `admin_token_file: /dev/null is empty`},
+		{name: "admin_token_file short", env: map[string]string{"BFF_ADMIN_TOKEN_FILE": shortTokenFile}, want: `admin_token_file: the token in ` + shortTokenFile + ` is shorter than 16 characters`},
+		{name: "admin_token_file short in development", base: devEnv(), env: map[string]string{"BFF_ADMIN_TOKEN_FILE": shortTokenFile}, want: `admin_token_file: the token in ` + shortTokenFile + ` is shorter than 16 characters`},
 		{name: "public_url userinfo", env: map[string]string{"BFF_PUBLIC_URL": "https://u:p@app.example.com"}, want: `public_url: must not hold user:password`},
 
 		{name: "trusted_proxies cidr and ip", env: map[string]string{"BFF_TRUSTED_PROXIES": `["10.0.0.0/8", "192.0.2.1", "2001:db8::/32"]`}},
@@ -135,7 +161,15 @@ func TestValidate(t *testing.T) {
 		{name: "session key bad base64", env: map[string]string{"BFF_SESSION_KEYS": "['" + sessionKey + "*']"}, want: `session.keys[0]: not valid base64`},
 		{name: "cookie __Host- insecure", base: devEnv(), env: map[string]string{"BFF_SESSION_SECURE_COOKIE": "false", "BFF_SESSION_COOKIE_NAME": "__Host-sid"}, want: `session.cookie_name: "__Host-sid" needs secure_cookie: true`},
 		{name: "cookie __Secure- insecure", base: devEnv(), env: map[string]string{"BFF_SESSION_SECURE_COOKIE": "false", "BFF_SESSION_COOKIE_NAME": "__Secure-sid"}, want: `session.cookie_name: "__Secure-sid" needs secure_cookie: true`},
-		{name: "cookie __Secure- secure", env: map[string]string{"BFF_SESSION_COOKIE_NAME": "__Secure-sid"}},
+		{name: "cookie __Secure- secure", base: devEnv(), env: map[string]string{"BFF_SESSION_COOKIE_NAME": "__Secure-sid"}},
+		{name: "cookie __Secure- in production", env: map[string]string{"BFF_SESSION_COOKIE_NAME": "__Secure-sid"}, want: `session.cookie_name: "__Secure-sid" must start with __Host- when env is production`},
+		{name: "cookie plain name in production", env: map[string]string{"BFF_SESSION_COOKIE_NAME": "sid"}, want: `session.cookie_name: "sid" must start with __Host- when env is production`},
+		{name: "cookie lower-case prefix in production", env: map[string]string{"BFF_SESSION_COOKIE_NAME": "__host-sid"}, want: `session.cookie_name: "__host-sid" must start with __Host-`},
+		{name: "cookie __Host- in production", env: map[string]string{"BFF_SESSION_COOKIE_NAME": "__Host-sid"}},
+		{name: "cookie plain name in development", base: devEnv(), env: map[string]string{"BFF_SESSION_COOKIE_NAME": "sid"}},
+		{name: "secure_cookie false in production", env: map[string]string{"BFF_SESSION_SECURE_COOKIE": "false"}, want: `session.secure_cookie: must be true when env is production`},
+		{name: "secure_cookie false names the derived cookie in production", env: map[string]string{"BFF_SESSION_SECURE_COOKIE": "false"}, want: `session.cookie_name: "bff_session" must start with __Host- when env is production`},
+		{name: "secure_cookie false in development", base: devEnv(), env: map[string]string{"BFF_SESSION_SECURE_COOKIE": "false"}},
 		{name: "cookie name invalid", env: map[string]string{"BFF_SESSION_COOKIE_NAME": "my session"}, want: `session.cookie_name: "my session" is not a valid cookie name`},
 
 		{name: "auth mode unknown", env: map[string]string{"BFF_AUTH_MODE": "saml"}, want: `auth.mode: "saml" is not one of oidc, dev`},
@@ -147,14 +181,33 @@ func TestValidate(t *testing.T) {
 		{name: "oidc client_secret optional", env: map[string]string{"BFF_AUTH_OIDC_CLIENT_SECRET": ""}},
 		{name: "oidc redirect_url required", env: map[string]string{"BFF_AUTH_OIDC_REDIRECT_URL": ""}, want: `auth.oidc.redirect_url: required when auth.mode is oidc`},
 		{name: "oidc redirect_url relative", env: map[string]string{"BFF_AUTH_OIDC_REDIRECT_URL": "/auth/callback"}, want: `auth.oidc.redirect_url: not an absolute http(s) URL`},
+		{name: "oidc redirect_url http in production", env: map[string]string{"BFF_AUTH_OIDC_REDIRECT_URL": "http://app.example.com/auth/callback"}, want: `auth.oidc.redirect_url: must be https when env is production`},
+		{name: "oidc redirect_url http loopback in production", env: map[string]string{"BFF_AUTH_OIDC_REDIRECT_URL": "http://127.0.0.1:8080/auth/callback"}, want: `auth.oidc.redirect_url: must be https when env is production`},
+		{name: "oidc redirect_url http in development", base: devEnv(), env: map[string]string{"BFF_AUTH_MODE": "oidc", "BFF_AUTH_OIDC_ISSUER": "http://localhost:8082", "BFF_AUTH_OIDC_CLIENT_ID": "bff-web", "BFF_AUTH_OIDC_REDIRECT_URL": "http://localhost:8080/auth/callback"}},
 		{name: "oidc user_id_claim required", yaml: "auth:\n  oidc:\n    user_id_claim: \"\"\n", want: `auth.oidc.user_id_claim: required when auth.mode is oidc`},
 		{name: "oidc scopes need openid", env: map[string]string{"BFF_AUTH_OIDC_SCOPES": "[profile]"}, want: `auth.oidc.scopes: must include openid`},
 		{name: "dev mode needs no oidc", base: devEnv(), env: map[string]string{"BFF_AUTH_OIDC_SCOPES": "[]"}},
 		{name: "mobile redirect custom scheme", env: map[string]string{"BFF_AUTH_MOBILE_REDIRECT_URIS": "[\"com.example.app:/cb\", \"https://app.example.com/m\", \"http://127.0.0.1:7777/cb\"]"}},
+		{name: "mobile redirect loopback IPs in production", env: map[string]string{"BFF_AUTH_MOBILE_REDIRECT_URIS": `["http://127.0.0.1:7777/cb", "http://[::1]:7777/cb", "http://127.0.0.1/cb"]`}},
+		{name: "mobile redirect http host in production", env: map[string]string{"BFF_AUTH_MOBILE_REDIRECT_URIS": `["com.example.app:/cb", "http://app.example.com/cb"]`}, want: `auth.mobile_redirect_uris[1]: plain http is refused when env is production except to a loopback IP literal (RFC 8252 section 7.3`},
+		{name: "mobile redirect http localhost in production", env: map[string]string{"BFF_AUTH_MOBILE_REDIRECT_URIS": `["http://localhost:7777/cb"]`}, want: `auth.mobile_redirect_uris[0]: plain http is refused when env is production except to a loopback IP literal`},
+		{name: "mobile redirect HTTP upper-case in production", env: map[string]string{"BFF_AUTH_MOBILE_REDIRECT_URIS": `["HTTP://app.example.com/cb"]`}, want: `auth.mobile_redirect_uris[0]: plain http is refused when env is production`},
+		{name: "mobile redirect mapped loopback in production", env: map[string]string{"BFF_AUTH_MOBILE_REDIRECT_URIS": `["http://[::ffff:127.0.0.1]:7777/cb"]`}, want: `auth.mobile_redirect_uris[0]: plain http is refused when env is production`},
+		{name: "mobile redirect loopback name in production", env: map[string]string{"BFF_AUTH_MOBILE_REDIRECT_URIS": `["http://127.0.0.1.nip.io/cb"]`}, want: `auth.mobile_redirect_uris[0]: plain http is refused when env is production`},
+		{name: "mobile redirect http in development", base: devEnv(), env: map[string]string{"BFF_AUTH_MOBILE_REDIRECT_URIS": `["http://localhost:7777/cb", "http://app.example.com/cb"]`}},
 		{name: "mobile redirect relative", env: map[string]string{"BFF_AUTH_MOBILE_REDIRECT_URIS": "[/cb]"}, want: `auth.mobile_redirect_uris[0]: not an absolute URI`},
 		{name: "mobile redirect fragment", env: map[string]string{"BFF_AUTH_MOBILE_REDIRECT_URIS": "[\"com.example.app:/cb#x\"]"}, want: `auth.mobile_redirect_uris[0]: must not hold a fragment`},
 
-		{name: "cors origins", env: map[string]string{"BFF_CORS_ALLOWED_ORIGINS": `["https://web.example.com", "http://localhost:3000", "capacitor://localhost"]`}},
+		{name: "cors origins", base: devEnv(), env: map[string]string{"BFF_CORS_ALLOWED_ORIGINS": `["https://web.example.com", "http://localhost:3000", "capacitor://localhost"]`}},
+		{name: "cors https origins in production", env: map[string]string{"BFF_CORS_ALLOWED_ORIGINS": `["https://web.example.com", "https://admin.example.com:8443"]`}},
+		{name: "cors http in production", env: map[string]string{"BFF_CORS_ALLOWED_ORIGINS": `["https://web.example.com", "http://web.example.com"]`}, want: `cors.allowed_origins[1]: must be https when env is production`},
+		{name: "cors http localhost in production", env: map[string]string{"BFF_CORS_ALLOWED_ORIGINS": `["http://localhost:3000"]`}, want: `cors.allowed_origins[0]: must be https when env is production`},
+		{name: "cors custom scheme in production", env: map[string]string{"BFF_CORS_ALLOWED_ORIGINS": `["capacitor://localhost"]`}, want: `cors.allowed_origins[0]: must be https when env is production`},
+		{name: "cors wildcard subdomain", env: map[string]string{"BFF_CORS_ALLOWED_ORIGINS": `["https://*.example.com"]`}, want: `cors.allowed_origins[0]: must not hold *`},
+		{name: "cors wildcard subdomain in development", base: devEnv(), env: map[string]string{"BFF_CORS_ALLOWED_ORIGINS": `["https://*.example.com"]`}, want: `cors.allowed_origins[0]: must not hold *`},
+		{name: "cors wildcard port in development", base: devEnv(), env: map[string]string{"BFF_CORS_ALLOWED_ORIGINS": `["http://localhost:*"]`}, want: `cors.allowed_origins[0]: must not hold *`},
+		{name: "cors wildcard scheme in development", base: devEnv(), env: map[string]string{"BFF_CORS_ALLOWED_ORIGINS": `["https://web.example.com", "*://web.example.com"]`}, want: `cors.allowed_origins[1]: must not hold *`},
+		{name: "cors wildcard without scheme in development", base: devEnv(), env: map[string]string{"BFF_CORS_ALLOWED_ORIGINS": `["*.example.com"]`}, want: `cors.allowed_origins[0]: must not hold *`},
 		{name: "cors star", env: map[string]string{"BFF_CORS_ALLOWED_ORIGINS": `["*"]`}, want: `cors.allowed_origins[0]: "*" is not allowed`},
 		{name: "cors path", env: map[string]string{"BFF_CORS_ALLOWED_ORIGINS": `["https://web.example.com/app"]`}, want: `cors.allowed_origins[0]: must be an origin only`},
 		{name: "cors no scheme", env: map[string]string{"BFF_CORS_ALLOWED_ORIGINS": `["web.example.com"]`}, want: `cors.allowed_origins[0]: not an absolute URL`},

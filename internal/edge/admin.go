@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"crypto/subtle"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -44,6 +45,12 @@ type AdminDeps struct {
 	// ReloadSecret re-reads the client secret (what SIGHUP does); it
 	// reports whether the secret changed.
 	ReloadSecret func() (changed bool, err error)
+	// Token is the bearer token of the mutating endpoints (POST
+	// /reload-secret, DELETE /users/{userId}/sessions), from
+	// admin_token_file. Empty: those endpoints do not exist (404), so a
+	// page that reaches the admin listener (DNS rebinding) can change
+	// nothing.
+	Token string
 }
 
 // NewAdmin returns the admin handler: /healthz, /readyz, /metrics and the
@@ -74,7 +81,10 @@ func NewAdmin(d AdminDeps) http.Handler {
 		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
-	mux.HandleFunc("POST /reload-secret", func(w http.ResponseWriter, r *http.Request) {
+	if d.Token == "" {
+		return mux
+	}
+	mux.HandleFunc("POST /reload-secret", bearer(d.Token, func(w http.ResponseWriter, r *http.Request) {
 		changed, err := d.ReloadSecret()
 		if err != nil {
 			problem.Write(w, problem.Wrap(problem.CodeInternal, "the client secret could not be re-read; the current one stays", err), newRequestID())
@@ -84,8 +94,8 @@ func NewAdmin(d AdminDeps) http.Handler {
 		_ = json.NewEncoder(w).Encode(struct {
 			Changed bool `json:"changed"`
 		}{changed})
-	})
-	mux.HandleFunc("DELETE /users/{userId}/sessions", func(w http.ResponseWriter, r *http.Request) {
+	}))
+	mux.HandleFunc("DELETE /users/{userId}/sessions", bearer(d.Token, func(w http.ResponseWriter, r *http.Request) {
 		user := r.PathValue("userId")
 		ended, err := d.Sessions.RevokeUser(r.Context(), user)
 		if err != nil {
@@ -101,6 +111,20 @@ func NewAdmin(d AdminDeps) http.Handler {
 		_ = json.NewEncoder(w).Encode(struct {
 			Revoked int `json:"revoked"`
 		}{len(ended)})
-	})
+	}))
 	return mux
+}
+
+// bearer lets a request through only with Authorization: Bearer <token>,
+// compared in constant time; anything else is 401.
+func bearer(token string, next http.HandlerFunc) http.HandlerFunc {
+	want := []byte("Bearer " + token)
+	return func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="bff-admin"`)
+			problem.Write(w, problem.New(problem.CodeAdminTokenRequired, "send the admin token from admin_token_file as Authorization: Bearer"), newRequestID())
+			return
+		}
+		next(w, r)
+	}
 }

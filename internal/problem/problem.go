@@ -54,6 +54,7 @@ const (
 	CodeIdempotencyInProgress    = "IDEMPOTENCY_IN_PROGRESS"
 	CodePaymentOutcomeUnknown    = "PAYMENT_OUTCOME_UNKNOWN"
 	CodeLedgerUnavailable        = "LEDGER_UNAVAILABLE"
+	CodeAdminTokenRequired       = "ADMIN_TOKEN_REQUIRED"
 )
 
 // Actions tell a frontend what to do next.
@@ -160,6 +161,7 @@ var specs = map[string]spec{
 	CodeIdempotencyInProgress:    {http.StatusConflict, "A request with this Idempotency-Key is in progress", ActionRetryLater, true},
 	CodePaymentOutcomeUnknown:    {http.StatusBadGateway, "Payment outcome unknown", ActionCheckStatus, false},
 	CodeLedgerUnavailable:        {http.StatusServiceUnavailable, "Payments ledger unavailable", ActionRetryLater, true},
+	CodeAdminTokenRequired:       {http.StatusUnauthorized, "Admin token required", ActionFixRequest, false},
 }
 
 // Known reports whether code is one of the BFF's own codes (metric labels
