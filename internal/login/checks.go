@@ -14,6 +14,14 @@ const maxReturnTo = 2048
 // and returns it; anything that a browser could resolve to another origin
 // (a scheme, "//host", "/\host", backslashes, control characters, or their
 // percent-encoded forms) is ErrBadRequest: no open redirect. Empty is "/".
+//
+// The path (before any "?" or "#") must also resolve to itself: it may not
+// hold, raw or after percent-decoding, a "." or ".." segment, an empty
+// segment ("//" anywhere), a backslash, or an encoded "/", "\" or "."
+// (%2F, %5C, %2E, any case, or encoded twice). A browser removes dot
+// segments, so "/.//evil.example" and "/%2e//evil.example" would become
+// "//evil.example". The query and fragment are not resolved and keep only
+// the checks above.
 func CheckReturnTo(s string) (string, error) {
 	if s == "" {
 		return "/", nil
@@ -41,11 +49,38 @@ func CheckReturnTo(s string) (string, error) {
 			}
 		}
 	}
+	path := s
+	if i := strings.IndexAny(path, "?#"); i >= 0 {
+		path = path[:i]
+	}
+	decPath, err := url.PathUnescape(path)
+	if err != nil {
+		return bad("is not validly percent-encoded")
+	}
+	for _, v := range []string{path, decPath} {
+		if strings.Contains(v, "//") {
+			return bad("must not hold // in its path")
+		}
+		if hasEncodedSeparator(v) {
+			return bad("must not hold an encoded /, \\ or . in its path")
+		}
+		for _, seg := range strings.Split(v, "/") {
+			if seg == "." || seg == ".." {
+				return bad("must not hold a . or .. segment in its path")
+			}
+		}
+	}
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
 		return bad("must be a path on this origin")
 	}
 	return s, nil
+}
+
+// hasEncodedSeparator reports whether s holds %2F, %5C or %2E, any case.
+func hasEncodedSeparator(s string) bool {
+	l := strings.ToLower(s)
+	return strings.Contains(l, "%2f") || strings.Contains(l, "%5c") || strings.Contains(l, "%2e")
 }
 
 // CheckRedirectURI accepts a native app's redirect_uri only when it is

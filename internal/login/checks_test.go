@@ -8,11 +8,12 @@ import (
 )
 
 func TestCheckReturnTo(t *testing.T) {
-	ok := []string{"", "/", "/accounts", "/a/b?c=d&e=%2F#frag", "/caf%C3%A9", "/a//b"}
+	ok := []string{"", "/", "/accounts", "/a/b?c=d&e=%2F#frag", "/caf%C3%A9"}
 	bad := []string{
 		"https://evil.example/", "//evil.example", "/\\evil.example", "\\\\evil.example", "/%2F%2Fevil.example",
 		"/%2fevil.example", "/%5cevil.example", "evil.example", "javascript:alert(1)", "/a\nb", "/a%0Ab",
 		"/a\\b", "http:/evil", "/%zz", strings.Repeat("/a", 2000),
+		"/a//b", // "//" anywhere in the path: see TestCheckReturnToDotSegments
 	}
 	for _, s := range ok {
 		if _, err := CheckReturnTo(s); err != nil {
@@ -29,10 +30,65 @@ func TestCheckReturnTo(t *testing.T) {
 	}
 }
 
+// TestCheckReturnToDotSegments: a browser resolves dot segments and empty
+// segments after decoding, so "/.//evil.example" becomes "//evil.example",
+// another origin. A returnTo path with a dot segment, "//", a backslash or
+// an encoded "/", "\" or "." is refused; queries and fragments, and dots
+// inside segments, are not affected.
+func TestCheckReturnToDotSegments(t *testing.T) {
+	tests := []struct {
+		returnTo string
+		ok       bool
+	}{
+		{"/.//evil.example", false},
+		{"/%2e//evil.example", false},
+		{"/%2E//evil.example", false},
+		{"/a/./b", false},
+		{"/a/../b", false},
+		{"/%2E%2E/x", false},
+		{"/.%2e/x", false},
+		{"/a/.", false},
+		{"/a/..", false},
+		{"/..", false},
+		{"/.", false},
+		{"/a%2fb", false},
+		{"/a%2Fb", false},
+		{"/a%5cb", false},
+		{"/a%5Cb", false},
+		{"/a%2eb", false},
+		{"/a%252e%252e/x", false}, // encoded twice
+		{"/\\evil", false},
+		{"/a/..\\evil", false},
+		{"/a//b", false},
+		{"/a/b//", false},
+		{"/a/.//evil.example?x#y", false},
+		{"/accounts?tab=2#x", true},
+		{"/a.b/c.d", true},
+		{"/a/...", true},
+		{"/.well-known/x", true},
+		{"/a/b.", true},
+		{"/a?next=/./..//x&e=%2F%2e#/../x", true}, // the query and fragment are not the path
+		{"/caf%C3%A9", true},
+		{"/", true},
+	}
+	for _, tc := range tests {
+		got, err := CheckReturnTo(tc.returnTo)
+		switch {
+		case tc.ok && (err != nil || got != tc.returnTo):
+			t.Errorf("CheckReturnTo(%q): got %q, %v; want it accepted", tc.returnTo, got, err)
+		case !tc.ok && !errors.Is(err, ErrBadRequest):
+			t.Errorf("CheckReturnTo(%q): got %q, %v; want ErrBadRequest", tc.returnTo, got, err)
+		}
+	}
+}
+
 // FuzzCheckReturnTo: whatever passes resolves, against the BFF's origin, to
-// the BFF's origin.
+// the BFF's origin, and its path, decoded or not, resolves to itself: no dot
+// segment, empty segment, backslash or encoded separator for a browser to
+// rewrite.
 func FuzzCheckReturnTo(f *testing.F) {
-	for _, s := range []string{"/", "/a?b#c", "//evil", "/\\evil", "/%2F%2Fevil", "https://x", "/%5c%5cevil", "/\t/evil"} {
+	for _, s := range []string{"/", "/a?b#c", "//evil", "/\\evil", "/%2F%2Fevil", "https://x", "/%5c%5cevil", "/\t/evil",
+		"/.//evil.example", "/%2e//evil.example", "/a/../b", "/%2E%2E/x", "/a%2fb", "/accounts?tab=2#x", "/a.b/c.d"} {
 		f.Add(s)
 	}
 	base, _ := url.Parse("https://app.example.com/start")
@@ -52,6 +108,26 @@ func FuzzCheckReturnTo(f *testing.F) {
 		if dec, err := url.PathUnescape(got); err == nil {
 			if v, err := base.Parse(strings.ReplaceAll(dec, "\\", "/")); err == nil && v.Host != "" && v.Host != "app.example.com" {
 				t.Fatalf("accepted %q whose decoded form resolves to %s", s, v)
+			}
+		}
+		// Its path, raw and decoded once, is already resolved: removing
+		// dot segments leaves it as it is, and it holds no "//", "\\" or
+		// encoded "/", "\\" or ".".
+		path, _, _ := strings.Cut(got, "#")
+		path, _, _ = strings.Cut(path, "?")
+		dec, err := url.PathUnescape(path)
+		if err != nil {
+			t.Fatalf("accepted %q whose path does not decode: %v", s, err)
+		}
+		for _, p := range []string{path, dec} {
+			if r := base.ResolveReference(&url.URL{Path: p}); r.Path != p {
+				t.Fatalf("accepted %q whose path %q resolves to %q", s, p, r.Path)
+			}
+			l := strings.ToLower(p)
+			for _, bad := range []string{"//", "\\", "%2f", "%5c", "%2e"} {
+				if strings.Contains(l, bad) {
+					t.Fatalf("accepted %q whose path %q holds %q", s, p, bad)
+				}
 			}
 		}
 	})

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 const (
@@ -31,17 +33,22 @@ var validationVerbs = map[string]bool{
 // entry. The message is a stringified JSON list of strings
 // (`["\"clientSecret\" is required"]`), a Python-style list
 // (`['"amount" must be a number']`, either quote, backslash escapes), or a
-// single string. An entry's Field is the first double-quoted token in it,
-// else its leading identifier or path (`paymentInformation.creditorAccount.iban`,
-// `items[0].amount`), else empty; its Message is the whole entry, decoded
-// from the list's quoting (inner double quotes kept) and passed through
-// Clean.
+// single string. An entry's Message is the whole entry, decoded from the
+// list's quoting (inner double quotes kept) and passed through Clean. Its
+// Field is taken only from a token that names a field (see fieldOf): a
+// quoted name the entry starts with (`"items[0].amount" must be positive`);
+// else a leading path or identifier that reads as a field problem
+// (`paymentInformation.creditorAccount.iban must ...`, `items[0].amount:
+// ...`, `amount is required`, `debtorName missing`); else, in a list entry
+// that does not start with a capital letter, its first quoted name
+// (`debtor's "iban" is invalid`). Otherwise Field is empty: a sentence such
+// as "Unexpected token } in JSON at position 12", which the upstream sends
+// for a malformed body, names no field.
 //
 // ParseFields returns nil when the message is not a list of field problems:
 // not a list of strings, a list in which no entry names a field, or a single
-// string that does not start with a field (a quoted name; a path; a
-// lower-case identifier followed by a word such as "must" or "should", or
-// in camelCase). At most 50 entries are kept.
+// string that does not start with a field (a quoted name, or a leading path
+// or identifier as above). At most 50 entries are kept.
 func ParseFields(message string) []Field {
 	s := strings.TrimSpace(message)
 	if s == "" {
@@ -55,13 +62,8 @@ func ParseFields(message string) []Field {
 	}
 	// A single sentence must start with its field: a quoted name later on
 	// ("Provider \"x\" not allowed") names a value, not a field.
-	msg := Clean(s)
-	f, ok := fieldOf(msg)
-	if ok && !strings.HasPrefix(msg, `"`) {
-		f.Field = reLeadingPath.FindString(msg)
-		ok = f.Field != "" && safeFieldName(f.Field)
-	}
-	if !ok || !singleFieldProblem(msg, f.Field) {
+	f, ok := leadingField(Clean(s))
+	if !ok {
 		return nil
 	}
 	return []Field{f}
@@ -124,22 +126,49 @@ func fieldsOf(entries []string) []Field {
 	return out
 }
 
-// fieldOf builds the Field of one cleaned entry; ok reports whether it
-// names a field.
+// fieldOf builds the Field of one cleaned list entry; ok reports whether
+// it names a field. Besides what leadingField accepts, a list entry names
+// the field of its first quoted token (`debtor's "iban" is invalid`) unless
+// it starts with a capital letter: a capitalised entry is a sentence, in
+// which a quoted token is a value or a snippet of the request
+// (`Unexpected token 'a', "amount" is not valid JSON`), not a field.
 func fieldOf(msg string) (f Field, ok bool) {
-	f.Message = msg
-	if msg == "" {
-		return f, false
+	if f, ok = leadingField(msg); ok || msg == "" || startsUpper(msg) {
+		return f, ok
 	}
 	if name, found := firstQuoted(msg); found && safeFieldName(name) {
 		f.Field = name
 		return f, true
 	}
-	if name := reLeadingPath.FindString(msg); name != "" && safeFieldName(name) {
+	return f, false
+}
+
+// leadingField builds the Field of one cleaned entry from the token it
+// starts with; ok reports whether that token names a field: a quoted name
+// (`"amount" must be a number`), or a leading path or identifier that
+// reads as a field problem (singleFieldProblem). A plain sentence
+// ("Unexpected token } in JSON at position 12", "e.g. use a sandbox")
+// names none.
+func leadingField(msg string) (f Field, ok bool) {
+	f.Message = msg
+	if strings.HasPrefix(msg, `"`) {
+		if name, found := firstQuoted(msg); found && safeFieldName(name) {
+			f.Field = name
+			return f, true
+		}
+		return f, false
+	}
+	if name := reLeadingPath.FindString(msg); name != "" && safeFieldName(name) && singleFieldProblem(msg, name) {
 		f.Field = name
 		return f, true
 	}
 	return f, false
+}
+
+// startsUpper reports whether s starts with an upper-case letter.
+func startsUpper(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsUpper(r)
 }
 
 // firstQuoted is the content of the first double-quoted token in s, with
@@ -176,9 +205,9 @@ func safeFieldName(name string) bool {
 	return Clean(name) == name && !strings.Contains(name, redacted) && !strings.Contains(name, redactedURL)
 }
 
-// singleFieldProblem reports whether a lone sentence reads as a problem
-// with the named field rather than as prose that happens to start with a
-// word.
+// singleFieldProblem reports whether an entry (a list's or a lone
+// sentence) reads as a problem with the named field rather than as prose
+// that happens to start with a word.
 func singleFieldProblem(s, field string) bool {
 	s = strings.TrimSpace(s)
 	if strings.HasPrefix(s, `"`+field+`"`) {

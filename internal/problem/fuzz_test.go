@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -43,6 +44,8 @@ func FuzzFromUpstream(f *testing.F) {
 	f.Add(402, []byte(`{"cost":1e999}`))
 	f.Add(0, []byte("\xef\xbb\xbf  "))
 	f.Add(600, []byte(`[`))
+	f.Add(400, []byte(`{"type":"CLIENT_ERROR","message":["Unexpected token } in JSON at position 12"]}`))
+	f.Add(400, []byte(`{"statusCode":400,"message":"Unexpected token } in JSON at position 12","error":"Bad Request"}`))
 
 	f.Fuzz(func(t *testing.T, status int, body []byte) {
 		p := FromUpstream(status, nil, body)
@@ -96,11 +99,7 @@ func checkFuzzed(t *testing.T, p *Problem, body []byte) string {
 	if p.RetryAfter != "" && validRetryAfter(p.RetryAfter) != p.RetryAfter {
 		t.Fatalf("body %q: Retry-After %q", body, p.RetryAfter)
 	}
-	for _, fl := range p.Fields {
-		if fl.Message == "" || utf8.RuneCountInString(fl.Message) > maxDetailRunes {
-			t.Fatalf("body %q: field %+v", body, fl)
-		}
-	}
+	checkFields(t, string(body), p.Fields)
 	rec := httptestRecorder()
 	Write(rec, p, "rid")
 	if rec.Code != p.Status {
@@ -120,6 +119,10 @@ func FuzzParseFields(f *testing.F) {
 		`[1, {"a": 2}]`,
 		`['unterminated`,
 		`[u'x\'y', r"z"]`,
+		`["Unexpected token } in JSON at position 12"]`,
+		`["\"amount\" must be a number", "Unexpected token 'a', \"amount\" is not valid JSON"]`,
+		"Unexpected end of JSON input",
+		`["e.g. use a sandbox", "amount must not contain \"x\""]`,
 	}
 	for _, s := range seeds {
 		f.Add(s)
@@ -132,6 +135,17 @@ func FuzzParseFields(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, message string) {
 		checkFields(t, message, ParseFields(message))
+		// A capitalised sentence, such as the upstream's answer to a
+		// malformed JSON body, names no field, whatever it holds.
+		{
+			sentence := "Unexpected token " + message + " in JSON at position 12"
+			list, _ := json.Marshal([]string{sentence})
+			for _, m := range []string{sentence, string(list)} {
+				if fields := ParseFields(m); fields != nil {
+					t.Fatalf("message %q: a sentence names fields %+v", m, fields)
+				}
+			}
+		}
 		{
 			plant, forbidden := splitSecret(plantedSecrets[len(message)%len(plantedSecrets)])
 			list, _ := json.Marshal([]string{message + " " + plant, `"` + plant + `" is invalid`, plant + " is required"})
@@ -166,6 +180,9 @@ func checkFields(t *testing.T, message string, fields []Field) {
 			if utf8.RuneCountInString(fl.Field) > maxFieldRunes || Clean(fl.Field) != fl.Field {
 				t.Fatalf("message %q: field name %q", message, fl.Field)
 			}
+			if !fieldFromToken(fl) {
+				t.Fatalf("message %q: field name %q is not a token that names a field in %q", message, fl.Field, fl.Message)
+			}
 		}
 	}
 	if fields != nil && !named {
@@ -174,6 +191,24 @@ func checkFields(t *testing.T, message string, fields []Field) {
 	if _, err := json.Marshal(fields); err != nil {
 		t.Fatalf("message %q: marshal: %v", message, err)
 	}
+}
+
+// fieldFromToken reports whether a Field's name comes from a token of its
+// message that names a field: a quoted name the message starts with; a
+// leading path or identifier followed by the end, a space or a colon, which
+// is not a capitalised word (the first word of a sentence: "Unexpected
+// token } in JSON"); or a quoted name inside a message that does not start
+// with a capital letter.
+func fieldFromToken(fl Field) bool {
+	quoted := `"` + strings.ReplaceAll(fl.Field, `"`, `\"`) + `"`
+	if strings.HasPrefix(fl.Message, quoted) {
+		return true
+	}
+	first, _ := utf8.DecodeRuneInString(fl.Message)
+	if rest, ok := strings.CutPrefix(fl.Message, fl.Field); ok && (rest == "" || rest[0] == ' ' || rest[0] == ':') {
+		return strings.ContainsAny(fl.Field, ".[") || !unicode.IsUpper(first)
+	}
+	return strings.Contains(fl.Message, quoted) && !unicode.IsUpper(first)
 }
 
 // httptestRecorder is a minimal ResponseWriter for the fuzz loop, cheaper
