@@ -21,6 +21,7 @@ type store interface {
 	Ping(ctx context.Context) error
 	GetDel(ctx context.Context, key string) ([]byte, error)
 	SetNX(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error)
+	SetIfExists(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error)
 	DelIf(ctx context.Context, key string, prefix []byte) (bool, error)
 	SAdd(ctx context.Context, key, member string, ttl time.Duration) error
 	SRem(ctx context.Context, key, member string) error
@@ -72,6 +73,28 @@ func suite(t *testing.T, s store) {
 		}
 		if _, err := s.GetDel(ctx, "once"); !errors.Is(err, kv.ErrNotFound) {
 			t.Fatalf("second: got %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("setifexists updates only a live key and never brings one back", func(t *testing.T) {
+		if ok, err := s.SetIfExists(ctx, "xx", []byte("ghost"), time.Minute); ok || err != nil {
+			t.Fatalf("missing key: got %v, %v; want false", ok, err)
+		}
+		if _, err := s.Get(ctx, "xx"); !errors.Is(err, kv.ErrNotFound) {
+			t.Fatalf("setifexists created a missing key: %v", err)
+		}
+		_ = s.Set(ctx, "xx", []byte("one"), time.Minute)
+		if ok, err := s.SetIfExists(ctx, "xx", []byte("two"), time.Minute); !ok || err != nil {
+			t.Fatalf("live key: got %v, %v; want true", ok, err)
+		}
+		if got, _ := s.Get(ctx, "xx"); string(got) != "two" {
+			t.Fatalf("got %q, want two", got)
+		}
+		_ = s.Del(ctx, "xx")
+		if ok, err := s.SetIfExists(ctx, "xx", []byte("three"), time.Minute); ok || err != nil {
+			t.Fatalf("deleted key: got %v, %v; want false", ok, err)
+		}
+		if _, err := s.Get(ctx, "xx"); !errors.Is(err, kv.ErrNotFound) {
+			t.Fatalf("a write after the delete brought the key back: %v", err)
 		}
 	})
 	t.Run("setnx is a lock and delif releases only for its owner", func(t *testing.T) {
@@ -160,6 +183,25 @@ func TestMemory(t *testing.T) {
 			t.Fatalf("at expiry: got %v, want ErrNotFound", err)
 		}
 	})
+	t.Run("setifexists sets a new expiry and skips an expired key", func(t *testing.T) {
+		ctx := context.Background()
+		_ = m.Set(ctx, "slide", []byte("x"), 10*time.Second)
+		now = now.Add(9 * time.Second)
+		if ok, _ := m.SetIfExists(ctx, "slide", []byte("y"), 10*time.Second); !ok {
+			t.Fatal("live key not updated")
+		}
+		now = now.Add(9 * time.Second) // 18s after the set, 9s after the update
+		if got, err := m.Get(ctx, "slide"); err != nil || string(got) != "y" {
+			t.Fatalf("after the new ttl: got %q, %v; want y", got, err)
+		}
+		now = now.Add(time.Second)
+		if ok, _ := m.SetIfExists(ctx, "slide", []byte("z"), 10*time.Second); ok {
+			t.Fatal("an expired key was brought back")
+		}
+		if _, err := m.Get(ctx, "slide"); !errors.Is(err, kv.ErrNotFound) {
+			t.Fatalf("got %v, want ErrNotFound", err)
+		}
+	})
 	t.Run("returned values are copies", func(t *testing.T) {
 		ctx := context.Background()
 		v := []byte("orig")
@@ -185,6 +227,18 @@ func TestRedis(t *testing.T) {
 		if ttl <= 25*time.Second || ttl > 30*time.Second {
 			t.Fatalf("got ttl %v, want about 30s", ttl)
 		}
+		if ok, err := r.SetIfExists(ctx, "p", []byte("y"), 90*time.Second); !ok || err != nil {
+			t.Fatalf("setifexists: got %v, %v", ok, err)
+		}
+		if ttl := c.TTL(ctx, prefix+"p").Val(); ttl <= 85*time.Second || ttl > 90*time.Second {
+			t.Fatalf("after setifexists: got ttl %v, want about 90s (the new one)", ttl)
+		}
+		if ok, _ := r.SetIfExists(ctx, "p", []byte("z"), 1500*time.Millisecond); !ok {
+			t.Fatal("setifexists with a sub-second ttl part failed")
+		}
+		if ttl := c.PTTL(ctx, prefix+"p").Val(); ttl <= time.Second || ttl > 1500*time.Millisecond {
+			t.Fatalf("after setifexists: got ttl %v, want about 1.5s", ttl)
+		}
 	})
 }
 
@@ -200,10 +254,11 @@ func TestRedisUnavailable(t *testing.T) {
 	r := kv.NewRedis(c, "x:")
 	ctx := context.Background()
 	for name, err := range map[string]error{
-		"get":  func() error { _, err := r.Get(ctx, "k"); return err }(),
-		"set":  r.Set(ctx, "k", []byte("v"), time.Second),
-		"del":  r.Del(ctx, "k"),
-		"ping": r.Ping(ctx),
+		"get":         func() error { _, err := r.Get(ctx, "k"); return err }(),
+		"set":         r.Set(ctx, "k", []byte("v"), time.Second),
+		"del":         r.Del(ctx, "k"),
+		"setifexists": func() error { _, err := r.SetIfExists(ctx, "k", []byte("v"), time.Second); return err }(),
+		"ping":        r.Ping(ctx),
 	} {
 		if !errors.Is(err, kv.ErrUnavailable) {
 			t.Errorf("%s: got %v, want ErrUnavailable", name, err)

@@ -70,6 +70,22 @@ func (m *Memory) Set(_ context.Context, key string, value []byte, ttl time.Durat
 	return nil
 }
 
+// SetIfExists replaces the value at key and sets its ttl only when key is
+// live, and reports whether it did; like Redis.SetIfExists it never
+// recreates a deleted or expired key.
+func (m *Memory) SetIfExists(_ context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	e, ok := m.entries[key]
+	if !ok || !now.Before(e.expires) {
+		delete(m.entries, key)
+		return false, nil
+	}
+	m.entries[key] = memEntry{value: append([]byte(nil), value...), expires: now.Add(ttl)}
+	return true, nil
+}
+
 // Del removes key.
 func (m *Memory) Del(_ context.Context, key string) error {
 	m.mu.Lock()

@@ -47,6 +47,19 @@ func (r *Redis) Set(ctx context.Context, key string, value []byte, ttl time.Dura
 	return nil
 }
 
+// SetIfExists replaces the value at key and sets its ttl (which must be
+// positive) only when key exists, atomically (SET XX), and reports whether
+// it did. It updates a record without ever recreating one that was deleted
+// meanwhile: a write computed before a delete cannot bring the key back,
+// however late it arrives (a retried send included).
+func (r *Redis) SetIfExists(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
+	ok, err := r.client.SetXX(ctx, r.prefix+key, value, ttl).Result()
+	if err != nil {
+		return false, unavailable("setxx", err)
+	}
+	return ok, nil
+}
+
 // Del removes key; a missing key is not an error.
 func (r *Redis) Del(ctx context.Context, key string) error {
 	if err := r.client.Del(ctx, r.prefix+key).Err(); err != nil {

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,9 +30,19 @@ const (
 	MethodMobile = "mobile"
 )
 
-// touchEvery bounds how often a session's sliding idle timeout is written
-// back: at most once a minute per session, not on every request.
-const touchEvery = time.Minute
+// maxTouchEvery caps how long a request waits after a session's last
+// write-back before it slides the idle timeout again: at most once a minute
+// per session (and instance), not on every request.
+const maxTouchEvery = time.Minute
+
+// touchInterval is how long after the last write-back a request writes the
+// session back: a quarter of the idle timeout, at most maxTouchEvery. A
+// session in use is thus never stored closer than 3/4 of the idle timeout
+// to its end, however short the timeout (30 s: written back every 7.5 s at
+// most), and requests up to 3/4 of the idle timeout apart keep it alive.
+func touchInterval(idle time.Duration) time.Duration {
+	return min(maxTouchEvery, idle/4)
+}
 
 // localTTL bounds how long an instance trusts its in-process copy of a
 // session without reading the store: the safety net behind pub/sub
@@ -54,6 +65,9 @@ var ErrUnavailable = kv.ErrUnavailable
 type Store interface {
 	Get(ctx context.Context, key string) ([]byte, error)
 	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	// SetIfExists updates a key only if it still exists (atomically), so
+	// a write-back never recreates a session revoked meanwhile.
+	SetIfExists(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error)
 	Del(ctx context.Context, key string) error
 	SAdd(ctx context.Context, key, member string, ttl time.Duration) error
 	SRem(ctx context.Context, key, member string) error
@@ -102,14 +116,23 @@ type Options struct {
 
 // Manager creates, finds and ends sessions. It is safe for concurrent use.
 type Manager struct {
-	store    Store
-	idle     time.Duration
-	absolute time.Duration
-	now      func() time.Time
-	onCreate func()
-	id       string // this instance, to skip its own messages
-	local    *lru.Cache[string, cached]
-	live     atomic.Bool
+	store      Store
+	idle       time.Duration
+	absolute   time.Duration
+	touchEvery time.Duration
+	now        func() time.Time
+	onCreate   func()
+	id         string // this instance, to skip its own messages
+	local      *lru.Cache[string, cached]
+	live       atomic.Bool
+
+	// invalidations counts the drops from the local layer (a session
+	// ended here or elsewhere, the subscription reset). A Lookup keeps
+	// what it read only if none came since it started: a read that raced
+	// a revocation must not land in the local layer after the revocation
+	// dropped it. mu orders that check-and-put against the drops.
+	mu            sync.Mutex
+	invalidations atomic.Uint64
 }
 
 // cached is a session in the in-process layer, keyed by its id (in memory
@@ -128,8 +151,8 @@ func NewManager(store Store, o Options) *Manager {
 	if o.OnCreate == nil {
 		o.OnCreate = func() {}
 	}
-	return &Manager{store: store, idle: o.IdleTimeout, absolute: o.AbsoluteTimeout, now: o.Now,
-		onCreate: o.OnCreate, id: NewID()[:16], local: lru.New[string, cached](o.LocalEntries)}
+	return &Manager{store: store, idle: o.IdleTimeout, absolute: o.AbsoluteTimeout, touchEvery: touchInterval(o.IdleTimeout),
+		now: o.Now, onCreate: o.OnCreate, id: NewID()[:16], local: lru.New[string, cached](o.LocalEntries)}
 }
 
 // Run keeps the invalidation subscription until ctx ends: a session ended
@@ -143,14 +166,36 @@ func (m *Manager) Run(ctx context.Context) {
 	m.store.Subscribe(ctx, channel, func(msg string) {
 		from, handle, ok := strings.Cut(msg, " ")
 		if ok && from != m.id {
-			m.local.DropStoreKey(handle)
+			m.invalidate(handle)
 		}
 	}, func(up bool) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.invalidations.Add(1)
 		m.live.Store(false)
 		m.local.Clear()
 		m.live.Store(up)
 	})
 	m.live.Store(false)
+}
+
+// invalidate drops the session with this handle from the local layer.
+func (m *Manager) invalidate(handle string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.invalidations.Add(1)
+	m.local.DropStoreKey(handle)
+}
+
+// keep puts c in the local layer unless an invalidation came since the
+// caller's read started (seen is the count then): the copy could be of a
+// session ended meanwhile.
+func (m *Manager) keep(id string, c cached, seen uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.live.Load() && m.invalidations.Load() == seen {
+		m.local.Put(id, c.handle, c)
+	}
 }
 
 // Live reports whether the invalidation subscription is up.
@@ -227,55 +272,91 @@ func indexes(r Record) []string {
 	return out
 }
 
-func (m *Manager) save(ctx context.Context, id string, rec Record) error {
+// encode returns the record as stored and the ttl of its key: until the
+// earlier of its deadlines, or ErrNotFound when that has passed.
+func (m *Manager) encode(rec Record) ([]byte, time.Duration, error) {
 	ttl := m.ExpiresAt(rec).Sub(m.now())
 	if ttl <= 0 {
-		return ErrNotFound
+		return nil, 0, ErrNotFound
 	}
 	b, err := json.Marshal(rec)
 	if err != nil {
-		return fmt.Errorf("session: encode: %w", err)
+		return nil, 0, fmt.Errorf("session: encode: %w", err)
+	}
+	return b, ttl, nil
+}
+
+// save stores a new session.
+func (m *Manager) save(ctx context.Context, id string, rec Record) error {
+	b, ttl, err := m.encode(rec)
+	if err != nil {
+		return err
 	}
 	return m.store.Set(ctx, key(id), b, ttl)
 }
 
+// touch writes back an existing session with its idle timeout slid, and
+// the key's ttl with it. It only ever updates the record: when the session
+// was ended meanwhile (logged out, revoked, expired) it writes nothing and
+// returns ErrNotFound, so a request racing a revocation cannot bring the
+// session back.
+func (m *Manager) touch(ctx context.Context, handle string, rec Record) error {
+	b, ttl, err := m.encode(rec)
+	if err != nil {
+		return err
+	}
+	ok, err := m.store.SetIfExists(ctx, handleKey(handle), b, ttl)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ErrNotFound
+	}
+	return nil
+}
+
 // Lookup returns the live session named by id, enforcing the idle and
-// absolute timeouts, and slides the idle timeout (written back at most once
-// a minute). It returns ErrNotFound or an error wrapping ErrUnavailable.
+// absolute timeouts, and slides the idle timeout: written back once a
+// quarter of it (at most a minute) has passed since the last write-back. It
+// returns ErrNotFound or an error wrapping ErrUnavailable.
 //
 // In steady state it costs no store round trip: the session comes from the
 // local layer, re-read from the store at least every localTTL and dropped
 // at once when another instance ends it.
+//
+// Revocation wins: the write-back only updates a record that still
+// exists, and a Lookup that finds it gone reports ErrNotFound; a read that
+// raced a revocation is served (the request was in flight) but not kept in
+// the local layer.
 func (m *Manager) Lookup(ctx context.Context, id string) (Record, error) {
 	if id == "" {
 		return Record{}, ErrNotFound
 	}
+	seen := m.invalidations.Load()
 	now := m.now()
-	var handle string
 	c, ok := m.local.Get(id)
-	if ok && m.live.Load() && now.Sub(c.fetched) < localTTL && now.Before(m.ExpiresAt(c.rec)) {
-		handle = c.handle
-	} else {
-		handle = Handle(id)
+	fresh := ok && m.live.Load() && now.Sub(c.fetched) < localTTL && now.Before(m.ExpiresAt(c.rec))
+	if !fresh {
+		handle := Handle(id)
 		rec, err := m.get(ctx, handle)
 		if err != nil {
 			m.local.Drop(id)
 			return Record{}, err
 		}
 		c = cached{rec: rec, handle: handle, fetched: now}
-		if m.live.Load() {
-			m.local.Put(id, handle, c)
-		}
 	}
-	if now.Sub(c.rec.LastSeen) >= touchEvery {
+	if now.Sub(c.rec.LastSeen) >= m.touchEvery {
 		c.rec.LastSeen = now
-		if err := m.save(ctx, id, c.rec); err != nil {
+		if err := m.touch(ctx, c.handle, c.rec); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				m.local.Drop(id)
+			}
 			return Record{}, err
 		}
-		if m.live.Load() {
-			m.local.Put(id, handle, c)
-		}
+	} else if fresh {
+		return c.rec, nil
 	}
+	m.keep(id, c, seen)
 	return c.rec, nil
 }
 
@@ -312,7 +393,7 @@ func (m *Manager) deleteHandle(ctx context.Context, handle string) error {
 	if err := m.store.Del(ctx, handleKey(handle)); err != nil {
 		return err
 	}
-	m.local.DropStoreKey(handle)
+	m.invalidate(handle)
 	// Tell the other instances; should the message fail, they stop serving
 	// the session within localTTL anyway: it is gone from the store.
 	_ = m.store.Publish(ctx, channel, m.id+" "+handle)

@@ -16,16 +16,40 @@ import (
 )
 
 // countingStore counts writes, to check the idle timeout slides without a
-// write on every request.
+// write on every request, and can run a hook right after a read: the
+// moment between a Lookup's read and its write-back.
 type countingStore struct {
 	session.Store
-	sets atomic.Int64
+	sets     atomic.Int64
+	lastTTL  atomic.Int64 // of the last write
+	afterGet atomic.Pointer[func()]
 }
 
 func (c *countingStore) Set(ctx context.Context, k string, v []byte, ttl time.Duration) error {
 	c.sets.Add(1)
+	c.lastTTL.Store(int64(ttl))
 	return c.Store.Set(ctx, k, v, ttl)
 }
+
+func (c *countingStore) SetIfExists(ctx context.Context, k string, v []byte, ttl time.Duration) (bool, error) {
+	c.sets.Add(1)
+	c.lastTTL.Store(int64(ttl))
+	return c.Store.SetIfExists(ctx, k, v, ttl)
+}
+
+func (c *countingStore) Get(ctx context.Context, k string) ([]byte, error) {
+	b, err := c.Store.Get(ctx, k)
+	if f := c.afterGet.Swap(nil); f != nil {
+		(*f)()
+	}
+	return b, err
+}
+
+// onNextGet runs f once, right after the store's next read returns.
+func (c *countingStore) onNextGet(f func()) { c.afterGet.Store(&f) }
+
+// sessionKey is the store key of a session record.
+func sessionKey(id string) string { return "sess:" + session.Handle(id) }
 
 // managerSuite runs the behaviour suite without and with the in-process
 // layer: the rules must not depend on it.
@@ -54,14 +78,23 @@ func startRun(t *testing.T, m *session.Manager) {
 
 func managerRules(t *testing.T, newStore func(now func() time.Time) session.Store, entries int) {
 	ctx := context.Background()
-	setup := func() (*session.Manager, *testclock.Clock, *countingStore) {
+	setupIdle := func(idle time.Duration) (*session.Manager, *testclock.Clock, *countingStore) {
 		clk := testclock.New(time.Unix(1_700_000_000, 0))
 		st := &countingStore{Store: newStore(clk.Now)}
-		m := session.NewManager(st, session.Options{IdleTimeout: 30 * time.Minute, AbsoluteTimeout: 12 * time.Hour, Now: clk.Now, LocalEntries: entries})
+		m := session.NewManager(st, session.Options{IdleTimeout: idle, AbsoluteTimeout: 12 * time.Hour, Now: clk.Now, LocalEntries: entries})
 		if entries > 0 {
 			startRun(t, m)
 		}
 		return m, clk, st
+	}
+	setup := func() (*session.Manager, *testclock.Clock, *countingStore) { return setupIdle(30 * time.Minute) }
+	// other is a second instance on the same store and clock.
+	other := func(st *countingStore, clk *testclock.Clock) *session.Manager {
+		m := session.NewManager(st, session.Options{IdleTimeout: 30 * time.Minute, AbsoluteTimeout: 12 * time.Hour, Now: clk.Now, LocalEntries: entries})
+		if entries > 0 {
+			startRun(t, m)
+		}
+		return m
 	}
 	t.Run("create then lookup", func(t *testing.T) {
 		m, _, _ := setup()
@@ -134,6 +167,113 @@ func managerRules(t *testing.T, newStore func(now func() time.Time) session.Stor
 			t.Fatalf("got %d writes for 120 lookups over 2 minutes, want at most 2", got)
 		}
 	})
+	// A short idle timeout slides with use like a long one: the write-back
+	// comes after a quarter of the idle window (at most a minute), not once
+	// a minute whatever the window.
+	for _, tc := range []struct {
+		idle, every, span time.Duration
+	}{
+		{idle: 30 * time.Second, every: 5 * time.Second, span: 2 * time.Minute},
+		{idle: 30 * time.Second, every: 22 * time.Second, span: 5 * time.Minute}, // gaps just under 3/4 of the window
+		{idle: 5 * time.Minute, every: 5 * time.Second, span: 20 * time.Minute},
+		{idle: 5 * time.Minute, every: 3*time.Minute + 40*time.Second, span: 30 * time.Minute},
+		{idle: 2 * time.Second, every: 250 * time.Millisecond, span: time.Minute},
+	} {
+		t.Run(fmt.Sprintf("idle %v slides with a request every %v", tc.idle, tc.every), func(t *testing.T) {
+			m, clk, st := setupIdle(tc.idle)
+			id, _, err := m.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := st.sets.Load()
+			n := int(tc.span / tc.every)
+			for i := 1; i <= n; i++ {
+				clk.Advance(tc.every)
+				if _, err := m.Lookup(ctx, id); err != nil {
+					t.Fatalf("request %d at %v of continuous use (idle timeout %v): got %v, want the session", i, time.Duration(i)*tc.every, tc.idle, err)
+				}
+			}
+			if got := st.sets.Load() - before; got > int64(n)/2 && tc.every < tc.idle/4 {
+				t.Fatalf("got %d writes for %d requests, want at most %d: the idle timeout must slide without a write per request", got, n, n/2)
+			}
+			// Unused from now on: it ends an idle timeout after the last
+			// write-back, never more.
+			clk.Advance(tc.idle)
+			if _, err := m.Lookup(ctx, id); !errors.Is(err, session.ErrNotFound) {
+				t.Fatalf("after %v unused: got %v, want ErrNotFound", tc.idle, err)
+			}
+		})
+	}
+	t.Run("the write-back refreshes the stored expiry", func(t *testing.T) {
+		m, clk, st := setupIdle(30 * time.Second)
+		id, _, _ := m.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
+		st.lastTTL.Store(0)
+		clk.Advance(10 * time.Second)
+		if _, err := m.Lookup(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if ttl := time.Duration(st.lastTTL.Load()); ttl != 30*time.Second {
+			t.Fatalf("the write-back set a ttl of %v, want the whole idle timeout (30s)", ttl)
+		}
+	})
+	// Revocation always wins: a request whose write-back is due, racing a
+	// logout, must not bring the record back.
+	t.Run("logout between a lookup's read and its write-back wins", func(t *testing.T) {
+		m, clk, st := setup()
+		id, _, _ := m.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
+		clk.Advance(2 * time.Minute) // the write-back is due
+		st.onNextGet(func() {
+			if err := m.Delete(ctx, id); err != nil {
+				t.Error(err)
+			}
+		})
+		if _, err := m.Lookup(ctx, id); !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("lookup racing the logout: got %v, want ErrNotFound (its write-back found the record gone)", err)
+		}
+		assertRevoked(t, st, id, m)
+	})
+	t.Run("revocation on another instance between a lookup's read and its write-back wins", func(t *testing.T) {
+		m, clk, st := setup()
+		admin := other(st, clk)
+		id, _, _ := m.Create(ctx, session.New{UserID: "alice", Method: session.MethodOIDC, Sub: "sub-a", SID: "sid-a"})
+		for _, revoke := range []func() error{
+			func() error { _, err := admin.RevokeUser(ctx, "alice"); return err },
+			func() error { _, err := admin.RevokeProvider(ctx, "sub-a", "sid-a"); return err },
+		} {
+			if _, err := m.Lookup(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(2 * time.Minute)
+			st.onNextGet(func() {
+				if err := revoke(); err != nil {
+					t.Error(err)
+				}
+			})
+			if _, err := m.Lookup(ctx, id); !errors.Is(err, session.ErrNotFound) {
+				t.Fatalf("lookup racing the revocation: got %v, want ErrNotFound", err)
+			}
+			assertRevoked(t, st, id, m, admin)
+			id, _, _ = m.Create(ctx, session.New{UserID: "alice", Method: session.MethodOIDC, Sub: "sub-a", SID: "sid-a"})
+		}
+	})
+	t.Run("logout between a lookup's read and its local copy wins", func(t *testing.T) {
+		m, clk, st := setup()
+		peer := other(st, clk)
+		for _, revoker := range []*session.Manager{m, peer} {
+			id, _, _ := m.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
+			clk.Advance(10 * time.Second) // no write-back due
+			st.onNextGet(func() {
+				if err := revoker.Delete(ctx, id); err != nil {
+					t.Error(err)
+				}
+			})
+			_, _ = m.Lookup(ctx, id) // in flight when the logout came: may be served
+			if revoker != m {
+				waitInvalidated(t, m, id)
+			}
+			assertRevoked(t, st, id, m, peer)
+		}
+	})
 	t.Run("expiresAt is the earlier deadline", func(t *testing.T) {
 		m, clk, _ := setup()
 		_, rec, _ := m.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
@@ -193,6 +333,41 @@ func managerRules(t *testing.T, newStore func(now func() time.Time) session.Stor
 			t.Fatalf("got %v, want ErrNotFound", err)
 		}
 	})
+}
+
+// assertRevoked checks that no manager serves the session and that its
+// record is gone from the store.
+func assertRevoked(t *testing.T, st session.Store, id string, ms ...*session.Manager) {
+	t.Helper()
+	ctx := context.Background()
+	for i, m := range ms {
+		for range 3 {
+			if rec, err := m.Lookup(ctx, id); !errors.Is(err, session.ErrNotFound) {
+				t.Fatalf("instance %d after the revocation: got %+v, %v; want ErrNotFound", i, rec, err)
+			}
+		}
+	}
+	if b, err := st.Get(ctx, sessionKey(id)); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("the revoked session's record is in the store: %s, %v", b, err)
+	}
+}
+
+// waitInvalidated waits until m refuses the session: an invalidation
+// published on another instance arrives asynchronously over Redis pub/sub.
+// The test clock stands still, so a local copy that outlived its
+// invalidation would be served for ever: the wait then fails.
+func waitInvalidated(t *testing.T, m *session.Manager, id string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if _, err := m.Lookup(context.Background(), id); errors.Is(err, session.ErrNotFound) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the instance still serves its local copy 2s after the session was revoked elsewhere")
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func TestManagerMemory(t *testing.T) {
@@ -264,6 +439,9 @@ type failingStore struct{}
 func (failingStore) Get(context.Context, string) ([]byte, error) { return nil, kv.ErrUnavailable }
 func (failingStore) Set(context.Context, string, []byte, time.Duration) error {
 	return kv.ErrUnavailable
+}
+func (failingStore) SetIfExists(context.Context, string, []byte, time.Duration) (bool, error) {
+	return false, kv.ErrUnavailable
 }
 func (failingStore) Del(context.Context, string) error { return kv.ErrUnavailable }
 func (failingStore) SAdd(context.Context, string, string, time.Duration) error {
