@@ -131,6 +131,7 @@ type options struct {
 	upstream   string              // extra lines of the upstream block, e.g. "timeout: 2s"
 	drainDelay string              // shutdown_delay; default 0s
 	env        map[string]string   // BFF_* variables, over the file's values
+	limitsYAML string              // default: every limit off
 	// noAdminToken leaves admin_token_file unset: the admin listener's
 	// mutating endpoints then do not exist.
 	noAdminToken bool
@@ -221,6 +222,12 @@ func (e *env) launchOn(o options, pub, adm string) error {
 	if drainDelay == "" {
 		drainDelay = "0s"
 	}
+	// Every test comes from 127.0.0.1 and many log in often: the limits are
+	// off unless a test sets them.
+	limitsYAML := o.limitsYAML
+	if limitsYAML == "" {
+		limitsYAML = "limits: { auth_per_minute: 0, refresh_interval: 0s }"
+	}
 	authYAML := o.authYAML
 	if authYAML == "" {
 		authYAML = "auth:\n  mode: dev"
@@ -260,7 +267,8 @@ session:
 ledger:
   postgres_url: %q
 %s
-%s`, adminLine, pub, adm, pub, drainDelay, e.simURL, o.sim.ClientID, secretLine, o.upstream, redisYAML, e.prefix, e.encKey, e.cookieKey, e.ledgerURL, authYAML, o.extraYAML)
+%s
+%s`, adminLine, pub, adm, pub, drainDelay, e.simURL, o.sim.ClientID, secretLine, o.upstream, redisYAML, e.prefix, e.encKey, e.cookieKey, e.ledgerURL, limitsYAML, authYAML, o.extraYAML)
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -365,5 +366,69 @@ func TestAdminEndpointsNeedTheToken(t *testing.T) {
 	}
 	if strings.Contains(e.logs.String(), e.adminTok) {
 		t.Fatal("the admin token reached the logs")
+	}
+}
+
+// limits.auth_per_minute is one budget per client address across
+// instances: past it, /auth/* is 429 RATE_LIMITED with Retry-After; the
+// API is not counted.
+func TestAuthBudgetPerAddress(t *testing.T) {
+	o := options{limitsYAML: "limits: { auth_per_minute: 5, refresh_interval: 0s }"}
+	a := start(t, o)
+	b := a.another(o)
+	token := a.browser().login("abe") // 1
+	var statuses []int
+	for i := 0; i < 6; i++ { // 2..7, alternating instances
+		e := a
+		if i%2 == 1 {
+			e = b
+		}
+		statuses = append(statuses, e.app(token).do("GET", "/auth/session", "").status)
+	}
+	want := []int{200, 200, 200, 200, 429, 429}
+	for i := range want {
+		if statuses[i] != want[i] {
+			t.Fatalf("got statuses %v, want %v: 5 a minute across both instances", statuses, want)
+		}
+	}
+	r := b.app(token).do("GET", "/auth/session", "")
+	v := wantProblem(t, r, 429, "RATE_LIMITED")
+	if ra, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || ra < 1 || ra > 60 || v["retryable"] != true {
+		t.Fatalf("got Retry-After %q retryable %v, want 1..60 and true", r.header.Get("Retry-After"), v["retryable"])
+	}
+	if r := a.app(token).do("GET", "/api/v2/providers", ""); r.status != 200 {
+		t.Fatalf("the API is not under the /auth budget: got %d", r.status)
+	}
+	if m := scrape(t, a) + scrape(t, b); !strings.Contains(m, `bff_limit_refusals_total{limit="auth"}`) {
+		t.Fatal("the refusals are not counted")
+	}
+}
+
+// limits.refresh_interval: a second on-demand refresh within the interval
+// is 429 REFRESH_TOO_SOON, on any instance, and costs no credits.
+func TestRefreshCreditGuard(t *testing.T) {
+	o := options{limitsYAML: "limits: { auth_per_minute: 0, refresh_interval: 15m }"}
+	a := start(t, o)
+	b := a.another(o)
+	token := a.browser().login("rita")
+	a.app(token).do("POST", "/api/v2/connections", `{"providerIds":["demobank-sandbox"]}`) // something to refresh
+	before := a.sim.Org().Credits
+	first := a.app(token).do("POST", "/api/chat/chat/connections/refresh", "")
+	if first.status != 200 {
+		t.Fatalf("first refresh: got %d %s", first.status, first.body)
+	}
+	r := b.app(token).do("POST", "/api/chat/chat/connections/refresh", "")
+	wantProblem(t, r, 429, "REFRESH_TOO_SOON")
+	if ra, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || ra < 890 || ra > 900 {
+		t.Fatalf("got Retry-After %q, want about 900 s", r.header.Get("Retry-After"))
+	}
+	refreshes := 0
+	for _, rq := range a.sim.Requests() {
+		if rq.Path == "/chat/chat/connections/refresh" {
+			refreshes++
+		}
+	}
+	if refreshes != 1 || before-a.sim.Org().Credits != 20 {
+		t.Fatalf("the upstream saw %d refreshes and charged %d credits, want 1 and 20", refreshes, before-a.sim.Org().Credits)
 	}
 }

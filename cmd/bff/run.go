@@ -27,6 +27,7 @@ import (
 	"github.com/fintech-bff/bff/internal/edge"
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/logbuf"
 	"github.com/fintech-bff/bff/internal/login"
 	"github.com/fintech-bff/bff/internal/proxy"
@@ -93,6 +94,7 @@ func (h flushOnWarn) WithGroup(n string) slog.Handler {
 // app is everything serve builds, for shutdown.
 type app struct {
 	store          interface{ Ping(context.Context) error }
+	limits         budgets
 	closer         io.Closer
 	ledger         interface{ Close() }
 	stopBackground func() // ends subscriptions before the store closes
@@ -184,6 +186,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 	a.ledger = led
 	go sweepLedger(cacheCtx, led, log)
+	proxyMetrics := proxy.NewMetrics(reg)
 	fwd := proxy.New(proxy.Options{
 		BaseURL: base, Routes: proxy.NewRoutes(routes), Tokens: cache, Transport: upstreamTransport,
 		Timeout: cfg.Upstream.Timeout, MaxBodyBytes: cfg.Upstream.MaxBodyBytes,
@@ -191,7 +194,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			MaxAttempts: cfg.Upstream.Retry.MaxAttempts, BaseDelay: cfg.Upstream.Retry.BaseDelay,
 			MaxDelay: cfg.Upstream.Retry.MaxDelay,
 		},
-		Logger: log, Metrics: proxy.NewMetrics(reg),
+		Logger: log, Metrics: proxyMetrics,
+		Refresh: a.limits, RefreshEvery: cfg.Limits.RefreshInterval,
 		MoneyRoutes: cfg.Upstream.MoneyRoutes, Ledger: led,
 	})
 	proxies, err := parseProxies(cfg.TrustedProxies)
@@ -199,6 +203,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		return err
 	}
 	deps := edge.Deps{
+		AuthLimit: a.limits, AuthPerMinute: cfg.Limits.AuthPerMinute, Refused: proxyMetrics.Refused,
 		Logger: log, Metrics: edge.NewMetrics(reg), Sessions: sessions, Cookies: cookies, Forwarder: fwd,
 		PublicOrigin: origin(cfg.PublicURL), AllowedOrigins: cfg.CORS.AllowedOrigins,
 		TrustedProxies: proxies, DevLogin: cfg.Auth.Mode == config.AuthModeDev, Tokens: cache,
@@ -401,7 +406,7 @@ func openStore(cfg *config.Config, log *slog.Logger) (sharedStore, app, error) {
 	if cfg.Redis.InProcessStore() {
 		log.Warn("redis.url is empty: using the in-process store; run one instance only, sessions end on restart")
 		m := kv.NewMemory(nil)
-		return m, app{store: m}, nil
+		return m, app{store: m, limits: limits.NewLocal(nil)}, nil
 	}
 	kv.SetLogger(log)
 	client, err := kv.NewClient(kv.ClientOptions{
@@ -415,8 +420,20 @@ func openStore(cfg *config.Config, log *slog.Logger) (sharedStore, app, error) {
 		return nil, app{}, err
 	}
 	r := kv.NewRedis(client, cfg.Redis.KeyPrefix)
-	return r, app{store: r, closer: client}, nil
+	return r, app{store: r, closer: client, limits: limits.NewRedis(client, cfg.Redis.KeyPrefix+"lim:")}, nil
 }
+
+// budgets are the shared limits (limits.Redis, or limits.Local with the
+// in-process store).
+type budgets interface {
+	edge.RateLimiter
+	proxy.Guard
+}
+
+var (
+	_ budgets = (*limits.Redis)(nil)
+	_ budgets = (*limits.Local)(nil)
+)
 
 // ledgerStore is the payments ledger as run uses it.
 type ledgerStore interface {

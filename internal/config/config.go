@@ -74,6 +74,17 @@ type Config struct {
 	Auth           Auth     `yaml:"auth"`
 	CORS           CORS     `yaml:"cors"`
 	Ledger         Ledger   `yaml:"ledger"`
+	Limits         Limits   `yaml:"limits"`
+}
+
+// Limits bounds what one client can make the BFF do; 0 switches one off.
+type Limits struct {
+	// AuthPerMinute is the budget of /auth/* requests per client address
+	// (believed through trusted_proxies), shared by every instance.
+	AuthPerMinute int `yaml:"auth_per_minute"`
+	// RefreshInterval allows at most one on-demand refresh (the route that
+	// costs the organization 20 credits) per user per interval.
+	RefreshInterval time.Duration `yaml:"refresh_interval"`
 }
 
 // Ledger configures the durable record of money-moving requests.

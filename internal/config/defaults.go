@@ -70,7 +70,8 @@ func Defaults() Config {
 			},
 			MobileRedirectURIs: []string{},
 		},
-		CORS: CORS{AllowedOrigins: []string{}},
+		CORS:   CORS{AllowedOrigins: []string{}},
+		Limits: Limits{AuthPerMinute: 60, RefreshInterval: 15 * time.Minute},
 	}
 }
 

@@ -82,6 +82,12 @@ func (c *Config) Validate() error {
 	} else if u := c.Ledger.PostgresURL.Reveal(); u != "" && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
 		v.addf("ledger.postgres_url", "must be a postgres:// or postgresql:// URL")
 	}
+	if n := c.Limits.AuthPerMinute; n < 0 || n > 1_000_000 {
+		v.addf("limits.auth_per_minute", "%d is not between 0 (off) and 1000000", n)
+	}
+	if c.Limits.RefreshInterval < 0 {
+		v.addf("limits.refresh_interval", "must not be negative (0 switches it off)")
+	}
 	if n := c.Ledger.MaxConns; n < 0 || n > 1000 {
 		v.addf("ledger.max_conns", "%d is not between 0 and 1000", n)
 	}

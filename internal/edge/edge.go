@@ -4,12 +4,13 @@
 package edge
 
 import (
+	"context"
 	"log/slog"
 	"net/netip"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/login"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
@@ -40,14 +41,22 @@ type Deps struct {
 	MobileRedirectURIs []string
 	// Tokens drops a user's upstream token when their last session ends.
 	Tokens TokenInvalidator
-	Now    func() time.Time
+	// AuthLimit, when set with AuthPerMinute > 0, is the per-address
+	// budget of /auth/* requests (limits.auth_per_minute), shared by every
+	// instance; Refused counts a refusal in bff_limit_refusals_total.
+	AuthLimit     RateLimiter
+	AuthPerMinute int
+	Refused       func(limit string)
+}
+
+// RateLimiter spends one of perMinute requests a minute of a key
+// (limits.Redis, limits.Local).
+type RateLimiter interface {
+	Allow(ctx context.Context, key string, perMinute int) (limits.Decision, error)
 }
 
 // NewPublic returns the public handler: auth endpoints and /api.
 func NewPublic(d Deps) *echo.Echo {
-	if d.Now == nil {
-		d.Now = time.Now
-	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(discard{})

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/netip"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -212,6 +213,38 @@ func noStore() echo.MiddlewareFunc {
 				h := c.Response().Header()
 				h.Set("Cache-Control", "no-store")
 				h.Set("X-Content-Type-Options", "nosniff")
+			}
+			return next(c)
+		}
+	}
+}
+
+// authLimit spends the client address's /auth/* budget (one budget across
+// instances, GCRA in Redis): over it, 429 RATE_LIMITED with Retry-After.
+// The provider's back-channel logout is not counted (a signed,
+// server-to-server call that must not be throttled by users' traffic). A
+// store that does not answer lets the request through: the handler then
+// fails closed on its own session check.
+func authLimit(l RateLimiter, perMinute int, refused func(string), log *slog.Logger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			p := c.Request().URL.Path
+			if !strings.HasPrefix(p, "/auth/") || p == "/auth/backchannel-logout" {
+				return next(c)
+			}
+			d, err := l.Allow(c.Request().Context(), "auth:"+c.RealIP(), perMinute)
+			if err != nil {
+				log.Warn("the /auth budget could not be checked; letting the request through", slog.String("error", err.Error()))
+				return next(c)
+			}
+			if !d.Allowed {
+				if refused != nil {
+					refused("auth")
+				}
+				secs := int64((d.RetryAfter + time.Second - 1) / time.Second)
+				p := problem.Newf(problem.CodeRateLimited, "too many login and session requests from this address; retry in %d s", secs)
+				p.RetryAfter = strconv.FormatInt(secs, 10)
+				return p
 			}
 			return next(c)
 		}

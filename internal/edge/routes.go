@@ -10,6 +10,9 @@ func routes(e *echo.Echo, d Deps, m *httpMetrics, am *authMetrics) {
 	if len(d.AllowedOrigins) > 0 {
 		e.Use(corsMiddleware(d.AllowedOrigins))
 	}
+	if d.AuthLimit != nil && d.AuthPerMinute > 0 {
+		e.Use(authLimit(d.AuthLimit, d.AuthPerMinute, d.Refused, d.Logger))
+	}
 	a := &authn{sessions: d.Sessions, cookies: d.Cookies, publicOrigin: d.PublicOrigin, allowedOrigins: d.AllowedOrigins}
 	ad := authDeps{a: a, sessions: d.Sessions, cookies: d.Cookies, tokens: d.Tokens, metrics: am, log: d.Logger}
 

@@ -55,6 +55,8 @@ const (
 	CodePaymentOutcomeUnknown    = "PAYMENT_OUTCOME_UNKNOWN"
 	CodeLedgerUnavailable        = "LEDGER_UNAVAILABLE"
 	CodeAdminTokenRequired       = "ADMIN_TOKEN_REQUIRED"
+	CodeRateLimited              = "RATE_LIMITED"
+	CodeRefreshTooSoon           = "REFRESH_TOO_SOON"
 )
 
 // Actions tell a frontend what to do next.
@@ -162,6 +164,8 @@ var specs = map[string]spec{
 	CodePaymentOutcomeUnknown:    {http.StatusBadGateway, "Payment outcome unknown", ActionCheckStatus, false},
 	CodeLedgerUnavailable:        {http.StatusServiceUnavailable, "Payments ledger unavailable", ActionRetryLater, true},
 	CodeAdminTokenRequired:       {http.StatusUnauthorized, "Admin token required", ActionFixRequest, false},
+	CodeRateLimited:              {http.StatusTooManyRequests, "Too many requests", ActionRetryLater, true},
+	CodeRefreshTooSoon:           {http.StatusTooManyRequests, "Refreshed too recently", ActionRetryLater, true},
 }
 
 // Known reports whether code is one of the BFF's own codes (metric labels

@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"io"
 	"log/slog"
@@ -10,11 +12,13 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/tokens"
 )
@@ -50,6 +54,21 @@ type Options struct {
 	// once, recorded in Ledger. A money POST with no Ledger is refused.
 	MoneyRoutes []string
 	Ledger      Ledger
+	// Refresh, when set, is the credit guard: at most one POST to
+	// RefreshPath per user per RefreshEvery (the refresh costs the
+	// organization 20 weekly credits); a sooner one is 429
+	// REFRESH_TOO_SOON and never reaches the upstream.
+	Refresh      Guard
+	RefreshEvery time.Duration
+}
+
+// RefreshPath is the on-demand refresh, the route that costs credits.
+const RefreshPath = "/chat/chat/connections/refresh"
+
+// Guard holds a key for an interval (limits.Redis, limits.Local).
+type Guard interface {
+	Hold(ctx context.Context, key string, every time.Duration) (limits.Decision, error)
+	Release(ctx context.Context, key, token string) error
 }
 
 // Forwarder forwards allowlisted calls. Safe for concurrent use.
@@ -64,6 +83,8 @@ type Forwarder struct {
 	log      *slog.Logger
 	ledger   Ledger
 	metrics  *Metrics
+	refresh  Guard
+	every    time.Duration
 }
 
 // Call is what the edge knows of one API call.
@@ -130,7 +151,7 @@ func New(o Options) *Forwarder {
 	}
 	base := *o.BaseURL
 	f := &Forwarder{routes: o.Routes, money: NewRoutes(money), timeout: o.Timeout, maxBody: o.MaxBodyBytes, log: o.Logger,
-		ledger: o.Ledger, metrics: o.Metrics, base: &base,
+		ledger: o.Ledger, metrics: o.Metrics, base: &base, refresh: o.Refresh, every: o.RefreshEvery,
 		upstream: &transport{base: o.Transport, tokens: o.Tokens, retry: o.Retry, metrics: o.Metrics}}
 	basePath := strings.TrimSuffix(base.Path, "/")
 	f.rp = &httputil.ReverseProxy{
@@ -222,6 +243,10 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, c Call) Resu
 		return Result{Route: route}
 	}
 	st := &callState{Call: c, path: path, route: route}
+	if f.refresh != nil && f.every > 0 && r.Method == http.MethodPost && path == RefreshPath {
+		f.forwardRefresh(w, r, st)
+		return Result{Route: route, UpstreamStatus: st.upstreamStatus}
+	}
 	if money, ok := f.money.Under(path); ok && r.Method == http.MethodPost {
 		if f.ledger == nil {
 			problem.Write(w, problem.New(problem.CodeLedgerUnavailable, "payments are not enabled: no ledger is configured"), c.RequestID)
@@ -232,6 +257,40 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, c Call) Resu
 		f.serve(w, r, st, r.Context())
 	}
 	return Result{Route: route, UpstreamStatus: st.upstreamStatus}
+}
+
+// forwardRefresh runs the on-demand refresh under the credit guard: one per
+// user per interval, taken before the call and given back when the
+// upstream did not accept it (402, 409, an error: nothing was charged).
+func (f *Forwarder) forwardRefresh(w http.ResponseWriter, r *http.Request, st *callState) {
+	key := "refresh:" + userKey(st.UserID)
+	d, err := f.refresh.Hold(r.Context(), key, f.every)
+	if err != nil {
+		problem.Write(w, problem.Wrap(problem.CodeSessionStoreUnavailable, "the refresh allowance cannot be checked right now", err), st.RequestID)
+		return
+	}
+	if !d.Allowed {
+		f.metrics.refused("refresh")
+		secs := int64((d.RetryAfter + time.Second - 1) / time.Second)
+		p := problem.Newf(problem.CodeRefreshTooSoon, "data was refreshed less than %s ago; the next refresh is allowed in %d s", f.every, secs)
+		p.RetryAfter = strconv.FormatInt(secs, 10)
+		problem.Write(w, p, st.RequestID)
+		return
+	}
+	f.serve(w, r, st, r.Context())
+	if st.upstreamStatus < 200 || st.upstreamStatus > 299 {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), ledgerTimeout)
+		defer cancel()
+		if err := f.refresh.Release(ctx, key, d.Token); err != nil {
+			f.log.Warn("a refused refresh's allowance could not be given back", slog.String("requestId", st.RequestID), slog.String("error", err.Error()))
+		}
+	}
+}
+
+// userKey names a user in a shared store without their id.
+func userKey(userID string) string {
+	sum := sha256.Sum256([]byte("bff-limit:" + userID))
+	return base64.RawURLEncoding.EncodeToString(sum[:18])
 }
 
 // serve forwards one call within the upstream timeout, under parent (the

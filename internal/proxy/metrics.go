@@ -13,6 +13,7 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	moneyReq *prometheus.CounterVec
+	refusals *prometheus.CounterVec
 }
 
 // NewMetrics registers the proxy's metrics on reg.
@@ -31,9 +32,23 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "bff_money_requests_total",
 			Help: "Money-moving requests by how the BFF answered: answered, released, unknown (502 PAYMENT_OUTCOME_UNKNOWN to the request that sent it), settled, replayed, in_progress, outcome_unknown (a repeat of an unknown key), key_reused, key_required, key_invalid, ledger_unavailable.",
 		}, []string{"result"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bff_limit_refusals_total",
+			Help: "Requests refused by a limit before reaching the upstream, by limit (auth, refresh).",
+		}, []string{"limit"}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.moneyReq)
+	reg.MustRegister(m.requests, m.duration, m.moneyReq, m.refusals)
 	return m
+}
+
+// Refused counts a request a limit refused; the edge counts its own here
+// too, so one metric holds every limit.
+func (m *Metrics) Refused(limit string) { m.refused(limit) }
+
+func (m *Metrics) refused(limit string) {
+	if m != nil {
+		m.refusals.WithLabelValues(limit).Inc()
+	}
 }
 
 func (m *Metrics) money(result string) {

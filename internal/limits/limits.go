@@ -1,0 +1,179 @@
+// Package limits holds the BFF's shared request budgets: a rate per key
+// (GCRA: github.com/go-redis/redis_rate, exact across instances at one
+// Redis round trip a decision) and a once-per-interval hold per key (the
+// credit guard of the 20-credit refresh). Both have an in-process twin for
+// the single-instance development store. Plain Go, no HTTP framework.
+package limits
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+)
+
+// Decision is the answer to "may this key act now?".
+type Decision struct {
+	Allowed    bool
+	RetryAfter time.Duration // when refused: how long until it would be allowed
+	// Token identifies a hold, for Release; "" when refused.
+	Token string
+}
+
+// ErrUnavailable wraps a store failure.
+var ErrUnavailable = errors.New("limits: store unavailable")
+
+// Redis keeps the budgets in Redis, shared by every instance. Safe for
+// concurrent use.
+type Redis struct {
+	client redis.UniversalClient
+	rate   *redis_rate.Limiter
+	prefix string
+}
+
+// NewRedis returns budgets kept in Redis under prefix.
+func NewRedis(client redis.UniversalClient, prefix string) *Redis {
+	return &Redis{client: client, rate: redis_rate.NewLimiter(client), prefix: prefix}
+}
+
+// Allow spends one of perMinute requests a minute (burst perMinute) of key.
+func (r *Redis) Allow(ctx context.Context, key string, perMinute int) (Decision, error) {
+	res, err := r.rate.Allow(ctx, r.prefix+key, redis_rate.PerMinute(perMinute))
+	if err != nil {
+		return Decision{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return Decision{Allowed: res.Allowed > 0, RetryAfter: max(res.RetryAfter, 0)}, nil
+}
+
+// Hold takes key for every, unless it is held already: at most one holder
+// per interval across instances. The refusal says how long is left.
+func (r *Redis) Hold(ctx context.Context, key string, every time.Duration) (Decision, error) {
+	token := newToken()
+	n, err := holdScript.Run(ctx, r.client, []string{r.prefix + key}, token, every.Milliseconds()).Int64()
+	if err != nil {
+		return Decision{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if n == 0 {
+		return Decision{Allowed: true, Token: token}, nil
+	}
+	return Decision{RetryAfter: time.Duration(n) * time.Millisecond}, nil
+}
+
+// Release gives a hold back (the held action did not happen), if it is
+// still the caller's.
+func (r *Redis) Release(ctx context.Context, key, token string) error {
+	if err := releaseScript.Run(ctx, r.client, []string{r.prefix + key}, token).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// holdScript sets KEYS[1] to ARGV[1] for ARGV[2] ms when absent and
+// returns 0, else the milliseconds left (at least 1).
+var holdScript = redis.NewScript(`
+if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then return 0 end
+local left = redis.call("PTTL", KEYS[1])
+if left < 1 then return 1 end
+return left
+`)
+
+var releaseScript = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end
+return 0
+`)
+
+// Local keeps the budgets in this process, for the single-instance
+// development store. Safe for concurrent use.
+type Local struct {
+	mu    sync.Mutex
+	now   func() time.Time
+	tat   map[string]time.Time // GCRA theoretical arrival time per key
+	holds map[string]localHold
+}
+
+type localHold struct {
+	token string
+	until time.Time
+}
+
+// NewLocal returns in-process budgets; now is the clock (nil: time.Now).
+func NewLocal(now func() time.Time) *Local {
+	if now == nil {
+		now = time.Now
+	}
+	return &Local{now: now, tat: map[string]time.Time{}, holds: map[string]localHold{}}
+}
+
+// Allow is Redis.Allow in process: GCRA with emission interval
+// 1 min/perMinute and burst perMinute.
+func (l *Local) Allow(_ context.Context, key string, perMinute int) (Decision, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	interval := time.Minute / time.Duration(perMinute)
+	burst := time.Duration(perMinute) * interval
+	tat := l.tat[key]
+	if tat.Before(now) {
+		tat = now
+	}
+	next := tat.Add(interval)
+	if allowAt := next.Add(-burst); allowAt.After(now) {
+		return Decision{RetryAfter: allowAt.Sub(now)}, nil
+	}
+	l.tat[key] = next
+	l.pruneLocked(now)
+	return Decision{Allowed: true}, nil
+}
+
+// Hold is Redis.Hold in process.
+func (l *Local) Hold(_ context.Context, key string, every time.Duration) (Decision, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	if h, ok := l.holds[key]; ok && now.Before(h.until) {
+		return Decision{RetryAfter: h.until.Sub(now)}, nil
+	}
+	token := newToken()
+	l.holds[key] = localHold{token: token, until: now.Add(every)}
+	return Decision{Allowed: true, Token: token}, nil
+}
+
+// Release is Redis.Release in process.
+func (l *Local) Release(_ context.Context, key, token string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h, ok := l.holds[key]; ok && h.token == token {
+		delete(l.holds, key)
+	}
+	return nil
+}
+
+// pruneLocked drops idle entries once the maps grow, so a flood of
+// addresses cannot grow them without bound.
+func (l *Local) pruneLocked(now time.Time) {
+	if len(l.tat) < 10000 {
+		return
+	}
+	for k, t := range l.tat {
+		if t.Before(now) {
+			delete(l.tat, k)
+		}
+	}
+	for k, h := range l.holds {
+		if !now.Before(h.until) {
+			delete(l.holds, k)
+		}
+	}
+}
+
+func newToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
