@@ -76,6 +76,7 @@ var knownMetrics = map[string]metric{
 	"bff_store_up":                          {"gauge", nil, true},
 	"bff_ledger_up":                         {"gauge", nil, true},
 	"bff_money_requests_total":              {"counter", []string{"result"}, true},
+	"bff_limit_refusals_total":              {"counter", []string{"limit"}, true},
 
 	// collectors.NewGoCollector() (default set) and NewProcessCollector().
 	"go_goroutines":                 {"gauge", nil, false},
