@@ -135,21 +135,35 @@ func devLogin(d authDeps) echo.HandlerFunc {
 			p.Fields = []problem.Field{{Field: "userId", Message: msg}}
 			return p
 		}
-		endOldSession(c, d.sessions, d.cookies)
-		id, rec, err := d.sessions.Create(c.Request().Context(), session.New{UserID: in.UserID, Method: session.MethodDev})
+		id, rec, err := startSession(c, d, session.New{UserID: in.UserID, Method: session.MethodDev}, true)
 		if err != nil {
-			return problem.Wrap(problem.CodeSessionStoreUnavailable, "sessions cannot be created right now", err)
+			return err
 		}
-		ck, err := d.cookies.New(id)
-		if err != nil {
-			return problem.Wrap(problem.CodeInternal, "the session cookie could not be made", err)
-		}
-		state(c).userHash = userHash(rec.UserID)
-		d.metrics.login(session.MethodDev, "ok")
-		c.SetCookie(ck)
-		c.Response().Header().Set("Cache-Control", "no-store")
 		return c.JSON(http.StatusOK, sessionReply{UserID: rec.UserID, SessionToken: id, ExpiresAt: d.sessions.ExpiresAt(rec).UTC()})
 	}
+}
+
+// startSession is every login's last step: the session a browser still
+// carries ends (a new login never reuses an id: no fixation), a new one is
+// created, counted, and, for a browser, set as the cookie.
+func startSession(c echo.Context, d authDeps, n session.New, browser bool) (string, session.Record, error) {
+	if browser {
+		endOldSession(c, d.sessions, d.cookies)
+	}
+	id, rec, err := d.sessions.Create(c.Request().Context(), n)
+	if err != nil {
+		return "", rec, problem.Wrap(problem.CodeSessionStoreUnavailable, "sessions cannot be created right now", err)
+	}
+	if browser {
+		ck, err := d.cookies.New(id)
+		if err != nil {
+			return "", rec, problem.Wrap(problem.CodeInternal, "the session cookie could not be made", err)
+		}
+		c.SetCookie(ck)
+	}
+	state(c).userHash = userHash(rec.UserID)
+	d.metrics.login(n.Method, "ok")
+	return id, rec, nil
 }
 
 func checkUserID(id string) string {

@@ -133,18 +133,9 @@ func loginCallback(d loginDeps) echo.HandlerFunc {
 			d.metrics.login(method, "code_issued")
 			return c.Redirect(http.StatusFound, loc)
 		}
-		endOldSession(c, d.sessions, d.cookies)
-		id, rec, err := d.sessions.Create(r.Context(), session.New{UserID: res.UserID, Method: method, AuthTime: res.AuthTime, Sub: res.Sub, SID: res.SID})
-		if err != nil {
-			return problem.Wrap(problem.CodeSessionStoreUnavailable, "sessions cannot be created right now", err)
+		if _, _, err := startSession(c, d.authDeps, session.New{UserID: res.UserID, Method: method, AuthTime: res.AuthTime, Sub: res.Sub, SID: res.SID}, true); err != nil {
+			return err
 		}
-		ck, err := d.cookies.New(id)
-		if err != nil {
-			return problem.Wrap(problem.CodeInternal, "the session cookie could not be made", err)
-		}
-		state(c).userHash = userHash(rec.UserID)
-		d.metrics.login(method, "ok")
-		c.SetCookie(ck)
 		return c.Redirect(http.StatusFound, res.ReturnTo)
 	}
 }
@@ -174,13 +165,10 @@ func mobileToken(d loginDeps) echo.HandlerFunc {
 			d.metrics.login(session.MethodMobile, "invalid_grant")
 			return loginProblem(err)
 		}
-		id, rec, err := d.sessions.Create(c.Request().Context(), session.New{UserID: res.UserID, Method: session.MethodMobile, AuthTime: res.AuthTime, Sub: res.Sub, SID: res.SID})
+		id, rec, err := startSession(c, d.authDeps, session.New{UserID: res.UserID, Method: session.MethodMobile, AuthTime: res.AuthTime, Sub: res.Sub, SID: res.SID}, false)
 		if err != nil {
-			return problem.Wrap(problem.CodeSessionStoreUnavailable, "sessions cannot be created right now", err)
+			return err
 		}
-		state(c).userHash = userHash(rec.UserID)
-		d.metrics.login(session.MethodMobile, "ok")
-		c.Response().Header().Set("Cache-Control", "no-store")
 		return c.JSON(http.StatusOK, struct {
 			SessionToken string `json:"sessionToken"`
 			ExpiresIn    int64  `json:"expiresIn"`

@@ -69,6 +69,14 @@ var statusTypes = map[string]string{
 	"no_refreshable_connections": CodeNoRefreshableConnections,
 }
 
+// KnownUpstreamType reports whether s is one of the upstream's documented
+// error types or error statuses: the one list that bounds metric labels
+// and that the normaliser reads.
+func KnownUpstreamType(s string) bool {
+	_, status := statusTypes[s]
+	return upstreamTypes[s] || status
+}
+
 // UpstreamError is the internal cause FromUpstream attaches to a Problem
 // (Problem.Err): the upstream status and its type when well formed. It
 // holds nothing from the body beyond that, so it is safe to log.

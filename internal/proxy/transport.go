@@ -11,6 +11,8 @@ import (
 	"net/http/httptrace"
 	"sync/atomic"
 	"time"
+
+	"github.com/fintech-bff/bff/internal/problem"
 )
 
 // transport adds the user's upstream token to each attempt and owns the
@@ -163,14 +165,6 @@ func discard(resp *http.Response) {
 	_ = resp.Body.Close()
 }
 
-// knownTypes bounds the "type" label of the upstream metric.
-var knownTypes = map[string]bool{
-	"CLIENT_ERROR": true, "VALIDATION_ERROR": true, "PROVIDER_UNAVAILABLE": true,
-	"NOT_AVAILABLE_ON_PLAN": true, "ACCOUNT_LIMIT_REACHED": true, "MCP_FORBIDDEN": true,
-	"MCP_NO_SERVICE_ORG": true, "MCP_TEMPORARILY_UNAVAILABLE": true, "INTERNAL_ERROR": true,
-	"INTERNAL_SERVER_ERROR": true, "insufficient_credits": true, "no_refreshable_connections": true,
-}
-
 // peekType reads the (small) error body to learn its type, and puts the
 // bytes back so the response can still be normalised or passed on.
 func peekType(resp *http.Response) string {
@@ -188,7 +182,7 @@ func peekType(resp *http.Response) string {
 	}
 	for _, f := range [...]any{v.Type, v.Status} {
 		if s, ok := f.(string); ok && s != "" {
-			if knownTypes[s] {
+			if problem.KnownUpstreamType(s) {
 				return s
 			}
 			return "OTHER"

@@ -382,14 +382,6 @@ sentinel parallel-syncs %[3]s 1
 // SentinelAddrs are the Sentinels' addresses, for a failover client.
 func (s *Sentinel) SentinelAddrs() []string { return []string{s.sentinel.Addr} }
 
-// MasterAddr is the address of the current master as this harness knows it
-// (the former replica once WaitFailover has returned).
-func (s *Sentinel) MasterAddr() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.master.Addr
-}
-
 // WaitReplicated waits (at most a second) until the replica has every
 // write the master had acknowledged, so a failover loses nothing. A WAIT is
 // about its own connection's writes, so it writes a marker first on the
