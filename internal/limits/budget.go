@@ -1,0 +1,253 @@
+package limits
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Budget is a request budget per key (a session): one token bucket of rate
+// requests a second and burst, shared by every instance, with no Redis
+// round trip on the request path.
+//
+// Each instance keeps two views of a key. The light view is this
+// instance's share, rate/N and burst/N for N live instances: while every
+// instance stays within its share, the instances together stay within the
+// bucket, and nothing needs to be exchanged, so an ordinary session costs
+// Redis nothing. When a key outgrows its share here, it turns shared: the
+// full view (rate and burst, less what every instance spent) decides, and
+// every sync interval the instance adds what it spent to a counter in
+// Redis and takes from its view what the others added meanwhile.
+//
+// The budget is approximate. When a key's traffic is spread over the
+// instances (a round-robin load balancer), it gets at most
+// (N-1) × (burst + rate × sync) requests more than one exact bucket would
+// allow, once (each instance spends what its view holds before it hears of
+// the others), and then the rate: with rate 20/s, burst 40, a 100 ms sync
+// and 3 instances, at most 84 extra requests, once. When one instance gets
+// nearly all of a key's traffic and the others a trickle within their
+// shares, the others' shares are not exchanged: the key then gets at most
+// rate × (2 - 1/N) sustained.
+//
+// Safe for concurrent use.
+type Budget struct {
+	rate, burst float64
+	now         func() time.Time
+	shared      Counter
+	instances   atomic.Int64 // N, at least 1
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+}
+
+type bucket struct {
+	full, light float64 // tokens of the full view and of this instance's share
+	last        time.Time
+	shared      bool
+	spent       int64 // spent here since the last exchange (shared keys)
+	seen        int64 // the counter's total after this instance's last add; 0: never
+}
+
+// Counter adds to shared per-key counters and returns their new totals
+// (CounterRedis).
+type Counter interface {
+	Add(ctx context.Context, keys []string, n []int64) ([]int64, error)
+}
+
+// NewBudget returns a budget of rate requests a second with burst. shared
+// may be nil: one instance, nothing exchanged.
+func NewBudget(rate float64, burst int, shared Counter, now func() time.Time) *Budget {
+	if now == nil {
+		now = time.Now
+	}
+	b := &Budget{rate: rate, burst: float64(burst), now: now, shared: shared, buckets: map[string]*bucket{}}
+	b.instances.Store(1)
+	return b
+}
+
+// SetInstances sets N, the number of live instances sharing the budget.
+func (b *Budget) SetInstances(n int) { b.instances.Store(int64(max(n, 1))) }
+
+// Allow spends one request of key; when the bucket is empty it returns
+// false and how long until a token is back.
+func (b *Budget) Allow(key string) (bool, time.Duration) {
+	n := float64(b.instances.Load())
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	k := b.buckets[key]
+	if k == nil {
+		k = &bucket{full: b.burst, light: b.burst / n, last: now}
+		b.buckets[key] = k
+	}
+	dt := now.Sub(k.last).Seconds()
+	k.full = math.Min(b.burst, k.full+dt*b.rate)
+	k.light = math.Min(b.burst/n, k.light+dt*b.rate/n)
+	k.last = now
+	if !k.shared {
+		if k.light >= 1 {
+			k.light--
+			k.full--
+			return true, 0
+		}
+		k.shared = true
+	}
+	if k.full < 1 {
+		wait := time.Duration((1 - k.full) / b.rate * float64(time.Second))
+		return false, max(wait, time.Millisecond)
+	}
+	k.full--
+	k.spent++
+	return true, 0
+}
+
+// Sync exchanges what shared keys spent with the other instances and
+// forgets keys idle long enough to have refilled (a forgotten key starts
+// again within its share). Run calls it every sync interval.
+func (b *Budget) Sync(ctx context.Context) error {
+	b.mu.Lock()
+	now := b.now()
+	var keys []string
+	var spent []int64
+	for key, k := range b.buckets {
+		refilled := k.full+now.Sub(k.last).Seconds()*b.rate >= b.burst
+		switch {
+		case refilled && now.Sub(k.last) > 10*time.Second && k.spent == 0:
+			delete(b.buckets, key) // idle: a fresh bucket is the same
+		case k.shared && k.spent > 0 && b.shared != nil:
+			keys = append(keys, key)
+			spent = append(spent, k.spent)
+		}
+	}
+	b.mu.Unlock()
+	if len(keys) == 0 {
+		return nil
+	}
+	totals, err := b.shared.Add(ctx, keys, spent)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, key := range keys {
+		k := b.buckets[key]
+		if k == nil {
+			continue
+		}
+		// The counter grew by this instance's add and whatever the others
+		// spent since this instance's last add: take the latter from the
+		// view too. On the first exchange the counter's past is not known
+		// to belong to this bucket's life, so it is only the baseline.
+		if k.seen > 0 {
+			k.full -= float64(max(totals[i]-k.seen-spent[i], 0))
+		}
+		k.seen = totals[i]
+		k.spent -= spent[i]
+	}
+	return nil
+}
+
+// Run calls Sync every interval, and, with a registry, keeps N current,
+// until ctx ends.
+func (b *Budget) Run(ctx context.Context, every time.Duration, reg Registry, onErr func(error)) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var beat time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if reg != nil && time.Since(beat) >= heartbeatEvery {
+			beat = time.Now()
+			if n, err := reg.Heartbeat(ctx); err == nil {
+				b.SetInstances(n)
+			} else if onErr != nil {
+				onErr(err)
+			}
+		}
+		if err := b.Sync(ctx); err != nil && onErr != nil {
+			onErr(err)
+		}
+	}
+}
+
+// Registry counts the live instances sharing budgets.
+type Registry interface {
+	// Heartbeat marks this instance alive and returns how many are.
+	Heartbeat(ctx context.Context) (int, error)
+}
+
+// heartbeatEvery is how often an instance says it is alive; an instance is
+// counted for instanceTTL after its last heartbeat, so a dead one leaves N
+// within that (a larger N only makes shares smaller: safe).
+const (
+	heartbeatEvery = 2 * time.Second
+	instanceTTL    = 10 * time.Second
+)
+
+// CounterRedis keeps the shared counters and the instance registry in
+// Redis: one pipeline of INCRBY and PEXPIRE per exchange, under a hash of
+// each key (a session id never reaches Redis).
+type CounterRedis struct {
+	client redis.UniversalClient
+	prefix string
+	ttl    time.Duration
+	id     string
+}
+
+// NewCounterRedis returns shared counters under prefix, forgotten ttl after
+// their last use.
+func NewCounterRedis(client redis.UniversalClient, prefix string, ttl time.Duration) *CounterRedis {
+	return &CounterRedis{client: client, prefix: prefix, ttl: ttl, id: newToken()}
+}
+
+// Add implements Counter.
+func (c *CounterRedis) Add(ctx context.Context, keys []string, n []int64) ([]int64, error) {
+	cmds := make([]*redis.IntCmd, len(keys))
+	_, err := c.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, key := range keys {
+			sum := sha256.Sum256([]byte(key))
+			k := c.prefix + "b:" + base64.RawURLEncoding.EncodeToString(sum[:18])
+			cmds[i] = p.IncrBy(ctx, k, n[i])
+			p.PExpire(ctx, k, c.ttl)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	out := make([]int64, len(keys))
+	for i, cmd := range cmds {
+		out[i] = cmd.Val()
+	}
+	return out, nil
+}
+
+// Heartbeat implements Registry with a sorted set of instance ids scored by
+// their last heartbeat.
+func (c *CounterRedis) Heartbeat(ctx context.Context) (int, error) {
+	now := time.Now()
+	key := c.prefix + "instances"
+	var card *redis.IntCmd
+	_, err := c.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAdd(ctx, key, redis.Z{Score: float64(now.UnixMilli()), Member: c.id})
+		p.ZRemRangeByScore(ctx, key, "-inf", strconv.FormatInt(now.Add(-instanceTTL).UnixMilli(), 10))
+		card = p.ZCard(ctx, key)
+		p.PExpire(ctx, key, 3*instanceTTL)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return int(card.Val()), nil
+}
