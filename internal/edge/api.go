@@ -2,16 +2,19 @@ package edge
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/session"
 )
 
 // api forwards /api/<upstream path> for the caller's session.
-func api(a *authn, f *proxy.Forwarder) echo.HandlerFunc {
+func api(a *authn, f *proxy.Forwarder, budget SessionBudget, refused func(string)) echo.HandlerFunc {
 	// The edge's route labels ("/api" + template), made once, not per request.
 	labels := map[string]string{}
 	for _, p := range f.Prefixes() {
@@ -23,6 +26,19 @@ func api(a *authn, f *proxy.Forwarder) echo.HandlerFunc {
 		p, err := a.resolve(c)
 		if err != nil {
 			return err
+		}
+		if budget != nil {
+			// Keyed by the session id in this process only; what is shared
+			// through Redis is keyed by a hash of it.
+			if ok, wait := budget.Allow(p.id); !ok {
+				if refused != nil {
+					refused("requests")
+				}
+				secs := int64((wait + time.Second - 1) / time.Second)
+				pr := problem.Newf(problem.CodeRateLimited, "this session is over its request budget; retry in %d s", secs)
+				pr.RetryAfter = strconv.FormatInt(secs, 10)
+				return pr
+			}
 		}
 		s := state(c)
 		call := proxy.Call{UserID: p.rec.UserID, RequestID: s.requestID, Path: path, ClientIP: c.RealIP()}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fintech-bff/bff/internal/kv"
+	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/redistest"
 	"github.com/fintech-bff/bff/internal/session"
@@ -31,7 +32,16 @@ func (staticSource) Token(context.Context, string) (tokens.Token, error) {
 // with a live session and a cached token, against a real Redis (local
 // layers live) and a real upstream server: cookie decode, session check,
 // CSRF, route, token, header hygiene, proxying, metrics, access log.
-func BenchmarkSteadyStateRequest(b *testing.B) {
+func BenchmarkSteadyStateRequest(b *testing.B) { benchmarkSteadyState(b, nil) }
+
+// BenchmarkSteadyStateRequestWithBudget is the same with the per-session
+// request budget on (a rate it never reaches: the cost of the check, and
+// no exchange with Redis for a session within its share).
+func BenchmarkSteadyStateRequestWithBudget(b *testing.B) {
+	benchmarkSteadyState(b, limits.NewBudget(1e9, 1e9, nil, nil))
+}
+
+func benchmarkSteadyState(b *testing.B, budget *limits.Budget) {
 	reply := strings.Repeat("x", 1000)
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -61,10 +71,14 @@ func BenchmarkSteadyStateRequest(b *testing.B) {
 		Tokens: cache, Timeout: 5 * time.Second, MaxBodyBytes: 1 << 20, Retry: proxy.Retry{MaxAttempts: 1},
 	})
 	reg := prometheus.NewRegistry()
-	e := NewPublic(Deps{
+	d := Deps{
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: NewMetrics(reg), Sessions: sessions,
 		Cookies: cookies, Forwarder: fwd, PublicOrigin: "http://bff.local", Tokens: cache,
-	})
+	}
+	if budget != nil {
+		d.Budget = budget
+	}
+	e := NewPublic(d)
 	id, _, err := sessions.Create(ctx, session.New{UserID: "bench-user", Method: session.MethodDev})
 	if err != nil {
 		b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"net/netip"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -47,6 +48,15 @@ type Deps struct {
 	AuthLimit     RateLimiter
 	AuthPerMinute int
 	Refused       func(limit string)
+	// Budget, when set, is each session's request budget on /api
+	// (limits.requests_per_second, burst), shared by every instance.
+	Budget SessionBudget
+}
+
+// SessionBudget spends one request of a session's budget, in process
+// (limits.Budget).
+type SessionBudget interface {
+	Allow(key string) (bool, time.Duration)
 }
 
 // RateLimiter spends one of perMinute requests a minute of a key

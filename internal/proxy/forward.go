@@ -172,13 +172,13 @@ func New(o Options) *Forwarder {
 			// safe to send again on a new connection, which for a payment is
 			// a second payment; the BFF's ledger enforces it instead). The
 			// transport adds the user's upstream token.
-			h := make(http.Header, len(requestHeaders)+3)
+			h := make(http.Header, 8)
 			for _, k := range requestHeaders {
 				if v := out.Header[k]; len(v) > 0 {
 					h[k] = v
 				}
 			}
-			h["User-Agent"] = []string{""} // no client User-Agent, and not Go's default either
+			h["User-Agent"] = noUserAgent // no client User-Agent, and not Go's default either
 			out.Header = h
 			h.Set("X-Request-Id", c.RequestID)
 			if c.ClientIP != "" {
@@ -337,6 +337,9 @@ func (e upstreamError) Error() string { return e.p.Error() }
 
 // errorBodyLimit caps how much of an upstream error body is read.
 const errorBodyLimit = 64 << 10
+
+// noUserAgent is shared by every request (never appended to).
+var noUserAgent = []string{""}
 
 // requestHeaders are the only client headers sent upstream (canonical
 // form), besides those the BFF sets itself (Authorization, X-Request-Id,
