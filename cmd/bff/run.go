@@ -162,7 +162,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	a.stopBackground = stopCache
 	sessions := session.NewManager(store, session.Options{
 		IdleTimeout: cfg.Session.IdleTimeout, AbsoluteTimeout: cfg.Session.AbsoluteTimeout,
-		LocalEntries: cfg.Session.CacheEntries, OnCreate: sessionsCreated.Inc,
+		LocalEntries: cfg.Session.CacheEntries, MaxPerUser: cfg.Limits.SessionsPerUser, OnCreate: sessionsCreated.Inc,
 	})
 	go sessions.Run(cacheCtx)
 	cookies, err := session.NewCookies(session.CookieOptions{

@@ -85,6 +85,11 @@ type Limits struct {
 	// RefreshInterval allows at most one on-demand refresh (the route that
 	// costs the organization 20 credits) per user per interval.
 	RefreshInterval time.Duration `yaml:"refresh_interval"`
+	// SessionsPerUser caps a user's live sessions: a login beyond it ends
+	// that user's oldest sessions (by creation), as a revocation does on
+	// every instance. Approximate when logins race on several instances;
+	// the next login converges it.
+	SessionsPerUser int `yaml:"sessions_per_user"`
 }
 
 // Ledger configures the durable record of money-moving requests.

@@ -148,6 +148,7 @@ func TestDefaults(t *testing.T) {
 		{"auth.oidc.scopes", d.Auth.OIDC.Scopes, []string{"openid", "profile"}},
 		{"auth.oidc.user_id_claim", d.Auth.OIDC.UserIDClaim, "sub"},
 		{"cors.allowed_origins", d.CORS.AllowedOrigins, []string{}},
+		{"limits.sessions_per_user", d.Limits.SessionsPerUser, 20},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {

@@ -88,6 +88,9 @@ func (c *Config) Validate() error {
 	if c.Limits.RefreshInterval < 0 {
 		v.addf("limits.refresh_interval", "must not be negative (0 switches it off)")
 	}
+	if n := c.Limits.SessionsPerUser; n < 0 || n > 10_000 {
+		v.addf("limits.sessions_per_user", "%d is not between 0 (off) and 10000", n)
+	}
 	if n := c.Ledger.MaxConns; n < 0 || n > 1000 {
 		v.addf("ledger.max_conns", "%d is not between 0 and 1000", n)
 	}

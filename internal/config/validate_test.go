@@ -132,6 +132,13 @@ func TestValidate(t *testing.T) {
 		{name: "ledger scheme", env: map[string]string{"BFF_LEDGER_POSTGRES_URL": "mysql://u:" + ledgerPassword + "@db/x"}, want: `ledger.postgres_url: must be a postgres:// or postgresql:// URL`},
 		{name: "ledger max conns", env: map[string]string{"BFF_LEDGER_MAX_CONNS": "-1"}, want: `ledger.max_conns: -1 is not between 0 and 1000`},
 
+		{name: "sessions per user off", env: map[string]string{"BFF_LIMITS_SESSIONS_PER_USER": "0"}},
+		{name: "sessions per user 1", env: map[string]string{"BFF_LIMITS_SESSIONS_PER_USER": "1"}},
+		{name: "sessions per user 10000", env: map[string]string{"BFF_LIMITS_SESSIONS_PER_USER": "10000"}},
+		{name: "sessions per user negative", env: map[string]string{"BFF_LIMITS_SESSIONS_PER_USER": "-1"}, want: `limits.sessions_per_user: -1 is not between 0 (off) and 10000`},
+		{name: "sessions per user too many", env: map[string]string{"BFF_LIMITS_SESSIONS_PER_USER": "10001"}, want: `limits.sessions_per_user: 10001 is not between 0 (off) and 10000`},
+		{name: "sessions per user in yaml", yaml: "limits:\n  sessions_per_user: 20000\n", want: `limits.sessions_per_user: 20000 is not between 0 (off) and 10000`},
+
 		{name: "redis scheme", env: map[string]string{"BFF_REDIS_URL": "http://" + redisPassword + "@redis:6379"}, want: `redis.url: scheme must be redis or rediss`},
 		{name: "redis rediss", env: map[string]string{"BFF_REDIS_URL": "rediss://:" + redisPassword + "@redis:6380/1"}},
 		{name: "redis bad url", env: map[string]string{"BFF_REDIS_URL": "redis://" + redisPassword + "%zz@redis"}, want: `redis.url: not a valid URL`},

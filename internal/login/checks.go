@@ -7,13 +7,21 @@ import (
 	"strings"
 )
 
-// maxReturnTo bounds a returnTo path.
-const maxReturnTo = 2048
+// Bounds on what an unauthenticated login start makes the BFF store (the
+// pending login, for StateTTL): a returnTo path and a native app's state.
+const (
+	// maxReturnTo bounds a returnTo path, in bytes.
+	maxReturnTo = 512
+	// maxAppState bounds a native app's state, in bytes: ample for the
+	// random value RFC 6749 (10.12) asks for.
+	maxAppState = 128
+)
 
 // CheckReturnTo accepts only a same-origin relative path ("/", "/a/b?c=d#e")
 // and returns it; anything that a browser could resolve to another origin
 // (a scheme, "//host", "/\host", backslashes, control characters, or their
 // percent-encoded forms) is ErrBadRequest: no open redirect. Empty is "/".
+// It is at most maxReturnTo (512) bytes long.
 //
 // The path (before any "?" or "#") must also resolve to itself: it may not
 // hold, raw or after percent-decoding, a "." or ".." segment, an empty
@@ -28,7 +36,7 @@ func CheckReturnTo(s string) (string, error) {
 	}
 	bad := func(why string) (string, error) { return "", fmt.Errorf("%w: returnTo %s", ErrBadRequest, why) }
 	if len(s) > maxReturnTo {
-		return bad("is too long")
+		return bad(fmt.Sprintf("is longer than %d bytes", maxReturnTo))
 	}
 	if s[0] != '/' {
 		return bad("must be a relative path starting with /")
@@ -81,6 +89,22 @@ func CheckReturnTo(s string) (string, error) {
 func hasEncodedSeparator(s string) bool {
 	l := strings.ToLower(s)
 	return strings.Contains(l, "%2f") || strings.Contains(l, "%5c") || strings.Contains(l, "%2e")
+}
+
+// CheckAppState accepts a native app's state, echoed back to it with its
+// code: empty (none), or at most maxAppState (128) characters of RFC 6749's
+// VSCHAR set (appendix A.5: printable ASCII, %x20-7E). Anything else is
+// ErrBadRequest.
+func CheckAppState(s string) error {
+	if len(s) > maxAppState {
+		return fmt.Errorf("%w: state is longer than %d characters", ErrBadRequest, maxAppState)
+	}
+	for i := range len(s) {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return fmt.Errorf("%w: state holds a character outside printable ASCII (RFC 6749 VSCHAR, %%x20-7E)", ErrBadRequest)
+		}
+	}
+	return nil
 }
 
 // CheckRedirectURI accepts a native app's redirect_uri only when it is

@@ -30,6 +30,91 @@ func TestCheckReturnTo(t *testing.T) {
 	}
 }
 
+// TestCheckReturnToLength: a returnTo is stored with every pending login,
+// which anyone may start: at most 512 bytes.
+func TestCheckReturnToLength(t *testing.T) {
+	path := func(n int) string { return "/" + strings.Repeat("a", n-1) }
+	tests := []struct {
+		returnTo string
+		ok       bool
+	}{
+		{path(1), true},
+		{path(511), true},
+		{path(512), true},
+		{path(500) + "?q=" + strings.Repeat("b", 9), true}, // 512 with the query
+		{path(513), false},
+		{path(500) + "?q=" + strings.Repeat("b", 10), false},
+		{path(500) + "#" + strings.Repeat("f", 12), false},
+		{path(2048), false}, // the former bound
+	}
+	for _, tc := range tests {
+		got, err := CheckReturnTo(tc.returnTo)
+		switch {
+		case tc.ok && (err != nil || got != tc.returnTo):
+			t.Errorf("CheckReturnTo(%d bytes): got %v, want it accepted", len(tc.returnTo), err)
+		case !tc.ok && !errors.Is(err, ErrBadRequest):
+			t.Errorf("CheckReturnTo(%d bytes): got %q, %v; want ErrBadRequest", len(tc.returnTo), got, err)
+		case !tc.ok && !strings.Contains(err.Error(), "longer than 512 bytes"):
+			t.Errorf("CheckReturnTo(%d bytes): got %q, want it to say it is longer than 512 bytes", len(tc.returnTo), err)
+		}
+	}
+}
+
+// TestCheckAppState: a native app's state is stored with its pending
+// login and echoed back: at most 128 characters of RFC 6749's VSCHAR
+// (printable ASCII).
+func TestCheckAppState(t *testing.T) {
+	tests := []struct {
+		state string
+		ok    bool
+	}{
+		{"", true},
+		{"app-state-1", true},
+		{"dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", true},
+		{" !\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", true}, // space and punctuation: all of %x20-7E is allowed
+		{strings.Repeat("s", 128), true},
+		{strings.Repeat("s", 129), false},
+		{strings.Repeat("s", 512), false}, // the former bound
+		{strings.Repeat("s", 513), false},
+		{"a\nb", false},
+		{"a\tb", false},
+		{"a\x00b", false},
+		{"a\x7fb", false},
+		{"caf\u00e9", false},
+		{"\xff", false},
+	}
+	for _, tc := range tests {
+		err := CheckAppState(tc.state)
+		if got := err == nil; got != tc.ok || (!tc.ok && !errors.Is(err, ErrBadRequest)) {
+			t.Errorf("CheckAppState(%q): got %v, want accepted %v (else ErrBadRequest)", tc.state, err, tc.ok)
+		}
+	}
+}
+
+// FuzzCheckAppState: whatever passes is at most 128 bytes of %x20-7E.
+func FuzzCheckAppState(f *testing.F) {
+	for _, s := range []string{"", "app-state-1", strings.Repeat("s", 128), strings.Repeat("s", 129), "a\nb", "caf\u00e9", "~ "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		err := CheckAppState(s)
+		if err != nil {
+			if !errors.Is(err, ErrBadRequest) {
+				t.Fatalf("refused %q with %v, want ErrBadRequest", s, err)
+			}
+			return
+		}
+		if len(s) > maxAppState {
+			t.Fatalf("accepted %d bytes, want at most %d", len(s), maxAppState)
+		}
+		for i := range len(s) {
+			if s[i] < 0x20 || s[i] > 0x7e {
+				t.Fatalf("accepted %q which holds byte %#x", s, s[i])
+			}
+		}
+	})
+}
+
 // TestCheckReturnToDotSegments: a browser resolves dot segments and empty
 // segments after decoding, so "/.//evil.example" becomes "//evil.example",
 // another origin. A returnTo path with a dot segment, "//", a backslash or
@@ -96,6 +181,9 @@ func FuzzCheckReturnTo(f *testing.F) {
 		got, err := CheckReturnTo(s)
 		if err != nil {
 			return
+		}
+		if len(got) > maxReturnTo {
+			t.Fatalf("accepted %d bytes, want at most %d", len(got), maxReturnTo)
 		}
 		u, err := base.Parse(got)
 		if err != nil {

@@ -169,7 +169,19 @@ type state struct {
 // Begin starts a login: it stores the pending state and returns the
 // provider's authorization URL and the state value, which the caller binds
 // to the browser (a short-lived cookie) before redirecting.
+//
+// Anyone may start a login, so what it stores is bounded here whatever
+// the caller checked: returnTo must pass CheckReturnTo and a native app's
+// state CheckAppState, else ErrBadRequest and nothing is stored.
 func (p *Provider) Begin(ctx context.Context, returnTo string, mobile *Mobile) (authURL, stateValue string, err error) {
+	if _, err := CheckReturnTo(returnTo); err != nil {
+		return "", "", err
+	}
+	if mobile != nil {
+		if err := CheckAppState(mobile.AppState); err != nil {
+			return "", "", err
+		}
+	}
 	st := state{Verifier: oauth2.GenerateVerifier(), Nonce: random(), ReturnTo: returnTo, Mobile: mobile}
 	stateValue = random()
 	b, _ := json.Marshal(st)

@@ -14,6 +14,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -110,8 +112,12 @@ type Options struct {
 	// the store; 0 turns it off. It is used only while Run keeps the
 	// invalidation subscription up.
 	LocalEntries int
-	Now          func() time.Time // time.Now when nil
-	OnCreate     func()           // called after each session is created (metrics)
+	// MaxPerUser caps a user's live sessions: a login beyond it ends that
+	// user's oldest sessions (by CreatedAt), as a revocation would. 0 is
+	// no cap. The cap is approximate across instances (see Create).
+	MaxPerUser int
+	Now        func() time.Time // time.Now when nil
+	OnCreate   func()           // called after each session is created (metrics)
 }
 
 // Manager creates, finds and ends sessions. It is safe for concurrent use.
@@ -122,6 +128,7 @@ type Manager struct {
 	touchEvery time.Duration
 	now        func() time.Time
 	onCreate   func()
+	maxPerUser int
 	id         string // this instance, to skip its own messages
 	local      *lru.Cache[string, cached]
 	live       atomic.Bool
@@ -152,7 +159,7 @@ func NewManager(store Store, o Options) *Manager {
 		o.OnCreate = func() {}
 	}
 	return &Manager{store: store, idle: o.IdleTimeout, absolute: o.AbsoluteTimeout, touchEvery: touchInterval(o.IdleTimeout),
-		now: o.Now, onCreate: o.OnCreate, id: NewID()[:16], local: lru.New[string, cached](o.LocalEntries)}
+		now: o.Now, onCreate: o.OnCreate, maxPerUser: max(o.MaxPerUser, 0), id: NewID()[:16], local: lru.New[string, cached](o.LocalEntries)}
 }
 
 // Run keeps the invalidation subscription until ctx ends: a session ended
@@ -238,7 +245,13 @@ func NewID() string {
 }
 
 // Create starts a new session with a new id (never reusing one: no
-// fixation) and returns its id and record.
+// fixation) and returns its id and record. Every login (dev, OpenID, mobile)
+// comes through here, so here the user's index is kept small: the handles
+// of ended sessions are pruned from it, and with MaxPerUser the user's
+// oldest sessions beyond the cap are ended (see trim). Across instances the
+// cap is approximate: logins racing on several instances may leave a few
+// sessions too many (or end one too many of the older ones) until the
+// user's next login, which trims again; the newest sessions always survive.
 func (m *Manager) Create(ctx context.Context, n New) (string, Record, error) {
 	now := m.now()
 	if n.AuthTime.IsZero() || n.AuthTime.After(now) {
@@ -256,8 +269,86 @@ func (m *Manager) Create(ctx context.Context, n New) (string, Record, error) {
 			return "", Record{}, err
 		}
 	}
+	// Housekeeping, best effort: the session exists and is indexed, so a
+	// store error here does not fail the login; the next login of the user
+	// does the work again.
+	_ = m.trim(ctx, h, rec)
 	m.onCreate()
 	return id, rec, nil
+}
+
+// byAge orders sessions oldest first: by CreatedAt, then by handle, so
+// that every instance orders them alike.
+func byAge(a, b Info) int {
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Handle, b.Handle)
+}
+
+// pruneSample bounds the handles a login checks in its user's index when
+// there is no cap (MaxPerUser 0): a random sample of them, so that logins
+// that are never listed still wear the ended ones away, at a bounded cost
+// per login however many sessions the user keeps.
+const pruneSample = 32
+
+// trim runs after the session handle (record rec) was created and indexed.
+// It reads the user's other sessions, removes the handles of ended ones
+// from the user's index (and from the new session's provider indexes: the
+// same user's sessions share them), and with MaxPerUser ends the user's
+// oldest sessions beyond the cap, exactly as a revocation does: the record
+// deleted, the local copies on every instance dropped (pub/sub), the
+// handle removed from its indexes.
+//
+// Without a cap the index is bounded by the user's live sessions; with
+// one, by the cap plus the sessions that ended since the last login, so
+// the work of a login is bounded too (one read per handle).
+//
+// The cap is approximate across instances, never strict: two logins
+// racing on two instances may each see the other's session, or neither,
+// and may end one session too many or too few. It converges (the next
+// login trims again), and it never ends every session: sessions are
+// ordered by (CreatedAt, handle) and a login ends only sessions ordered
+// before its own, never its own, so the newest always survives.
+func (m *Manager) trim(ctx context.Context, h string, rec Record) error {
+	ix := indexKey("user", rec.UserID)
+	handles, err := m.store.SMembers(ctx, ix)
+	if err != nil {
+		return err
+	}
+	handles = slices.DeleteFunc(handles, func(o string) bool { return o == h })
+	if m.maxPerUser == 0 && len(handles) > pruneSample {
+		mrand.Shuffle(len(handles), func(i, j int) { handles[i], handles[j] = handles[j], handles[i] })
+		handles = handles[:pruneSample]
+	}
+	others := make([]Info, 0, len(handles))
+	for _, o := range handles {
+		orec, err := m.get(ctx, o)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			for _, oix := range indexes(rec) {
+				_ = m.store.SRem(ctx, oix, o)
+			}
+		case err != nil:
+			return err
+		default:
+			others = append(others, Info{Handle: o, Record: orec})
+		}
+	}
+	if m.maxPerUser == 0 || len(others) < m.maxPerUser {
+		return nil
+	}
+	slices.SortFunc(others, byAge)
+	self := Info{Handle: h, Record: rec}
+	for _, o := range others[:len(others)+1-m.maxPerUser] {
+		if byAge(o, self) > 0 {
+			break // a newer login raced this one: it trims, not this one
+		}
+		if err := m.end(ctx, o.Handle, o.Record, true); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // indexes are the sets a session's handle belongs to.
@@ -390,6 +481,13 @@ func (m *Manager) deleteHandle(ctx context.Context, handle string) error {
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
+	return m.end(ctx, handle, rec, err == nil)
+}
+
+// end ends the session with this handle everywhere: its record is deleted,
+// the local copies on this and (by message) every other instance dropped
+// and, when its record is known, its handle removed from its indexes.
+func (m *Manager) end(ctx context.Context, handle string, rec Record, known bool) error {
 	if err := m.store.Del(ctx, handleKey(handle)); err != nil {
 		return err
 	}
@@ -397,7 +495,7 @@ func (m *Manager) deleteHandle(ctx context.Context, handle string) error {
 	// Tell the other instances; should the message fail, they stop serving
 	// the session within localTTL anyway: it is gone from the store.
 	_ = m.store.Publish(ctx, channel, m.id+" "+handle)
-	if err == nil {
+	if known {
 		for _, ix := range indexes(rec) {
 			_ = m.store.SRem(ctx, ix, handle)
 		}

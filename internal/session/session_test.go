@@ -21,6 +21,7 @@ import (
 type countingStore struct {
 	session.Store
 	sets     atomic.Int64
+	gets     atomic.Int64
 	lastTTL  atomic.Int64 // of the last write
 	afterGet atomic.Pointer[func()]
 }
@@ -38,6 +39,7 @@ func (c *countingStore) SetIfExists(ctx context.Context, k string, v []byte, ttl
 }
 
 func (c *countingStore) Get(ctx context.Context, k string) ([]byte, error) {
+	c.gets.Add(1)
 	b, err := c.Store.Get(ctx, k)
 	if f := c.afterGet.Swap(nil); f != nil {
 		(*f)()
@@ -57,6 +59,7 @@ func managerSuite(t *testing.T, newStore func(now func() time.Time) session.Stor
 	for _, entries := range []int{0, 100} {
 		t.Run(fmt.Sprintf("local entries %d", entries), func(t *testing.T) {
 			managerRules(t, newStore, entries)
+			limitRules(t, newStore, entries)
 		})
 	}
 }
