@@ -43,9 +43,12 @@ type loginDeps struct {
 
 // loginProblem maps the login package's errors.
 func loginProblem(err error) *problem.Problem {
+	var br *login.BadRequest
 	switch {
+	case errors.As(err, &br):
+		return problem.Wrap(problem.CodeBadRequest, br.Reason, err)
 	case errors.Is(err, login.ErrBadRequest):
-		return problem.Wrap(problem.CodeBadRequest, err.Error()[len("login: "):], err)
+		return problem.Wrap(problem.CodeBadRequest, "the login request is not acceptable", err)
 	case errors.Is(err, login.ErrState):
 		return problem.Wrap(problem.CodeLoginFailed, "the login is unknown, expired, already used, or was started in another browser; start again", err)
 	case errors.Is(err, login.ErrProvider):
@@ -73,8 +76,8 @@ func loginStart(d loginDeps, mobileURIs []string) echo.HandlerFunc {
 			if err := login.CheckCodeChallenge(q.Get("code_challenge"), q.Get("code_challenge_method")); err != nil {
 				return loginProblem(err)
 			}
-			if len(q.Get("state")) > 512 {
-				return problem.New(problem.CodeBadRequest, "state is longer than 512 characters")
+			if err := login.CheckAppState(q.Get("state")); err != nil {
+				return loginProblem(err)
 			}
 			mobile = &login.Mobile{RedirectURI: q.Get("redirect_uri"), CodeChallenge: q.Get("code_challenge"), AppState: q.Get("state")}
 		default:

@@ -34,7 +34,7 @@ func CheckReturnTo(s string) (string, error) {
 	if s == "" {
 		return "/", nil
 	}
-	bad := func(why string) (string, error) { return "", fmt.Errorf("%w: returnTo %s", ErrBadRequest, why) }
+	bad := func(why string) (string, error) { return "", badRequest("returnTo %s", why) }
 	if len(s) > maxReturnTo {
 		return bad(fmt.Sprintf("is longer than %d bytes", maxReturnTo))
 	}
@@ -97,11 +97,11 @@ func hasEncodedSeparator(s string) bool {
 // ErrBadRequest.
 func CheckAppState(s string) error {
 	if len(s) > maxAppState {
-		return fmt.Errorf("%w: state is longer than %d characters", ErrBadRequest, maxAppState)
+		return badRequest("state is longer than %d characters", maxAppState)
 	}
 	for i := range len(s) {
 		if s[i] < 0x20 || s[i] > 0x7e {
-			return fmt.Errorf("%w: state holds a character outside printable ASCII (RFC 6749 VSCHAR, %%x20-7E)", ErrBadRequest)
+			return badRequest("state holds a character outside printable ASCII (RFC 6749 VSCHAR, %%x20-7E)")
 		}
 	}
 	return nil
@@ -111,7 +111,7 @@ func CheckAppState(s string) error {
 // exactly one of the allowed URIs (RFC 8252: exact match, no patterns).
 func CheckRedirectURI(s string, allowed []string) error {
 	if s == "" || !slices.Contains(allowed, s) {
-		return fmt.Errorf("%w: redirect_uri is not registered", ErrBadRequest)
+		return badRequest("redirect_uri is not registered")
 	}
 	return nil
 }
@@ -120,10 +120,10 @@ func CheckRedirectURI(s string, allowed []string) error {
 // base64url (RFC 7636, 4.2). Only S256 is accepted; "plain" is refused.
 func CheckCodeChallenge(challenge, method string) error {
 	if method != "" && method != "S256" {
-		return fmt.Errorf("%w: code_challenge_method must be S256", ErrBadRequest)
+		return badRequest("code_challenge_method must be S256")
 	}
 	if len(challenge) != 43 || strings.IndexFunc(challenge, notB64URL) >= 0 {
-		return fmt.Errorf("%w: code_challenge must be an S256 challenge (43 base64url characters)", ErrBadRequest)
+		return badRequest("code_challenge must be an S256 challenge (43 base64url characters)")
 	}
 	return nil
 }

@@ -45,7 +45,8 @@ const backchannelEvent = "http://schemas.openid.net/event/backchannel-logout"
 
 // Errors, each safe to show. The edge maps them to problems.
 var (
-	// ErrBadRequest: the request's parameters are not acceptable.
+	// ErrBadRequest: the request's parameters are not acceptable; the
+	// error is a *BadRequest, whose Reason is safe to show the client.
 	ErrBadRequest = errors.New("login: bad request")
 	// ErrState: unknown, expired, replayed or unbound state.
 	ErrState = errors.New("login: the login state is unknown, expired or already used")
@@ -69,6 +70,18 @@ var (
 	_ Store = (*kv.Redis)(nil)
 	_ Store = (*kv.Memory)(nil)
 )
+
+// BadRequest is an ErrBadRequest with its reason, written for the client.
+type BadRequest struct{ Reason string }
+
+func (e *BadRequest) Error() string { return "login: bad request: " + e.Reason }
+
+// Is makes errors.Is(err, ErrBadRequest) hold.
+func (e *BadRequest) Is(target error) bool { return target == ErrBadRequest }
+
+func badRequest(format string, args ...any) error {
+	return &BadRequest{Reason: fmt.Sprintf(format, args...)}
+}
 
 // Options configures a Provider.
 type Options struct {
@@ -265,7 +278,7 @@ func (p *Provider) Callback(ctx context.Context, stateValue, code, providerError
 // returns the URL to send the app's browser to.
 func (p *Provider) IssueMobileCode(ctx context.Context, res Result) (string, error) {
 	if res.Mobile == nil {
-		return "", ErrBadRequest
+		return "", badRequest("not a native-app login")
 	}
 	rec := struct {
 		Result
@@ -278,7 +291,7 @@ func (p *Provider) IssueMobileCode(ctx context.Context, res Result) (string, err
 	}
 	u, err := url.Parse(res.Mobile.RedirectURI)
 	if err != nil {
-		return "", ErrBadRequest
+		return "", badRequest("redirect_uri is not a URL")
 	}
 	q := u.Query()
 	q.Set("code", code)
