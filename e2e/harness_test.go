@@ -226,7 +226,7 @@ func (e *env) launchOn(o options, pub, adm string) error {
 	// off unless a test sets them.
 	limitsYAML := o.limitsYAML
 	if limitsYAML == "" {
-		limitsYAML = "limits: { auth_per_minute: 0, refresh_interval: 0s }"
+		limitsYAML = "limits: { requests_per_second: 0, auth_per_minute: 0, refresh_interval: 0s, sessions_per_user: 0 }"
 	}
 	authYAML := o.authYAML
 	if authYAML == "" {

@@ -373,7 +373,7 @@ func TestAdminEndpointsNeedTheToken(t *testing.T) {
 // instances: past it, /auth/* is 429 RATE_LIMITED with Retry-After; the
 // API is not counted.
 func TestAuthBudgetPerAddress(t *testing.T) {
-	o := options{limitsYAML: "limits: { auth_per_minute: 5, refresh_interval: 0s }"}
+	o := options{limitsYAML: "limits: { requests_per_second: 0, auth_per_minute: 5, refresh_interval: 0s }"}
 	a := start(t, o)
 	b := a.another(o)
 	token := a.browser().login("abe") // 1
@@ -407,7 +407,7 @@ func TestAuthBudgetPerAddress(t *testing.T) {
 // limits.refresh_interval: a second on-demand refresh within the interval
 // is 429 REFRESH_TOO_SOON, on any instance, and costs no credits.
 func TestRefreshCreditGuard(t *testing.T) {
-	o := options{limitsYAML: "limits: { auth_per_minute: 0, refresh_interval: 15m }"}
+	o := options{limitsYAML: "limits: { requests_per_second: 0, auth_per_minute: 0, refresh_interval: 15m }"}
 	a := start(t, o)
 	b := a.another(o)
 	token := a.browser().login("rita")
@@ -430,5 +430,48 @@ func TestRefreshCreditGuard(t *testing.T) {
 	}
 	if refreshes != 1 || before-a.sim.Org().Credits != 20 {
 		t.Fatalf("the upstream saw %d refreshes and charged %d credits, want 1 and 20", refreshes, before-a.sim.Org().Credits)
+	}
+}
+
+// limits.requests_per_second and burst: a session's /api budget, one
+// bucket across instances. Rapid calls past the burst are 429
+// RATE_LIMITED with Retry-After; the tokens come back at the rate.
+func TestSessionRequestBudget(t *testing.T) {
+	o := options{limitsYAML: "limits: { requests_per_second: 1, burst: 4, auth_per_minute: 0, refresh_interval: 0s }"}
+	a := start(t, o)
+	b := a.another(o)
+	token := a.browser().login("bea")
+	admitted := 0
+	var refused reply
+	for i := 0; i < 12; i++ { // both instances, alternating, well inside a second
+		e := a
+		if i%2 == 1 {
+			e = b
+		}
+		r := e.app(token).do("GET", "/api/v2/providers", "")
+		switch r.status {
+		case 200:
+			admitted++
+		case 429:
+			refused = r
+		default:
+			t.Fatalf("got %d %s", r.status, r.body)
+		}
+	}
+	// One exact bucket admits 4; two instances may each admit up to the
+	// burst before they exchange (the stated overshoot).
+	if admitted < 4 || admitted > 8 {
+		t.Fatalf("admitted %d of 12 rapid calls with burst 4 on two instances, want 4 to 8", admitted)
+	}
+	v := wantProblem(t, refused, 429, "RATE_LIMITED")
+	if ra, err := strconv.Atoi(refused.header.Get("Retry-After")); err != nil || ra < 1 || ra > 2 || v["retryable"] != true {
+		t.Fatalf("got Retry-After %q retryable %v, want 1 or 2 and true", refused.header.Get("Retry-After"), v["retryable"])
+	}
+	other := a.app(a.browser().login("ben"))
+	if r := other.do("GET", "/api/v2/providers", ""); r.status != 200 {
+		t.Fatalf("another session: got %d, want 200 (the budget is per session)", r.status)
+	}
+	if m := scrape(t, a) + scrape(t, b); !strings.Contains(m, `bff_limit_refusals_total{limit="requests"}`) {
+		t.Fatal("the refusals are not counted")
 	}
 }

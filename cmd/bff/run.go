@@ -95,6 +95,7 @@ func (h flushOnWarn) WithGroup(n string) slog.Handler {
 type app struct {
 	store          interface{ Ping(context.Context) error }
 	limits         budgets
+	counter        *limits.CounterRedis // shared request budgets; nil with the in-process store
 	closer         io.Closer
 	ledger         interface{ Close() }
 	stopBackground func() // ends subscriptions before the store closes
@@ -204,6 +205,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 	deps := edge.Deps{
 		AuthLimit: a.limits, AuthPerMinute: cfg.Limits.AuthPerMinute, Refused: proxyMetrics.Refused,
+		Budget: sessionBudget(cacheCtx, cfg, a, log),
 		Logger: log, Metrics: edge.NewMetrics(reg), Sessions: sessions, Cookies: cookies, Forwarder: fwd,
 		PublicOrigin: origin(cfg.PublicURL), AllowedOrigins: cfg.CORS.AllowedOrigins,
 		TrustedProxies: proxies, DevLogin: cfg.Auth.Mode == config.AuthModeDev, Tokens: cache,
@@ -420,7 +422,9 @@ func openStore(cfg *config.Config, log *slog.Logger) (sharedStore, app, error) {
 		return nil, app{}, err
 	}
 	r := kv.NewRedis(client, cfg.Redis.KeyPrefix)
-	return r, app{store: r, closer: client, limits: limits.NewRedis(client, cfg.Redis.KeyPrefix+"lim:")}, nil
+	// Idle counters are forgotten after a minute: a bucket refills long before.
+	return r, app{store: r, closer: client, limits: limits.NewRedis(client, cfg.Redis.KeyPrefix+"lim:"),
+		counter: limits.NewCounterRedis(client, cfg.Redis.KeyPrefix+"lim:", time.Minute)}, nil
 }
 
 // budgets are the shared limits (limits.Redis, or limits.Local with the
@@ -434,6 +438,33 @@ var (
 	_ budgets = (*limits.Redis)(nil)
 	_ budgets = (*limits.Local)(nil)
 )
+
+// budgetSync is how often a session that outgrew its share of the request
+// budget on this instance is exchanged with the others: the overshoot of
+// the shared budget grows with it (see limits.Budget), and so does nothing
+// else on the request path.
+const budgetSync = 100 * time.Millisecond
+
+// sessionBudget starts the per-session request budget, or returns nil when
+// limits.requests_per_second is 0.
+func sessionBudget(ctx context.Context, cfg *config.Config, a app, log *slog.Logger) edge.SessionBudget {
+	if cfg.Limits.RequestsPerSecond <= 0 {
+		return nil
+	}
+	var counter limits.Counter
+	var registry limits.Registry
+	if a.counter != nil {
+		counter, registry = a.counter, a.counter
+	}
+	b := limits.NewBudget(float64(cfg.Limits.RequestsPerSecond), cfg.Limits.Burst, counter, nil)
+	var warned atomic.Bool
+	go b.Run(ctx, budgetSync, registry, func(err error) {
+		if warned.CompareAndSwap(false, true) { // once: Redis outages are reported by bff_store_up
+			log.Warn("the request budgets could not be exchanged with the other instances", slog.String("error", err.Error()))
+		}
+	})
+	return b
+}
 
 // ledgerStore is the payments ledger as run uses it.
 type ledgerStore interface {

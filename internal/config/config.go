@@ -79,6 +79,11 @@ type Config struct {
 
 // Limits bounds what one client can make the BFF do; 0 switches one off.
 type Limits struct {
+	// RequestsPerSecond and Burst are each session's budget of /api
+	// requests, one token bucket across every instance (approximate: see
+	// limits.Budget for the overshoot).
+	RequestsPerSecond int `yaml:"requests_per_second"`
+	Burst             int `yaml:"burst"`
 	// AuthPerMinute is the budget of /auth/* requests per client address
 	// (believed through trusted_proxies), shared by every instance.
 	AuthPerMinute int `yaml:"auth_per_minute"`

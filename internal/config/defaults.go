@@ -71,7 +71,7 @@ func Defaults() Config {
 			MobileRedirectURIs: []string{},
 		},
 		CORS:   CORS{AllowedOrigins: []string{}},
-		Limits: Limits{AuthPerMinute: 60, RefreshInterval: 15 * time.Minute, SessionsPerUser: 20},
+		Limits: Limits{RequestsPerSecond: 20, Burst: 40, AuthPerMinute: 60, RefreshInterval: 15 * time.Minute, SessionsPerUser: 20},
 	}
 }
 

@@ -82,6 +82,11 @@ func (c *Config) Validate() error {
 	} else if u := c.Ledger.PostgresURL.Reveal(); u != "" && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
 		v.addf("ledger.postgres_url", "must be a postgres:// or postgresql:// URL")
 	}
+	if r := c.Limits.RequestsPerSecond; r < 0 || r > 1_000_000 {
+		v.addf("limits.requests_per_second", "%d is not between 0 (off) and 1000000", r)
+	} else if r > 0 && (c.Limits.Burst < 1 || c.Limits.Burst > 1_000_000) {
+		v.addf("limits.burst", "%d is not between 1 and 1000000 (with limits.requests_per_second set)", c.Limits.Burst)
+	}
 	if n := c.Limits.AuthPerMinute; n < 0 || n > 1_000_000 {
 		v.addf("limits.auth_per_minute", "%d is not between 0 (off) and 1000000", n)
 	}

@@ -34,7 +34,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"result"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bff_limit_refusals_total",
-			Help: "Requests refused by a limit before reaching the upstream, by limit (auth, refresh).",
+			Help: "Requests refused by a limit before reaching the upstream, by limit (requests, auth, refresh).",
 		}, []string{"limit"}),
 	}
 	reg.MustRegister(m.requests, m.duration, m.moneyReq, m.refusals)
