@@ -10,8 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -101,30 +99,42 @@ type app struct {
 	stopBackground func() // ends subscriptions before the store closes
 }
 
-func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+// server is what build makes: the two handlers, readiness, the secret
+// rotation, and what shutdown closes.
+type server struct {
+	app
+	public, admin http.Handler
+	ready         *edge.Readiness
+	rotate        func(how string) (bool, error)
+}
+
+// build makes every part of the BFF from the configuration: stores,
+// ledger, token cache, sessions, forwarder, handlers. It starts their
+// background loops, which shutdown stops.
+func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server, err error) {
 	if cfg.Auth.Mode == config.AuthModeDev {
 		log.Warn("DEVELOPMENT LOGIN ENABLED: auth.mode is dev, anyone can log in as any user id; never run this in production")
 	}
 	secret, err := newSecretHolder(cfg.Upstream.LoadClientSecret, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	store, a, err := openStore(cfg, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	encKey, err := keyOrRandom(cfg.Redis.DecodedEncryptionKey, "redis.encryption_key", log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	decKeys, err := cfg.Redis.DecodedDecryptionKeys()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sessionKeys, err := cfg.Session.DecodedKeys()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(sessionKeys) == 0 {
 		log.Warn("session.keys is empty: using a random key; sessions end on restart and are not shared between instances")
@@ -138,15 +148,11 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	})
 	reg.MustRegister(sessionsCreated)
 
-	unit := time.Second
-	if cfg.Upstream.ExpiresInUnit == config.UnitMilliseconds {
-		unit = time.Millisecond
-	}
 	upstreamTransport := proxy.NewTransport(cfg.Upstream.Timeout)
 	minter := tokens.NewMinter(tokens.MinterOptions{
 		BaseURL: cfg.Upstream.BaseURL, ClientID: cfg.Upstream.ClientID,
 		Secret:        secret.Current,
-		ExpiresInUnit: unit,
+		ExpiresInUnit: cfg.Upstream.ExpiresInDuration(),
 		Client:        &http.Client{Transport: upstreamTransport, Timeout: cfg.Upstream.Timeout},
 	})
 	cache, err := tokens.NewCache(store, minter, secret.Current(), tokens.CacheOptions{
@@ -155,10 +161,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		Reload: secret.reload, Observe: tokens.NewMetrics(reg), Logger: log,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cacheCtx, stopCache := context.WithCancel(context.Background())
-	defer stopCache()
+	defer func() {
+		if err != nil {
+			stopCache()
+		}
+	}()
 	go cache.Run(cacheCtx)
 	a.stopBackground = stopCache
 	sessions := session.NewManager(store, session.Options{
@@ -171,11 +181,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		MaxAge: cfg.Session.AbsoluteTimeout,
 	})
 	if err != nil {
-		return err
-	}
-	base, err := url.Parse(cfg.Upstream.BaseURL)
-	if err != nil {
-		return fmt.Errorf("upstream.base_url: %w", err)
+		return nil, err
 	}
 	routes := make([]proxy.Route, len(cfg.Upstream.Routes))
 	for i, r := range cfg.Upstream.Routes {
@@ -183,13 +189,13 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 	led, err := openLedger(ctx, cfg, encKey, decKeys, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	a.ledger = led
 	go sweepLedger(cacheCtx, led, log)
 	proxyMetrics := proxy.NewMetrics(reg)
 	fwd := proxy.New(proxy.Options{
-		BaseURL: base, Routes: proxy.NewRoutes(routes), Tokens: cache, Transport: upstreamTransport,
+		BaseURL: cfg.Upstream.BaseURLParsed(), Routes: proxy.NewRoutes(routes), Tokens: cache, Transport: upstreamTransport,
 		Timeout: cfg.Upstream.Timeout, MaxBodyBytes: cfg.Upstream.MaxBodyBytes,
 		Retry: proxy.Retry{
 			MaxAttempts: cfg.Upstream.Retry.MaxAttempts, BaseDelay: cfg.Upstream.Retry.BaseDelay,
@@ -199,21 +205,17 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		Refresh: a.limits, RefreshEvery: cfg.Limits.RefreshInterval,
 		MoneyRoutes: cfg.Upstream.MoneyRoutes, Ledger: led,
 	})
-	proxies, err := parseProxies(cfg.TrustedProxies)
-	if err != nil {
-		return err
-	}
 	deps := edge.Deps{
 		AuthLimit: a.limits, AuthPerMinute: cfg.Limits.AuthPerMinute, Refused: proxyMetrics.Refused,
 		Budget: sessionBudget(cacheCtx, cfg, a, log),
 		Logger: log, Metrics: edge.NewMetrics(reg), Sessions: sessions, Cookies: cookies, Forwarder: fwd,
-		PublicOrigin: origin(cfg.PublicURL), AllowedOrigins: cfg.CORS.AllowedOrigins,
-		TrustedProxies: proxies, DevLogin: cfg.Auth.Mode == config.AuthModeDev, Tokens: cache,
+		PublicOrigin: cfg.PublicOrigin(), AllowedOrigins: cfg.CORS.AllowedOrigins,
+		TrustedProxies: cfg.TrustedProxyPrefixes(), DevLogin: cfg.Auth.Mode == config.AuthModeDev, Tokens: cache,
 		MobileRedirectURIs: cfg.Auth.MobileRedirectURIs,
 	}
 	if cfg.Auth.Mode == config.AuthModeOIDC {
 		if deps.Login, deps.LoginCookies, err = openLogin(ctx, cfg, store, sessionKeys, encKey, decKeys); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	public := edge.NewPublic(deps)
@@ -252,7 +254,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}))
 	adminToken, err := cfg.LoadAdminToken()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if adminToken == "" {
 		log.Info("admin_token_file is not set: the admin listener's POST /reload-secret and DELETE /users/{userId}/sessions are off (404)")
@@ -262,14 +264,26 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		ReloadSecret: func() (bool, error) { return rotate("POST /reload-secret") },
 		Token:        adminToken.Reveal(),
 	})
+	return &server{app: a, public: public, admin: admin, ready: ready, rotate: rotate}, nil
+}
 
+// serve builds the BFF, listens on both listeners, and runs until ctx ends
+// (SIGTERM) or a listener fails; SIGHUP re-reads the client secret.
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	sv, err := build(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	public, admin, ready, rotate, a := sv.public, sv.admin, sv.ready, sv.rotate, sv.app
 	publicLn, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
+		a.release()
 		return fmt.Errorf("listen: %w", err)
 	}
 	adminLn, err := net.Listen("tcp", cfg.AdminListen)
 	if err != nil {
 		publicLn.Close()
+		a.release()
 		return fmt.Errorf("admin_listen: %w", err)
 	}
 	errLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
@@ -318,6 +332,19 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 }
 
+// release stops the background loops, then closes Redis and the ledger.
+func (a app) release() {
+	if a.stopBackground != nil {
+		a.stopBackground()
+	}
+	if a.closer != nil {
+		_ = a.closer.Close()
+	}
+	if a.ledger != nil {
+		a.ledger.Close()
+	}
+}
+
 // shutdown waits delay (so the load balancer sees /readyz fail), lets
 // in-flight requests finish within timeout, and closes the store last.
 func shutdown(public, admin *http.Server, a app, wg *sync.WaitGroup, delay, timeout time.Duration, log *slog.Logger, cause error) error {
@@ -331,15 +358,7 @@ func shutdown(public, admin *http.Server, a app, wg *sync.WaitGroup, delay, time
 	}
 	_ = admin.Shutdown(ctx)
 	wg.Wait()
-	if a.stopBackground != nil {
-		a.stopBackground()
-	}
-	if a.closer != nil {
-		_ = a.closer.Close()
-	}
-	if a.ledger != nil {
-		a.ledger.Close()
-	}
+	a.release()
 	log.Info("stopped")
 	return cause
 }
@@ -570,29 +589,4 @@ func randomKey() []byte {
 	k := make([]byte, 32)
 	_, _ = rand.Read(k)
 	return k
-}
-
-func parseProxies(list []string) ([]netip.Prefix, error) {
-	out := make([]netip.Prefix, 0, len(list))
-	for _, s := range list {
-		if p, err := netip.ParsePrefix(s); err == nil {
-			out = append(out, p.Masked())
-			continue
-		}
-		a, err := netip.ParseAddr(s)
-		if err != nil {
-			return nil, fmt.Errorf("trusted_proxies: %q is not an IP or CIDR", s)
-		}
-		out = append(out, netip.PrefixFrom(a, a.BitLen()))
-	}
-	return out, nil
-}
-
-// origin is scheme://host[:port] of a URL.
-func origin(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return strings.TrimSuffix(u, "/")
-	}
-	return p.Scheme + "://" + p.Host
 }

@@ -5,6 +5,9 @@ package config
 
 import (
 	"log/slog"
+	"net/netip"
+	"net/url"
+	"strings"
 	"time"
 )
 
@@ -202,4 +205,48 @@ type OIDC struct {
 // CORS configures cross-origin web frontends.
 type CORS struct {
 	AllowedOrigins []string `yaml:"allowed_origins"`
+}
+
+// Typed views of validated values, so that callers do not parse them again.
+// They are meant for a Config that passed Validate (Load validates); on
+// anything else they return the zero value.
+
+// TrustedProxyPrefixes returns trusted_proxies as prefixes (an address is
+// a prefix of its full length).
+func (c *Config) TrustedProxyPrefixes() []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(c.TrustedProxies))
+	for _, s := range c.TrustedProxies {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+		} else if a, err := netip.ParseAddr(s); err == nil {
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
+	return out
+}
+
+// PublicOrigin returns public_url's origin: scheme://host[:port].
+func (c *Config) PublicOrigin() string {
+	u, err := url.Parse(c.PublicURL)
+	if err != nil || u.Host == "" {
+		return strings.TrimSuffix(c.PublicURL, "/")
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// BaseURLParsed returns upstream.base_url parsed.
+func (u *Upstream) BaseURLParsed() *url.URL {
+	p, err := url.Parse(u.BaseURL)
+	if err != nil {
+		return &url.URL{}
+	}
+	return p
+}
+
+// ExpiresInDuration returns the unit of the token endpoint's expiresIn.
+func (u *Upstream) ExpiresInDuration() time.Duration {
+	if u.ExpiresInUnit == UnitMilliseconds {
+		return time.Millisecond
+	}
+	return time.Second
 }
