@@ -41,6 +41,10 @@ func (b *bank) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && r.URL.Path == "/v2/payments":
 		if v, _ := b.refuse.Load().(string); v == "hangup" {
 			b.refuse.Store("")
+			// Read the request whole first: it reached the upstream, which
+			// then fails without acting (a hang-up before the request was
+			// written whole would rightly free the key instead).
+			_, _ = io.Copy(io.Discard, r.Body)
 			conn, _, _ := http.NewResponseController(w).Hijack()
 			_ = conn.Close()
 			return
