@@ -1,6 +1,6 @@
 // Package config loads and validates the BFF's configuration: a YAML file
-// with every key overridable by a BFF_* environment variable, as the contract
-// (shared/CONTRACT.md, section 1) fixes it.
+// with every key overridable by a BFF_* environment variable (the keys are
+// documented in config.example.yaml and docs/configuration.md).
 package config
 
 import (

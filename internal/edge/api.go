@@ -2,9 +2,7 @@ package edge
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -34,10 +32,7 @@ func api(a *authn, f *proxy.Forwarder, budget SessionBudget, refused func(string
 				if refused != nil {
 					refused("requests")
 				}
-				secs := int64((wait + time.Second - 1) / time.Second)
-				pr := problem.Newf(problem.CodeRateLimited, "this session is over its request budget; retry in %d s", secs)
-				pr.RetryAfter = strconv.FormatInt(secs, 10)
-				return pr
+				return problem.Later(problem.CodeRateLimited, wait, "this session is over its request budget; retry in %d s")
 			}
 		}
 		s := state(c)

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/netip"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -241,10 +240,7 @@ func authLimit(l RateLimiter, perMinute int, refused func(string), log *slog.Log
 				if refused != nil {
 					refused("auth")
 				}
-				secs := int64((d.RetryAfter + time.Second - 1) / time.Second)
-				p := problem.Newf(problem.CodeRateLimited, "too many login and session requests from this address; retry in %d s", secs)
-				p.RetryAfter = strconv.FormatInt(secs, 10)
-				return p
+				return problem.Later(problem.CodeRateLimited, d.RetryAfter, "too many login and session requests from this address; retry in %d s")
 			}
 			return next(c)
 		}

@@ -124,9 +124,8 @@ type Record struct {
 
 // Claim is a won claim: the holder may send the request upstream once.
 type Claim struct {
-	ID       int64
-	Owner    string
-	Deadline time.Time
+	ID    int64
+	Owner string
 }
 
 // Neighbours are a user's other money-moving requests on a route since a

@@ -81,7 +81,7 @@ func (m *Memory) Claim(_ context.Context, req Request, bound time.Duration) (*Cl
 	r.State, r.owner, r.match = StateInFlight, newOwner(), bytes.Clone(req.Match)
 	r.ClaimedAt, r.Deadline = now, now.Add(bound)
 	r.UpstreamStatus, r.Ending = 0, ""
-	return &Claim{ID: r.ID, Owner: r.owner, Deadline: r.Deadline}, nil, nil
+	return &Claim{ID: r.ID, Owner: r.owner}, nil, nil
 }
 
 // update applies f to record id when cond holds, under the lock.

@@ -110,14 +110,14 @@ WITH c AS (
         deadline = excluded.deadline, finished_at = NULL, ending = NULL, upstream_status = NULL,
         session_ref = excluded.session_ref, client_ip = excluded.client_ip, request_id = excluded.request_id
     WHERE m.state = 'released' AND m.fingerprint = excluded.fingerprint
-  RETURNING id, deadline
+  RETURNING id
 ), e AS (
   INSERT INTO money_request_events (money_request, what, session_ref, client_ip, request_id)
-  SELECT id, 'claimed', $5, $6, $7 FROM c
+  SELECT id, $11, $5, $6, $7 FROM c
 )
-SELECT id, deadline FROM c`,
+SELECT id FROM c`,
 		req.UserID, req.Route, req.Key, req.Fingerprint, req.SessionRef, req.ClientIP, req.RequestID,
-		owner, bound.Microseconds(), req.Match).Scan(&c.ID, &c.Deadline)
+		owner, bound.Microseconds(), req.Match, EventClaimed).Scan(&c.ID)
 	if err == nil {
 		c.Owner = owner
 		return &c, nil, nil

@@ -141,6 +141,7 @@ func (l *Local) Hold(_ context.Context, key string, every time.Duration) (Decisi
 	}
 	token := newToken()
 	l.holds[key] = localHold{token: token, until: now.Add(every)}
+	l.pruneLocked(now)
 	return Decision{Allowed: true, Token: token}, nil
 }
 
@@ -157,7 +158,7 @@ func (l *Local) Release(_ context.Context, key, token string) error {
 // pruneLocked drops idle entries once the maps grow, so a flood of
 // addresses cannot grow them without bound.
 func (l *Local) pruneLocked(now time.Time) {
-	if len(l.tat) < 10000 {
+	if len(l.tat)+len(l.holds) < 10000 {
 		return
 	}
 	for k, t := range l.tat {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 )
 
 // ContentType is the media type of every error body (RFC 9457).
@@ -191,6 +192,16 @@ func New(code, detail string) *Problem {
 		Action:    s.action,
 		Retryable: s.retryable,
 	}
+}
+
+// Later returns the Problem for a refusal that lifts after wait: the
+// detail's %d is the whole seconds to wait (rounded up), also sent as
+// Retry-After.
+func Later(code string, wait time.Duration, detailf string, args ...any) *Problem {
+	secs := max(int64((wait+time.Second-1)/time.Second), 1)
+	p := Newf(code, detailf, append(args, secs)...)
+	p.RetryAfter = strconv.FormatInt(secs, 10)
+	return p
 }
 
 // Wrap is New with an internal cause attached.

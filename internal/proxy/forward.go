@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -271,15 +270,13 @@ func (f *Forwarder) forwardRefresh(w http.ResponseWriter, r *http.Request, st *c
 	}
 	if !d.Allowed {
 		f.metrics.refused("refresh")
-		secs := int64((d.RetryAfter + time.Second - 1) / time.Second)
-		p := problem.Newf(problem.CodeRefreshTooSoon, "data was refreshed less than %s ago; the next refresh is allowed in %d s", f.every, secs)
-		p.RetryAfter = strconv.FormatInt(secs, 10)
-		problem.Write(w, p, st.RequestID)
+		problem.Write(w, problem.Later(problem.CodeRefreshTooSoon, d.RetryAfter, "data was refreshed less than %s ago; the next refresh is allowed in %d s", f.every), st.RequestID)
 		return
 	}
 	f.serve(w, r, st, r.Context())
 	if st.upstreamStatus < 200 || st.upstreamStatus > 299 {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), ledgerTimeout)
+		// The store is Redis: a store call's bound, like the ledger's.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), storeTimeout)
 		defer cancel()
 		if err := f.refresh.Release(ctx, key, d.Token); err != nil {
 			f.log.Warn("a refused refresh's allowance could not be given back", slog.String("requestId", st.RequestID), slog.String("error", err.Error()))

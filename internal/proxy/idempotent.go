@@ -43,8 +43,12 @@ const MaxKeyLen = 255
 const ownerMargin = 5 * time.Second
 
 // ledgerTimeout bounds each ledger call: a database that does not answer
-// fails the payment with a clear 503 before anything is sent.
-const ledgerTimeout = 3 * time.Second
+// fails the payment with a clear 503 before anything is sent. storeTimeout
+// bounds the credit guard's give-back to Redis the same way.
+const (
+	ledgerTimeout = 3 * time.Second
+	storeTimeout  = 3 * time.Second
+)
 
 // maxReplayBytes bounds a response kept for replay; money-moving replies
 // are a few hundred bytes.
