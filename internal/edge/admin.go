@@ -87,7 +87,7 @@ func NewAdmin(d AdminDeps) http.Handler {
 	mux.HandleFunc("POST /reload-secret", bearer(d.Token, func(w http.ResponseWriter, r *http.Request) {
 		changed, err := d.ReloadSecret()
 		if err != nil {
-			problem.Write(w, problem.Wrap(problem.CodeInternal, "the client secret could not be re-read; the current one stays", err), newRequestID())
+			adminFail(w, problem.Wrap(problem.CodeInternal, "the client secret could not be re-read; the current one stays", err))
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -99,7 +99,7 @@ func NewAdmin(d AdminDeps) http.Handler {
 		user := r.PathValue("userId")
 		ended, err := d.Sessions.RevokeUser(r.Context(), user)
 		if err != nil {
-			problem.Write(w, problem.Wrap(problem.CodeSessionStoreUnavailable, "sessions cannot be ended right now", err), newRequestID())
+			adminFail(w, problem.Wrap(problem.CodeSessionStoreUnavailable, "sessions cannot be ended right now", err))
 			return
 		}
 		if err := d.Tokens.Invalidate(r.Context(), user); err != nil {
@@ -122,9 +122,15 @@ func bearer(token string, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="bff-admin"`)
-			problem.Write(w, problem.New(problem.CodeAdminTokenRequired, "send the admin token from admin_token_file as Authorization: Bearer"), newRequestID())
+			adminFail(w, problem.New(problem.CodeAdminTokenRequired, "send the admin token from admin_token_file as Authorization: Bearer"))
 			return
 		}
 		next(w, r)
 	}
+}
+
+// adminFail renders the admin listener's errors (it has no Echo, no access
+// log and no request id of its own: each answer gets a fresh one).
+func adminFail(w http.ResponseWriter, p *problem.Problem) {
+	problem.Write(w, p, newRequestID())
 }

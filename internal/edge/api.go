@@ -40,11 +40,14 @@ func api(a *authn, f *proxy.Forwarder, budget SessionBudget, refused func(string
 		if r.Method == http.MethodPost { // only money-moving requests record it; no hash on reads
 			call.SessionRef = session.Handle(p.id)
 		}
-		res := f.Forward(c.Response(), r, call)
+		res, err := f.Forward(c.Response(), r, call)
 		if res.Route != "" {
 			s.route = labels[res.Route]
 		}
 		s.upstreamStatus = res.UpstreamStatus
-		return nil
+		if res.Code != "" { // a stored refusal replayed
+			s.errCode = res.Code
+		}
+		return err // rendered by errorHandler, like every other error
 	}
 }

@@ -6,6 +6,7 @@ package edge
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"time"
 
@@ -81,17 +82,46 @@ type discard struct{}
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // errorHandler renders every error a handler or Echo itself returns as the
-// contract's envelope: Echo's own 404/405 included.
+// contract's envelope, Echo's own 404/405 and the proxy's failures
+// included: the one place the public listener writes a problem. It logs
+// the failures an operator acts on, with their cause (URLs taken out);
+// everything else is in the access log's code. A 503 is logged where it
+// happens (the store, the ledger), with what failed.
 func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
 			return
 		}
 		p := toProblem(err)
-		if p.Status >= 500 && p.Status != 503 {
-			log.LogAttrs(c.Request().Context(), slog.LevelError, "request failed",
-				slog.String("requestId", requestID(c)), slog.String("code", p.Code), slog.Any("cause", p.Err))
+		s := state(c)
+		s.errCode = p.Code
+		if level, ok := failureLevel(p); ok {
+			attrs := []slog.Attr{slog.String("requestId", s.requestID), slog.String("code", p.Code), slog.Int("status", p.Status)}
+			if s.route != "" {
+				attrs = append(attrs, slog.String("route", s.route))
+			}
+			if s.upstreamStatus != 0 {
+				attrs = append(attrs, slog.Int("upstreamStatus", s.upstreamStatus))
+			}
+			if p.Err != nil {
+				attrs = append(attrs, slog.String("cause", problem.CauseText(p.Err)))
+			}
+			log.LogAttrs(c.Request().Context(), level, "request failed", attrs...)
 		}
-		problem.Write(c.Response(), p, requestID(c))
+		problem.Write(c.Response(), p, s.requestID)
 	}
+}
+
+// failureLevel is the level a failure is logged at, and whether it is.
+// Errors: what is wrong on our side (a bug, the BFF's upstream credentials
+// refused, a payment whose outcome is in doubt). Warnings: an upstream or
+// provider that failed or did not answer. Client errors and 503s: not here.
+func failureLevel(p *problem.Problem) (slog.Level, bool) {
+	switch {
+	case p.Code == problem.CodeInternal || p.Code == problem.CodeUpstreamAuthFailed || p.Code == problem.CodePaymentOutcomeUnknown:
+		return slog.LevelError, true
+	case p.Status >= 500 && p.Status != http.StatusServiceUnavailable:
+		return slog.LevelWarn, true
+	}
+	return 0, false
 }

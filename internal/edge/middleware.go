@@ -24,8 +24,8 @@ import (
 )
 
 // reqState is the per-request record the access log reads at the end. It
-// wraps the response writer (one allocation per request for both jobs), so
-// problem.Write can tell it which code it sent (RecordProblem).
+// wraps the response writer (one allocation per request for both jobs);
+// errorHandler notes the code it sent (errCode).
 type reqState struct {
 	http.ResponseWriter
 	requestID      string
@@ -34,9 +34,6 @@ type reqState struct {
 	errCode        string
 	upstreamStatus int
 }
-
-// RecordProblem implements problem.Recorder.
-func (s *reqState) RecordProblem(code string) { s.errCode = code }
 
 // Unwrap lets http.ResponseController reach the server's writer.
 func (s *reqState) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -8,8 +8,10 @@ package problem
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 )
@@ -256,31 +258,19 @@ func Write(w http.ResponseWriter, p *Problem, requestID string) {
 	if out.Allow != "" {
 		h.Set("Allow", out.Allow)
 	}
-	record(w, out.Code)
 	w.WriteHeader(out.Status)
 	_, _ = w.Write(body)
 }
 
-// Recorder is implemented by a response writer that wants to know which
-// code was sent (the edge's access log). Write finds it through Unwrap.
-type Recorder interface {
-	RecordProblem(code string)
-}
-
-// Record tells a Recorder behind w which code was sent, for a response
-// written by other means than Write (a replayed or buffered one).
-func Record(w http.ResponseWriter, code string) { record(w, code) }
-
-func record(w http.ResponseWriter, code string) {
-	for i := 0; i < 8 && w != nil; i++ {
-		if r, ok := w.(Recorder); ok {
-			r.RecordProblem(code)
-			return
-		}
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			return
-		}
-		w = u.Unwrap()
+// CauseText is an internal cause's text for a log line, with any URL taken
+// out (a *url.Error names the address and query it failed on); "" for nil.
+func CauseText(err error) string {
+	if err == nil {
+		return ""
 	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		return uerr.Op + ": " + uerr.Err.Error()
+	}
+	return err.Error()
 }

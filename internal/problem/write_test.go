@@ -3,9 +3,11 @@ package problem
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -98,5 +100,24 @@ func TestWriteDefensive(t *testing.T) {
 				t.Errorf("body: got code %q requestId %q, want %q and %q", body.Code, body.RequestID, tc.wantCode, "rid")
 			}
 		})
+	}
+}
+
+// CauseText keeps a cause's reason and drops the address and query a
+// *url.Error carries.
+func TestCauseText(t *testing.T) {
+	uerr := &url.Error{Op: "Get", URL: "http://10.0.0.7:8080/v2/payments?iban=IL62", Err: errors.New("EOF")}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{errors.New("dial tcp: refused"), "dial tcp: refused"},
+		{uerr, "Get: EOF"},
+		{fmt.Errorf("attempt 2: %w", uerr), "Get: EOF"},
+	} {
+		if got := CauseText(tc.err); got != tc.want {
+			t.Errorf("CauseText(%v) = %q, want %q", tc.err, got, tc.want)
+		}
 	}
 }

@@ -123,12 +123,27 @@ type callState struct {
 	// upstreamType is the "type" (or refresh "status") of the last
 	// attempt's error body, bounded as in the metric; "" when it had none.
 	upstreamType string
+	// err is how the exchange failed, when it did: set by the
+	// ReverseProxy's ErrorHandler, which writes nothing (the edge renders).
+	err *problem.Problem
+}
+
+// failure is the call's error for Forward's caller; nil when it succeeded.
+func (st *callState) failure() error {
+	if st.err == nil {
+		return nil
+	}
+	return st.err
 }
 
 // Result tells the edge what happened to a call, for its labels and log.
 type Result struct {
 	Route          string // the route template; "" when none matched
 	UpstreamStatus int    // the last upstream attempt's status; 0 when none
+	// Code is the error code of a stored answer Forward wrote from the
+	// payments ledger (a replayed refusal); "" otherwise. A failure of this
+	// request is Forward's error instead, rendered by the caller.
+	Code string
 }
 
 func callFrom(ctx context.Context) *callState {
@@ -224,54 +239,55 @@ func (b *bufferPool) Put(s []byte) { b.p.Put(&s) }
 // Prefixes lists the route templates Forward reports, for the caller's labels.
 func (f *Forwarder) Prefixes() []string { return f.routes.Prefixes() }
 
-// Forward serves one API call.
-func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, c Call) Result {
+// Forward serves one API call. It writes to w only what the upstream (or
+// the payments ledger, for a replay) answered; when the call fails it
+// writes nothing and returns the failure, a *problem.Problem, for the
+// caller to render.
+func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, c Call) (Result, error) {
 	path, p := CheckPath(c.Path)
 	if p != nil {
-		problem.Write(w, p, c.RequestID)
-		return Result{}
+		return Result{}, p
 	}
 	route, p := f.routes.Match(path, r.Method)
 	if p != nil {
-		problem.Write(w, p, c.RequestID)
-		return Result{Route: route}
+		return Result{Route: route}, p
 	}
 	body, p := f.bufferBody(r)
 	if p != nil {
-		problem.Write(w, p, c.RequestID)
-		return Result{Route: route}
+		return Result{Route: route}, p
 	}
 	st := &callState{Call: c, path: path, route: route}
-	if f.refresh != nil && f.every > 0 && r.Method == http.MethodPost && path == RefreshPath {
-		f.forwardRefresh(w, r, st)
-		return Result{Route: route, UpstreamStatus: st.upstreamStatus}
-	}
-	if money, ok := f.money.Under(path); ok && r.Method == http.MethodPost {
+	res := Result{Route: route}
+	var err error
+	money, isMoney := f.money.Under(path)
+	switch {
+	case f.refresh != nil && f.every > 0 && r.Method == http.MethodPost && path == RefreshPath:
+		err = f.forwardRefresh(w, r, st)
+	case isMoney && r.Method == http.MethodPost:
 		if f.ledger == nil {
-			problem.Write(w, problem.New(problem.CodeLedgerUnavailable, "payments are not enabled: no ledger is configured"), c.RequestID)
-			return Result{Route: route}
+			return res, problem.New(problem.CodeLedgerUnavailable, "payments are not enabled: no ledger is configured")
 		}
-		f.forwardMoney(w, r, st, body, money)
-	} else {
+		res.Code, err = f.forwardMoney(w, r, st, body, money)
+	default:
 		f.serve(w, r, st, r.Context())
+		err = st.failure()
 	}
-	return Result{Route: route, UpstreamStatus: st.upstreamStatus}
+	res.UpstreamStatus = st.upstreamStatus
+	return res, err
 }
 
 // forwardRefresh runs the on-demand refresh under the credit guard: one per
 // user per interval, taken before the call and given back when the
 // upstream did not accept it (402, 409, an error: nothing was charged).
-func (f *Forwarder) forwardRefresh(w http.ResponseWriter, r *http.Request, st *callState) {
+func (f *Forwarder) forwardRefresh(w http.ResponseWriter, r *http.Request, st *callState) error {
 	key := "refresh:" + userKey(st.UserID)
 	d, err := f.refresh.Hold(r.Context(), key, f.every)
 	if err != nil {
-		problem.Write(w, problem.Wrap(problem.CodeSessionStoreUnavailable, "the refresh allowance cannot be checked right now", err), st.RequestID)
-		return
+		return problem.Wrap(problem.CodeSessionStoreUnavailable, "the refresh allowance cannot be checked right now", err)
 	}
 	if !d.Allowed {
 		f.metrics.refused("refresh")
-		problem.Write(w, problem.Later(problem.CodeRefreshTooSoon, d.RetryAfter, "data was refreshed less than %s ago; the next refresh is allowed in %d s", f.every), st.RequestID)
-		return
+		return problem.Later(problem.CodeRefreshTooSoon, d.RetryAfter, "data was refreshed less than %s ago; the next refresh is allowed in %d s", f.every)
 	}
 	f.serve(w, r, st, r.Context())
 	if st.upstreamStatus < 200 || st.upstreamStatus > 299 {
@@ -282,6 +298,7 @@ func (f *Forwarder) forwardRefresh(w http.ResponseWriter, r *http.Request, st *c
 			f.log.Warn("a refused refresh's allowance could not be given back", slog.String("requestId", st.RequestID), slog.String("error", err.Error()))
 		}
 	}
+	return st.failure()
 }
 
 // userKey names a user in a shared store without their id.
@@ -378,21 +395,12 @@ func modifyResponse(resp *http.Response) error {
 	return upstreamError{problem.FromUpstream(resp.StatusCode, resp.Header, body)}
 }
 
-func (f *Forwarder) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+// errorHandler keeps a failed exchange's problem for Forward to return; it
+// writes nothing (ReverseProxy calls it before any header is written).
+func (f *Forwarder) errorHandler(_ http.ResponseWriter, r *http.Request, err error) {
 	c := callFrom(r.Context())
-	p := f.classify(r, err)
+	c.err = f.classify(r, err)
 	c.notSent = notSent(err) || (c.written != nil && !c.written.Load())
-	level := slog.LevelWarn
-	if p.Status == problem.StatusClientClosedRequest {
-		level = slog.LevelInfo
-	}
-	if p.Code == problem.CodeUpstreamAuthFailed {
-		level = slog.LevelError // an operator alert: the client credentials are refused
-	}
-	f.log.LogAttrs(r.Context(), level, "upstream call failed",
-		slog.String("requestId", c.RequestID), slog.String("route", c.route),
-		slog.String("code", p.Code), slog.Int("status", p.Status), slog.String("cause", causeText(err)))
-	problem.Write(w, p, c.RequestID)
 }
 
 // classify maps a failed exchange to its problem.
@@ -444,14 +452,4 @@ func notSent(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &me) || errors.Is(err, tokens.ErrStoreUnavailable) || errors.Is(err, tokens.ErrLockTimeout) ||
 		(errors.As(err, &op) && op.Op == "dial")
-}
-
-// causeText is an error's text with any URL removed (a *url.Error names the
-// upstream address).
-func causeText(err error) string {
-	var uerr *url.Error
-	if errors.As(err, &uerr) {
-		return uerr.Op + ": " + uerr.Err.Error()
-	}
-	return err.Error()
 }

@@ -96,8 +96,27 @@ func (f *fixture) do(method, target, body string, hdr map[string]string) *httpte
 	}
 	w := httptest.NewRecorder()
 	path := strings.TrimPrefix(r.URL.EscapedPath(), "/api")
-	f.fwd.Forward(w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: path, ClientIP: "203.0.113.7"})
+	forward(f.fwd, w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: path, ClientIP: "203.0.113.7"})
 	return w
+}
+
+// forward serves a call as the edge does: Forward, then its failure
+// rendered as the envelope. It panics (failing the test) when Forward
+// fails with anything but a *problem.Problem, or fails after writing.
+func forward(fwd *proxy.Forwarder, w http.ResponseWriter, r *http.Request, c proxy.Call) proxy.Result {
+	res, err := fwd.Forward(w, r, c)
+	if err == nil {
+		return res
+	}
+	p, ok := err.(*problem.Problem)
+	if !ok {
+		panic(fmt.Sprintf("Forward failed with %T %v, not a *problem.Problem", err, err))
+	}
+	if rec, ok := w.(*httptest.ResponseRecorder); ok && (len(rec.Header()) > 0 || rec.Body.Len() > 0) {
+		panic(fmt.Sprintf("Forward wrote a response (%v) and failed with %v", rec.Header(), err))
+	}
+	problem.Write(w, p, c.RequestID)
+	return res
 }
 
 func decodeProblem(t *testing.T, w *httptest.ResponseRecorder) problem.Problem {
@@ -286,7 +305,7 @@ func TestForwardChunkedBodyTooLarge(t *testing.T) {
 	r := httptest.NewRequest("POST", "http://bff.local/api/v2/payments", io.MultiReader(strings.NewReader(strings.Repeat("y", 2000))))
 	r.ContentLength = -1
 	w := httptest.NewRecorder()
-	f.fwd.Forward(w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: "/v2/payments"})
+	forward(f.fwd, w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: "/v2/payments"})
 	if p := decodeProblem(t, w); w.Code != 413 || p.Code != problem.CodeBodyTooLarge || f.seen.count() != 0 {
 		t.Fatalf("got %d %s with %d upstream calls, want 413 BODY_TOO_LARGE and none", w.Code, p.Code, f.seen.count())
 	}
@@ -301,7 +320,7 @@ func TestForwardTransportFailures(t *testing.T) {
 		fwd := proxy.New(proxy.Options{BaseURL: base, Routes: proxy.NewRoutes(contractRoutes), Tokens: &fakeTokens{},
 			Timeout: time.Second, MaxBodyBytes: 10, Retry: proxy.Retry{MaxAttempts: 1}})
 		w := httptest.NewRecorder()
-		fwd.Forward(w, httptest.NewRequest("GET", "/api/v2/payments", nil), proxy.Call{UserID: "u", RequestID: "req-123", Path: "/v2/payments"})
+		forward(fwd, w, httptest.NewRequest("GET", "/api/v2/payments", nil), proxy.Call{UserID: "u", RequestID: "req-123", Path: "/v2/payments"})
 		p := decodeProblem(t, w)
 		if w.Code != 502 || p.Code != problem.CodeUpstreamUnreachable || strings.Contains(w.Body.String(), addr) {
 			t.Fatalf("got %d %s %s, want 502 UPSTREAM_UNREACHABLE without the address", w.Code, p.Code, w.Body)

@@ -50,7 +50,7 @@ func TestHeaderAllowlists(t *testing.T) {
 		Timeout: 5 * time.Second, MaxBodyBytes: 1024, Retry: proxy.Retry{MaxAttempts: 1, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond},
 	})
 	bff := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fwd.Forward(w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: r.URL.EscapedPath(), ClientIP: "203.0.113.7"})
+		forward(fwd, w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: r.URL.EscapedPath(), ClientIP: "203.0.113.7"})
 	}))
 	t.Cleanup(bff.Close)
 

@@ -91,18 +91,17 @@ func fingerprint(method, path, query string, body []byte) []byte {
 
 // forwardMoney runs a money-moving POST at most once per key: claimed in
 // the ledger before the upstream call, never sent again after an end the
-// BFF cannot read.
-func (f *Forwarder) forwardMoney(w http.ResponseWriter, r *http.Request, st *callState, body []byte, moneyRoute string) {
+// BFF cannot read. It returns the code of a stored refusal it replayed, or
+// this request's failure.
+func (f *Forwarder) forwardMoney(w http.ResponseWriter, r *http.Request, st *callState, body []byte, moneyRoute string) (string, error) {
 	key := r.Header.Get("Idempotency-Key")
 	if key == "" {
 		f.metrics.money("key_required")
-		problem.Write(w, problem.New(problem.CodeIdempotencyKeyRequired, "send an Idempotency-Key header (a fresh random value per payment, kept across its retries)"), st.RequestID)
-		return
+		return "", problem.New(problem.CodeIdempotencyKeyRequired, "send an Idempotency-Key header (a fresh random value per payment, kept across its retries)")
 	}
 	if !ValidKey(key) {
 		f.metrics.money("key_invalid")
-		problem.Write(w, problem.New(problem.CodeIdempotencyKeyInvalid, "the Idempotency-Key must be 1 to 255 printable ASCII characters"), st.RequestID)
-		return
+		return "", problem.New(problem.CodeIdempotencyKeyInvalid, "the Idempotency-Key must be 1 to 255 printable ASCII characters")
 	}
 	req := ledger.Request{
 		UserID: st.UserID, Route: moneyRoute, Key: key, Fingerprint: fingerprint(r.Method, st.path, r.URL.RawQuery, body),
@@ -120,46 +119,59 @@ func (f *Forwarder) forwardMoney(w http.ResponseWriter, r *http.Request, st *cal
 	lcancel()
 	switch {
 	case err != nil:
-		f.ledgerFailed(w, st, err)
-		return
+		return "", f.ledgerFailed(st, err)
 	case rec != nil:
-		f.repeat(w, r, st, req, rec, body)
-		return
+		return f.repeat(w, r, st, req, rec, body)
 	}
 	out := &recorder{header: http.Header{}}
 	f.serve(out, r, st, ctx)
-	f.conclude(detached, st, req, claim, body, out).copyTo(w)
+	answer, err := f.conclude(detached, st, req, claim, body, out)
+	if err != nil {
+		return "", err
+	}
+	answer.copyTo(w)
+	return "", nil
 }
 
 // conclude records how the owner's request ended and returns the answer
-// the client gets.
-func (f *Forwarder) conclude(ctx context.Context, st *callState, req ledger.Request, claim *ledger.Claim, body []byte, out *recorder) *recorder {
+// the client gets: a response to write, or the failure.
+func (f *Forwarder) conclude(ctx context.Context, st *callState, req ledger.Request, claim *ledger.Claim, body []byte, out *recorder) (*recorder, error) {
 	o := ledger.Outcome{UpstreamStatus: st.upstreamStatus}
-	release := func(ending string) *recorder {
+	release := func(ending string) (*recorder, error) {
 		o.Ending = ending
 		f.record(ctx, st, "released", func(ctx context.Context) (bool, error) { return f.ledger.Release(ctx, claim, o) })
-		return out
+		return out, st.failure()
 	}
 	answered := !out.over && st.upstreamStatus > 0
+	code := ""
+	if st.err != nil {
+		code = st.err.Code
+	}
 	switch {
 	case st.notSent:
 		return release(ledger.EndNotSent)
-	case answered && refused[out.code]:
+	case answered && refused[code]:
 		return release(ledger.EndRefused)
 	case answered && st.upstreamStatus < 500:
+		if st.err != nil {
+			// The upstream's refusal, kept as the client will see it (the
+			// caller renders the same problem for this request id) so that
+			// a repeat replays it.
+			problem.Write(out, st.err, st.RequestID)
+		}
 		o.Ending, o.Response = ledger.EndAnswered, out.response()
 		if st.upstreamStatus < 300 {
 			o.PaymentID = paymentID(out.body.Bytes())
 		}
 		f.record(ctx, st, "answered", func(ctx context.Context) (bool, error) { return f.ledger.Finish(ctx, claim, o) })
-		return out
+		return out, st.failure()
 	}
 	// Sent, and the answer does not show a payment: ask the upstream
 	// whether one exists before anything else.
 	if settled, ok := f.settle(ctx, st, req, claim.ID, time.Now(), body); ok {
 		settled.UpstreamStatus = st.upstreamStatus
 		f.record(ctx, st, "settled", func(ctx context.Context) (bool, error) { return f.ledger.Finish(ctx, claim, settled) })
-		return fromResponse(settled.Response)
+		return fromResponse(settled.Response), nil
 	}
 	if answered && st.upstreamType != "" {
 		// The upstream's own error body (a typed 5xx): by its
@@ -171,7 +183,7 @@ func (f *Forwarder) conclude(ctx context.Context, st *callState, req ledger.Requ
 	// the outcome is unknown and the key is never sent again.
 	o.Ending = ledger.EndAmbiguous
 	f.record(ctx, st, "unknown", func(ctx context.Context) (bool, error) { return f.ledger.Unknown(ctx, claim, o) })
-	return problemRecorder(outcomeUnknown(out.code, st.upstreamStatus), st.RequestID)
+	return nil, outcomeUnknown(code, st.upstreamStatus)
 }
 
 // record stores an owner's outcome, trying again while the ledger does not
@@ -199,8 +211,9 @@ func (f *Forwarder) record(ctx context.Context, st *callState, result string, wr
 	}
 }
 
-// repeat answers a request whose key another request already claimed.
-func (f *Forwarder) repeat(w http.ResponseWriter, r *http.Request, st *callState, req ledger.Request, rec *ledger.Record, body []byte) {
+// repeat answers a request whose key another request already claimed: the
+// stored answer written to w (and its code, when a refusal), or the failure.
+func (f *Forwarder) repeat(w http.ResponseWriter, r *http.Request, st *callState, req ledger.Request, rec *ledger.Record, body []byte) (string, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), f.timeout)
 	defer cancel()
 	event := func(what string) {
@@ -214,59 +227,52 @@ func (f *Forwarder) repeat(w http.ResponseWriter, r *http.Request, st *callState
 	switch {
 	case !bytes.Equal(rec.Fingerprint, req.Fingerprint):
 		event(ledger.EventReused)
-		problem.Write(w, problem.New(problem.CodeIdempotencyKeyReused, "this Idempotency-Key was used for a different request"), st.RequestID)
-		return
+		return "", problem.New(problem.CodeIdempotencyKeyReused, "this Idempotency-Key was used for a different request")
 	case rec.State == ledger.StateDone:
 		event(ledger.EventReplayed)
-		replay(w, rec.Response)
-		return
+		return replay(w, rec.Response), nil
 	case rec.State == ledger.StateInFlight && rec.Expired:
 		// The owner is past its deadline: it died or hung, and can no
 		// longer reach the upstream.
 		if _, err := f.ledger.Abandon(ctx, rec.ID); err != nil {
-			f.ledgerFailed(w, st, err)
-			return
+			return "", f.ledgerFailed(st, err)
 		}
 	case rec.State != ledger.StateUnknown: // in flight (or released, for a moment)
 		event(ledger.EventInProgress)
 		p := problem.New(problem.CodeIdempotencyInProgress, "a request with this Idempotency-Key is still being processed; retry shortly")
 		p.RetryAfter = "1"
-		problem.Write(w, p, st.RequestID)
-		return
+		return "", p
 	}
 	if o, ok := f.settle(ctx, st, req, rec.ID, rec.ClaimedAt, body); ok {
 		applied, err := f.ledger.Settle(ctx, rec.ID, o)
 		if err != nil {
-			f.ledgerFailed(w, st, err)
-			return
+			return "", f.ledgerFailed(st, err)
 		}
 		if !applied { // settled by another request meanwhile: replay what it stored
 			lctx, lcancel := context.WithTimeout(ctx, ledgerTimeout)
 			_, rec, err = f.ledger.Claim(lctx, req, f.timeout+ownerMargin)
 			lcancel()
 			if err != nil || rec == nil || rec.State != ledger.StateDone {
-				f.ledgerFailed(w, st, errors.Join(err, errors.New("the settled record could not be read back")))
-				return
+				return "", f.ledgerFailed(st, errors.Join(err, errors.New("the settled record could not be read back")))
 			}
 			o.Response = rec.Response
 		}
 		event(ledger.EventSettled)
-		replay(w, o.Response)
-		return
+		return replay(w, o.Response), nil
 	}
 	event(ledger.EventUnknown)
-	problemRecorder(outcomeUnknown("", rec.UpstreamStatus), st.RequestID).copyTo(w)
+	return "", outcomeUnknown("", rec.UpstreamStatus)
 }
 
-// ledgerFailed answers 503 LEDGER_UNAVAILABLE: nothing was sent upstream.
-func (f *Forwarder) ledgerFailed(w http.ResponseWriter, st *callState, err error) {
+// ledgerFailed is 503 LEDGER_UNAVAILABLE: nothing was sent upstream.
+func (f *Forwarder) ledgerFailed(st *callState, err error) *problem.Problem {
 	f.metrics.money("ledger_unavailable")
 	f.log.Error("the payments ledger failed; the payment was not sent", slog.String("requestId", st.RequestID), slog.String("error", err.Error()))
 	detail := "payments cannot be recorded right now; nothing was sent, retry with the same Idempotency-Key"
 	if errors.Is(err, ledger.ErrUnreadable) {
 		detail = "this payment's stored answer cannot be read right now; nothing was sent again"
 	}
-	problem.Write(w, problem.Wrap(problem.CodeLedgerUnavailable, detail, err), st.RequestID)
+	return problem.Wrap(problem.CodeLedgerUnavailable, detail, err)
 }
 
 // outcomeUnknown is the answer when the upstream may or may not have acted.
@@ -296,23 +302,26 @@ func paymentID(body []byte) string {
 	return v.PaymentID
 }
 
-// replay writes a stored response, marked Idempotent-Replayed.
-func replay(w http.ResponseWriter, s *ledger.Response) {
+// replay writes a stored response, marked Idempotent-Replayed, and returns
+// its error code when it is a stored refusal.
+func replay(w http.ResponseWriter, s *ledger.Response) string {
 	h := w.Header()
 	for k, v := range s.Header {
 		h[k] = v
 	}
 	h.Set("Idempotent-Replayed", "true")
+	code := ""
 	if s.Status >= 400 {
 		var p struct {
 			Code string `json:"code"`
 		}
 		if json.Unmarshal(s.Body, &p) == nil {
-			problem.Record(w, p.Code)
+			code = p.Code
 		}
 	}
 	w.WriteHeader(s.Status)
 	_, _ = w.Write(s.Body)
+	return code
 }
 
 // recorder buffers a whole response (up to maxReplayBytes) so it can be
@@ -321,14 +330,7 @@ type recorder struct {
 	header http.Header
 	status int
 	body   bytes.Buffer
-	code   string
 	over   bool
-}
-
-func problemRecorder(p *problem.Problem, requestID string) *recorder {
-	rec := &recorder{header: http.Header{}}
-	problem.Write(rec, p, requestID)
-	return rec
 }
 
 func fromResponse(r *ledger.Response) *recorder {
@@ -358,9 +360,6 @@ func (r *recorder) Write(b []byte) (int, error) {
 
 func (r *recorder) Flush() {}
 
-// RecordProblem implements problem.Recorder.
-func (r *recorder) RecordProblem(code string) { r.code = code }
-
 func (r *recorder) response() *ledger.Response {
 	h := http.Header{}
 	for _, k := range replayHeaders {
@@ -375,9 +374,6 @@ func (r *recorder) copyTo(w http.ResponseWriter) {
 	h := w.Header()
 	for k, v := range r.header {
 		h[k] = v
-	}
-	if r.code != "" {
-		problem.Record(w, r.code)
 	}
 	if r.status == 0 {
 		r.status = http.StatusOK

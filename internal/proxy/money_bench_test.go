@@ -55,7 +55,7 @@ func BenchmarkPayment(b *testing.B) {
 				r := httptest.NewRequest(http.MethodPost, "http://bff.local/api/v2/payments", strings.NewReader(payment))
 				r.Header.Set("Idempotency-Key", fmt.Sprintf("%d-%d", run, i))
 				w := httptest.NewRecorder()
-				fwd.Forward(w, r, proxy.Call{UserID: "bench", RequestID: "r", Path: "/v2/payments", SessionRef: "h", ClientIP: "203.0.113.7"})
+				forward(fwd, w, r, proxy.Call{UserID: "bench", RequestID: "r", Path: "/v2/payments", SessionRef: "h", ClientIP: "203.0.113.7"})
 				if w.Code != http.StatusCreated {
 					b.Fatalf("got %d %s", w.Code, w.Body)
 				}

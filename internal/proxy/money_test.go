@@ -147,7 +147,7 @@ func (f *moneyFixture) pay(body, key string) *httptest.ResponseRecorder {
 		r.Header.Set("Idempotency-Key", key)
 	}
 	w := httptest.NewRecorder()
-	f.fwd.Forward(w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: "/v2/payments", ClientIP: "203.0.113.7", SessionRef: "handle"})
+	forward(f.fwd, w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: "/v2/payments", ClientIP: "203.0.113.7", SessionRef: "handle"})
 	return w
 }
 
@@ -290,7 +290,7 @@ func TestMoneyMovingRequests(t *testing.T) {
 		f := newMoneyFixture(t, failingLedger{})
 		r := httptest.NewRequest(http.MethodGet, "http://bff.local/api/v2/payments", nil)
 		w := httptest.NewRecorder()
-		f.fwd.Forward(w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: "/v2/payments"})
+		forward(f.fwd, w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: "/v2/payments"})
 		if w.Code != 200 {
 			t.Fatalf("GET: got %d %s, want 200 without the ledger", w.Code, w.Body)
 		}
@@ -381,12 +381,12 @@ func TestTransportNeverReplaysAPayment(t *testing.T) {
 			MoneyRoutes: []string{"/v2/payments"}, Ledger: led,
 		})
 		get := httptest.NewRequest(http.MethodGet, "http://bff.local/api/v2/payments", nil)
-		fwd.Forward(httptest.NewRecorder(), get, proxy.Call{UserID: "alice", RequestID: "r0", Path: "/v2/payments"})
+		forward(fwd, httptest.NewRecorder(), get, proxy.Call{UserID: "alice", RequestID: "r0", Path: "/v2/payments"})
 		r := httptest.NewRequest(http.MethodPost, "http://bff.local/api/v2/payments", strings.NewReader(payment))
 		r.Header.Set("Idempotency-Key", "k")
 		r.Header.Set("X-Idempotency-Key", "k")
 		w := httptest.NewRecorder()
-		fwd.Forward(w, r, proxy.Call{UserID: "alice", RequestID: "r1", Path: "/v2/payments"})
+		forward(fwd, w, r, proxy.Call{UserID: "alice", RequestID: "r1", Path: "/v2/payments"})
 		if n := h.posts.Load(); n != 1 {
 			t.Fatalf("the upstream read %d POSTs, want 1", n)
 		}
@@ -413,7 +413,7 @@ func TestIdempotencyKeyNeverGoesUpstream(t *testing.T) {
 	r := httptest.NewRequest(http.MethodPost, "http://bff.local/api/v2/payments", strings.NewReader(payment))
 	r.Header.Set("Idempotency-Key", "k")
 	r.Header.Set("X-Idempotency-Key", "k")
-	fwd.Forward(httptest.NewRecorder(), r, proxy.Call{UserID: "alice", RequestID: "r1", Path: "/v2/payments"})
+	forward(fwd, httptest.NewRecorder(), r, proxy.Call{UserID: "alice", RequestID: "r1", Path: "/v2/payments"})
 	if got == nil {
 		t.Fatal("the upstream saw nothing")
 	}
@@ -445,7 +445,7 @@ func TestPaymentNeverWrittenIsReleased(t *testing.T) {
 		r := httptest.NewRequest(http.MethodPost, "http://bff.local/api/v2/payments", strings.NewReader(payment))
 		r.Header.Set("Idempotency-Key", "never-written")
 		w := httptest.NewRecorder()
-		fwd.Forward(w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: "/v2/payments"})
+		forward(fwd, w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: "/v2/payments"})
 		if p := decodeProblem(t, w); w.Code != 504 || p.Code != "UPSTREAM_TIMEOUT" {
 			t.Fatalf("attempt %d: got %d %+v, want 504 UPSTREAM_TIMEOUT (released, not unknown)", i+1, w.Code, p)
 		}

@@ -42,7 +42,7 @@ func TestRefreshCreditGuard(t *testing.T) {
 	refresh := func(user string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(http.MethodPost, "http://bff.local/api"+proxy.RefreshPath, nil)
 		w := httptest.NewRecorder()
-		fwd.Forward(w, r, proxy.Call{UserID: user, RequestID: "req-123", Path: proxy.RefreshPath})
+		forward(fwd, w, r, proxy.Call{UserID: user, RequestID: "req-123", Path: proxy.RefreshPath})
 		return w
 	}
 	if w := refresh("alice"); w.Code != 200 {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/problem"
 )
 
 // Settling learns from the upstream whether a payment whose answer was lost
@@ -59,7 +60,7 @@ func (f *Forwarder) settle(ctx context.Context, st *callState, req ledger.Reques
 	for page := 0; page < settlePages; page++ {
 		items, cursor, err := f.listPayments(ctx, st, next)
 		if err != nil {
-			f.log.Warn("settling a payment: the payment list could not be read", slog.String("requestId", st.RequestID), slog.String("error", causeText(err)))
+			f.log.Warn("settling a payment: the payment list could not be read", slog.String("requestId", st.RequestID), slog.String("error", problem.CauseText(err)))
 			return ledger.Outcome{}, false
 		}
 		older := false
