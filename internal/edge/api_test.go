@@ -15,11 +15,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/ledger"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
-	"github.com/fintech-bff/bff/internal/redistest"
 	"github.com/fintech-bff/bff/internal/session"
 	"github.com/fintech-bff/bff/internal/syncbuf"
 )
@@ -45,17 +43,13 @@ func TestAPIFailuresAreRenderedByTheEdge(t *testing.T) {
 		}
 	}))
 	defer upstream.Close()
-	rc, prefix := redistest.Client(t)
-	store := kv.NewRedis(rc, prefix)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sessions := session.NewManager(store, session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalEntries: 100})
-	go sessions.Run(ctx)
+	_, sessions, cookies := liveSessions(ctx, t)
 	led, err := ledger.NewMemory(time.Now, make([]byte, 32), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cookies, _ := session.NewCookies(session.CookieOptions{Name: "bff_session", Keys: [][]byte{make([]byte, 32)}, MaxAge: time.Hour})
 	base, _ := url.Parse(upstream.URL)
 	fwd := proxy.New(proxy.Options{
 		BaseURL: base, Routes: proxy.NewRoutes([]proxy.Route{{Prefix: "/v2/payments", Methods: []string{"GET", "POST"}}}),

@@ -48,12 +48,9 @@ func benchmarkSteadyState(b *testing.B, budget *limits.Budget) {
 		_, _ = io.WriteString(w, reply)
 	}))
 	defer upstream.Close()
-	rc, prefix := redistest.Client(b)
-	store := kv.NewRedis(rc, prefix)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sessions := session.NewManager(store, session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalEntries: 100})
-	go sessions.Run(ctx)
+	store, sessions, cookies := liveSessions(ctx, b)
 	cache, err := tokens.NewCache(store, staticSource{}, "secret", tokens.CacheOptions{
 		EncryptionKey: make([]byte, 32), RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalEntries: 100,
 	})
@@ -61,10 +58,9 @@ func benchmarkSteadyState(b *testing.B, budget *limits.Budget) {
 		b.Fatal(err)
 	}
 	go cache.Run(ctx)
-	for !sessions.Live() || !cache.Live() {
+	for !cache.Live() {
 		time.Sleep(time.Millisecond)
 	}
-	cookies, _ := session.NewCookies(session.CookieOptions{Name: "bff_session", Keys: [][]byte{make([]byte, 32)}, MaxAge: time.Hour})
 	base, _ := url.Parse(upstream.URL)
 	fwd := proxy.New(proxy.Options{
 		BaseURL: base, Routes: proxy.NewRoutes([]proxy.Route{{Prefix: "/v2/payments", Methods: []string{"GET"}}}),
@@ -100,6 +96,24 @@ func benchmarkSteadyState(b *testing.B, budget *limits.Budget) {
 			b.Fatalf("got %d", w.Code)
 		}
 	}
+}
+
+// liveSessions is a session manager on the test Redis, running until ctx
+// ends and live, with its store and cookies.
+func liveSessions(ctx context.Context, tb testing.TB) (*kv.Redis, *session.Manager, *session.Cookies) {
+	tb.Helper()
+	rc, prefix := redistest.Client(tb)
+	store := kv.NewRedis(rc, prefix)
+	sessions := session.NewManager(store, session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalEntries: 100})
+	go sessions.Run(ctx)
+	for !sessions.Live() {
+		time.Sleep(time.Millisecond)
+	}
+	cookies, err := session.NewCookies(session.CookieOptions{Name: "bff_session", Keys: [][]byte{make([]byte, 32)}, MaxAge: time.Hour})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return store, sessions, cookies
 }
 
 // BenchmarkBaselineRequest is the same request through a bare
