@@ -92,7 +92,11 @@ func journey(t *testing.T, browser context.Context, link, button, wantID string)
 		chromedp.WaitVisible(chromedp.ID(wantID)),
 	)
 	if err != nil {
-		t.Fatalf("%s then %s, waiting for #%s: %v", link, button, wantID, err)
+		// A CSP that blocks the redirect leaves the browser on the consent page.
+		lctx, cancelL := context.WithTimeout(tab, 5*time.Second)
+		defer cancelL()
+		at, _ := chromedp.Run(lctx, chromedp.Location())
+		t.Fatalf("%s then %s, waiting for #%s: %v (the browser is at %s)", link, button, wantID, err, at)
 	}
 	landed, err := chromedp.Run(ctx, chromedp.Location())
 	if err != nil {

@@ -1,8 +1,10 @@
 package upstreamsim
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -346,4 +348,48 @@ func connectionData(t *testing.T, h *harness, tok, id string) int {
 		t.Errorf("got %d accounts and %d transactions, want both or neither", len(accounts), len(txs))
 	}
 	return len(txs)
+}
+
+// FuzzConsentForm posts arbitrary tokens and decisions to a payment's
+// consent page: the answer is 303, 400 or 404, never a panic or a 5xx, and
+// only the payment's own token moves it.
+func FuzzConsentForm(f *testing.F) {
+	sim := New(Options{Now: fixedClock()})
+	tok := sim.tokens.mint(claims{Sub: "u", Kind: kindClient}, sim.Now(), time.Hour)
+	req := httptest.NewRequest("POST", "/v2/payments", strings.NewReader(`{"paymentInformation":{"amount":1,"currency":"EUR",`+
+		`"creditorAccount":{"iban":"FR7630006000011234567890189"}},"providerIds":["demobank-sandbox"]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	rec := httptest.NewRecorder()
+	sim.ServeHTTP(rec, req)
+	var created struct{ ID, PayURL string }
+	if err := json.Unmarshal(rec.Body.Bytes(), &created); err != nil || rec.Code != http.StatusCreated {
+		f.Fatalf("create: got %d %s", rec.Code, rec.Body)
+	}
+	good := tokenOf(created.PayURL)
+	f.Add(good, "approve")
+	f.Add("", "reject")
+	f.Add(good+"x", "cancel")
+	f.Add(good, "")
+	f.Fuzz(func(t *testing.T, token, decision string) {
+		if err := sim.SetPaymentStatus("u", created.ID, statusInit); err != nil {
+			t.Fatal(err)
+		}
+		form := url.Values{"token": {token}, "decision": {decision}}.Encode()
+		req := httptest.NewRequest("POST", "/consent/payments/"+created.ID, strings.NewReader(form))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		rec := httptest.NewRecorder()
+		sim.ServeHTTP(rec, req)
+		switch rec.Code {
+		case http.StatusSeeOther, http.StatusBadRequest, http.StatusNotFound:
+		default:
+			t.Fatalf("got %d for token %q decision %q, want 303, 400 or 404", rec.Code, token, decision)
+		}
+		u, p := sim.lockPayment(created.ID)
+		status := p.Status
+		u.mu.Unlock()
+		if status != statusInit && token != good {
+			t.Fatalf("token %q moved the payment to %s", token, status)
+		}
+	})
 }
