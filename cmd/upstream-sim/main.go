@@ -52,6 +52,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	lock := fs.Bool("bigquery-lock", true, "refuse (423) deleting connections younger than 90 minutes")
 	redirects := fs.String("allowed-redirect-urls", "https://app.example.com/payment-done,http://localhost:8080/payment-done",
 		"comma-separated redirect url allow-list")
+	publicURL := fs.String("public-url", "",
+		"where a browser reaches this simulator, for payUrl and connectUrl (default: the scheme and Host each API request came to)")
 	shape := fs.String("unauthorized-shape", upstreamsim.Shape401Message, "token endpoint 401 body: message or typed")
 	verbose := fs.Bool("v", false, "log every request (debug level)")
 	if err := fs.Parse(args); err != nil {
@@ -76,7 +78,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ClientID: *clientID, ClientSecret: *clientSecret, Plan: *plan, ProductionAccess: *production,
 		TokenTTL: *ttl, ExpiresInUnit: *unit, Credits: *credits, AccountCap: *accountCap,
 		BigQueryLock: upstreamsim.Bool(*lock), AllowedRedirectURLs: splitList(*redirects),
-		Control: *control, Logger: log, Unauthorized401Shape: *shape,
+		Control: *control, Logger: log, Unauthorized401Shape: *shape, PublicURL: *publicURL,
 	}
 	if err := opts.Validate(); err != nil {
 		return err
@@ -105,7 +107,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		slog.String("addr", ln.Addr().String()), slog.String("clientId", *clientID),
 		slog.String("plan", *plan), slog.Bool("productionAccess", *production),
 		slog.Duration("tokenTTL", *ttl), slog.String("expiresInUnit", *unit),
-		slog.Int("credits", max(*credits, 0)), slog.Bool("control", *control))
+		slog.Int("credits", max(*credits, 0)), slog.Bool("control", *control), slog.String("publicURL", *publicURL))
 	fmt.Fprintf(stdout, "upstream-sim listening on http://%s\n", ln.Addr())
 
 	errc := make(chan error, 1)

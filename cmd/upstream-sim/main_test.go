@@ -110,10 +110,18 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	io.Copy(io.Discard, res.Body)
+	var list struct {
+		Items []struct {
+			PayURL string `json:"payUrl"`
+		} `json:"items"`
+	}
+	_ = json.NewDecoder(res.Body).Decode(&list)
 	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		t.Errorf("payments: got %d, want 200", res.StatusCode)
+	if res.StatusCode != http.StatusOK || len(list.Items) == 0 {
+		t.Fatalf("payments: got %d with %d items, want 200 with the seeded payments", res.StatusCode, len(list.Items))
+	}
+	if got := list.Items[0].PayURL; !strings.HasPrefix(got, base+"/consent/payments/") {
+		t.Errorf("without -public-url: got payUrl %q, want the consent page on %s", got, base)
 	}
 	res, err = http.Get(base + "/_sim/counters")
 	if err != nil {
@@ -150,6 +158,7 @@ func TestRunFlags(t *testing.T) {
 		{"unknown flag", []string{"-nope"}},
 		{"stray argument", []string{"extra"}},
 		{"bad listen address", []string{"-listen", "256.0.0.1:99999"}},
+		{"public url without a scheme", []string{"-public-url", "localhost:8081"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

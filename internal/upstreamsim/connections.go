@@ -60,8 +60,9 @@ func (s *Server) getConnection(w http.ResponseWriter, r *http.Request, c *call) 
 }
 
 // createConnection is POST /v2/connections {providerIds, redirectUrl?}: 201
-// {id, connectUrl}. The new connection is ACTIVE with one empty CHECKING
-// account. Past the organization's cap: 403 ACCOUNT_LIMIT_REACHED.
+// {id, connectUrl}. The new connection is INACTIVE, with no data, until the
+// end-user consents on the connectUrl page (see consent.go). Past the
+// organization's cap: 403 ACCOUNT_LIMIT_REACHED.
 func (s *Server) createConnection(w http.ResponseWriter, r *http.Request, c *call) *apiError {
 	m, e := jsonObject(r, c.body)
 	if e != nil {
@@ -96,24 +97,18 @@ func (s *Server) createConnection(w http.ResponseWriter, r *http.Request, c *cal
 		mode = "sandbox"
 	}
 	conn := &connection{
-		ID: newULID(c.now), UserID: c.userID(), ProviderIDs: ids, Mode: mode, Status: "ACTIVE",
-		StartDate: c.now, ExpiryDate: c.now.Add(90 * day), CreatedAt: c.now, UpdatedAt: c.now,
-		AccountsCount: 1, viaAPI: true,
-	}
-	acc := &account{
-		ID: newULID(c.now), ConnectionID: conn.ID, ProviderID: ids[0], AccountType: "CHECKING",
-		Product: "Current Account", AccountNumber: "XX00" + conn.ID[10:], Currency: "EUR",
-		Balances: []balance{{BalanceType: "closingBooked", BalanceAmount: money{Amount: "0.00", Currency: "EUR"}}},
+		ID: newULID(c.now), UserID: c.userID(), ProviderIDs: ids, Mode: mode, Status: connInactive,
+		StartDate: c.now, ExpiryDate: c.now.Add(consentDuration), CreatedAt: c.now, UpdatedAt: c.now,
+		viaAPI: true, redirectURL: redirect,
 	}
 	u := s.users.get(c.userID(), c.now)
 	u.mu.Lock()
 	u.connections = insert(u.connections, conn, connectionKey)
-	u.accounts = insert(u.accounts, acc, accountKey)
 	u.mu.Unlock()
 	writeJSON(w, http.StatusCreated, struct {
 		ID         string `json:"id"`
 		ConnectURL string `json:"connectUrl"`
-	}{conn.ID, connectURL(conn.ID)})
+	}{conn.ID, s.consentURL(r, consentConnections, c.userID(), conn.ID)})
 	return nil
 }
 

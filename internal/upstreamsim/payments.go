@@ -24,11 +24,14 @@ func outcomeFor(remittance string) string {
 	return statusInit
 }
 
-func viewPayment(now time.Time) func(*payment) payment {
+// viewPayment settles a payment of the caller's and copies it for encoding,
+// with its payUrl: the consent page on this simulator.
+func (s *Server) viewPayment(r *http.Request, c *call) func(*payment) payment {
 	return func(p *payment) payment {
-		p.settle(now)
+		p.settle(c.now)
 		v := *p
 		v.ProviderIDs = slices.Clone(p.ProviderIDs)
+		v.PayURL = s.consentURL(r, consentPayments, c.userID(), p.ID)
 		return v
 	}
 }
@@ -52,7 +55,7 @@ func (s *Server) listPayments(w http.ResponseWriter, r *http.Request, c *call) *
 			}
 		}
 	}
-	out := paginate(items, paymentKey, viewPayment(c.now), pq)
+	out := paginate(items, paymentKey, s.viewPayment(r, c), pq)
 	u.mu.Unlock()
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -77,7 +80,7 @@ func (s *Server) getPayment(w http.ResponseWriter, r *http.Request, c *call) *ap
 	p, e := lookupPayment(u, r.PathValue("paymentId"))
 	var v payment
 	if e == nil {
-		v = viewPayment(c.now)(p)
+		v = s.viewPayment(r, c)(p)
 	}
 	u.mu.Unlock()
 	if e != nil {
@@ -105,7 +108,7 @@ func (s *Server) cancelPayment(w http.ResponseWriter, r *http.Request, c *call) 
 	default:
 		p.Status, p.UpdatedAt = statusCANC, c.now
 	}
-	writeJSON(w, http.StatusOK, viewPayment(c.now)(p))
+	writeJSON(w, http.StatusOK, s.viewPayment(r, c)(p))
 	return nil
 }
 
@@ -243,12 +246,12 @@ func addPayment(u *userData, req paymentRequest, now time.Time) *payment {
 	if p.ProviderIDs == nil {
 		p.ProviderIDs = []string{}
 	}
-	p.PayURL = payURL(p.ID)
 	u.payments = insert(u.payments, p, paymentKey)
 	return p
 }
 
-// createPayment is POST /v2/payments: 201 {id, payUrl}.
+// createPayment is POST /v2/payments: 201 {id, payUrl}. payUrl is the
+// payment's consent page on this simulator (see consent.go).
 func (s *Server) createPayment(w http.ResponseWriter, r *http.Request, c *call) *apiError {
 	req, e := parsePaymentRequest(r, c.body)
 	if e != nil {
@@ -264,13 +267,14 @@ func (s *Server) createPayment(w http.ResponseWriter, r *http.Request, c *call) 
 	writeJSON(w, http.StatusCreated, struct {
 		ID     string `json:"id"`
 		PayURL string `json:"payUrl"`
-	}{p.ID, p.PayURL})
+	}{p.ID, s.consentURL(r, consentPayments, c.userID(), p.ID)})
 	return nil
 }
 
 // openBankingInit is POST /v2/pay/open-banking-init: start a payment at
 // one provider, for an existing payment (paymentId) or a new one
-// (paymentInformation). Rules, in order: body validation (400
+// (paymentInformation); its authorizationUrl is the payment's consent page,
+// which shows the chosen provider. Rules, in order: body validation (400
 // VALIDATION_ERROR); payment id malformed (400) or unknown (404); provider
 // unknown (400 CLIENT_ERROR); provider not allowed for this payment (404
 // CLIENT_ERROR: not among the payment's providerIds, or a sandbox provider
@@ -351,6 +355,6 @@ func (s *Server) openBankingInit(w http.ResponseWriter, r *http.Request, c *call
 		PaymentService   string `json:"paymentService"`
 		Status           string `json:"status"`
 		AuthorizationURL string `json:"authorizationUrl"`
-	}{p.ID, providerID, service, p.Status, "https://bank.sandbox.open-finance.test/authorize/" + p.ID + "?provider=" + url.QueryEscape(providerID)})
+	}{p.ID, providerID, service, p.Status, s.consentURL(r, consentPayments, c.userID(), p.ID)})
 	return nil
 }

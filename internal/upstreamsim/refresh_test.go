@@ -63,9 +63,11 @@ func TestRefreshNoRefreshableConnections(t *testing.T) {
 			if r.status != http.StatusConflict || r.json(t)["status"] != "no_refreshable_connections" {
 				t.Fatalf("got %d %s, want 409 no_refreshable_connections", r.status, r.body)
 			}
-			if r := h.do("POST", "/v2/connections", tok, map[string]any{"providerIds": []string{ProviderSandbox}}); r.status != 201 {
-				t.Fatalf("reconnect: got %d, want 201", r.status)
+			_, link := h.createConnection(tok, map[string]any{"providerIds": []string{ProviderSandbox}})
+			if r := h.do("POST", "/chat/chat/connections/refresh", tok, nil); r.status != http.StatusConflict {
+				t.Fatalf("before the consent: got %d %s, want 409", r.status, r.body)
 			}
+			h.decide(link, "approve") // reconnecting: the end-user consents at the bank
 			if r := h.do("POST", "/chat/chat/connections/refresh", tok, nil); r.status != 200 {
 				t.Errorf("after reconnecting: got %d %s, want 200", r.status, r.body)
 			}

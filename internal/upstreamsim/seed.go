@@ -91,7 +91,6 @@ func seedUser(id string, now time.Time) *userData {
 		if st != statusInit {
 			p.ProviderID = ProviderSandbox
 		}
-		p.PayURL = payURL(p.ID)
 		u.payments = append(u.payments, p)
 	}
 	return u
@@ -178,6 +177,3 @@ func ibanCheck(country, bban string) string {
 	}
 	return fmt.Sprintf("%02d", 98-rem)
 }
-
-func payURL(id string) string     { return "https://pay.sandbox.open-finance.test/pay/" + id }
-func connectURL(id string) string { return "https://connect.sandbox.open-finance.test/connect/" + id }

@@ -75,6 +75,11 @@ type Options struct {
 	Unauthorized401Shape string
 	// MCPResource is the audience of connector tokens (default DefaultMCPResource).
 	MCPResource string
+	// PublicURL is where a browser reaches this simulator, such as
+	// "http://localhost:8081": payUrl, connectUrl and authorizationUrl point
+	// at the bank consent pages under it. Empty (the default) means the
+	// scheme and Host of the API request that produced the link.
+	PublicURL string
 }
 
 // Bool returns a pointer to b, for Options.BigQueryLock.
@@ -121,6 +126,7 @@ func (o Options) withDefaults() Options {
 	if o.MCPResource == "" {
 		o.MCPResource = DefaultMCPResource
 	}
+	o.PublicURL = strings.TrimSuffix(o.PublicURL, "/")
 	return o
 }
 
@@ -137,7 +143,7 @@ func (o Options) Validate() error {
 	case !strings.HasSuffix(o.MCPResource, "/"):
 		return fmt.Errorf("upstreamsim: MCP resource %q needs a trailing slash", o.MCPResource)
 	}
-	return nil
+	return validPublicURL(o.PublicURL)
 }
 
 // Server is the simulated upstream. It is an http.Handler and is safe for
@@ -153,6 +159,7 @@ type Server struct {
 	mints   *mintCounter
 	api     http.Handler
 	control http.Handler
+	consent *consentPages
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -177,12 +184,14 @@ func New(opts Options) *Server {
 	s.resetOrg()
 	s.api = s.routes()
 	s.control = s.controlRoutes()
+	s.consent = newConsentPages(s)
 	return s
 }
 
-// ServeHTTP serves the upstream API (and, with Options.Control, /_sim/).
-// Each request is recorded, then faults apply, then routing, auth and the
-// plan gate, then the route's handler.
+// ServeHTTP serves the upstream API, the bank consent pages under
+// /consent/ and, with Options.Control, /_sim/. Each API request is recorded,
+// then faults apply, then routing, auth and the plan gate, then the route's
+// handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
@@ -193,6 +202,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	if s.opts.Control && strings.HasPrefix(r.URL.Path, "/_sim/") {
 		s.control.ServeHTTP(sw, r)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, consentPrefix) {
+		s.consent.ServeHTTP(sw, r) // browser pages, not API calls: not recorded, never faulted
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
@@ -354,7 +367,8 @@ func (s *Server) IssueConnectorToken(userID string, scopes []string, linked bool
 }
 
 // SetConnectionStatus sets the status (ACTIVE, EXPIRED, REVOKED,
-// FETCHING_ERROR, ...) of one of userID's connections.
+// FETCHING_ERROR, ...) of one of userID's connections. A connection made
+// ACTIVE for the first time gets its data, as if the end-user had consented.
 func (s *Server) SetConnectionStatus(userID, connectionID, status string) error {
 	u := s.users.get(userID, s.clock.now())
 	u.mu.Lock()
@@ -363,8 +377,7 @@ func (s *Server) SetConnectionStatus(userID, connectionID, status string) error 
 	if !ok {
 		return fmt.Errorf("upstreamsim: user %q has no connection %q", userID, connectionID)
 	}
-	c.Status = status
-	c.UpdatedAt = s.clock.now()
+	setConnectionStatus(u, c, status, s.clock.now())
 	return nil
 }
 

@@ -78,6 +78,7 @@ type connection struct {
 	TransactionsCount   int        `json:"transactionsCount"`
 	Error               *connError `json:"error"`
 	viaAPI              bool
+	redirectURL         string // where the consent page sends the end-user back
 }
 
 // refreshable reports whether the connection can fetch data.

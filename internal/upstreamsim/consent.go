@@ -1,0 +1,469 @@
+package upstreamsim
+
+import (
+	"crypto/hmac"
+	crand "crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// The bank consent pages. Creating a payment answers with a payUrl,
+// open-banking-init with an authorizationUrl and creating a connection with
+// a connectUrl; the end-user's browser is sent there to approve at the
+// bank. The simulator serves those pages itself, under consentPrefix:
+//
+//	GET  /consent/payments/{paymentId}?token=T        the payment, with Approve / Reject / Cancel
+//	POST /consent/payments/{paymentId}                 token=T&decision=approve|reject|cancel
+//	GET  /consent/connections/{connectionId}?token=T  the bank connection, same buttons
+//	POST /consent/connections/{connectionId}           same form
+//
+// They are browser pages, not API routes: no Bearer token, no faults, not
+// in the request log. The token is an HMAC of the id and its owner under a
+// key drawn when the simulator starts, so a page cannot be driven by
+// guessing ids. A decision answers 303 to the redirect url with the outcome
+// in the query (paymentId or connectionId, and status), or, with no
+// redirect url or once the consent is already decided, to the page itself,
+// which then shows the outcome and changes nothing.
+
+// consentPrefix is the path prefix of the consent pages.
+const consentPrefix = "/consent/"
+
+// Kinds of consent, as they appear in the pages' paths.
+const (
+	consentPayments    = "payments"
+	consentConnections = "connections"
+)
+
+// Connection statuses the consent pages and the control API use.
+const (
+	connActive   = "ACTIVE"
+	connInactive = "INACTIVE"
+	connRevoked  = "REVOKED"
+)
+
+// paymentStatuses are the upstream's payment statuses (PART only in sandbox).
+var paymentStatuses = []string{
+	"ACCC", statusACSC, "ACSP", "ACTC", "ACWC", "ACFC", "RCVD", statusRJCT, "PATC",
+	statusPending, statusERROR, statusCANC, statusInit, "PART",
+}
+
+// connectionStatuses are the connection statuses the upstream is known to send.
+var connectionStatuses = []string{connActive, connInactive, "EXPIRED", connRevoked, "FETCHING_ERROR"}
+
+// awaitingAuthorisation are the payment statuses in which the end-user has
+// not decided yet: received, technically accepted, partially authorised,
+// and the simulator's own INIT and PENDING. Only these are decided by the
+// consent page.
+var awaitingAuthorisation = []string{statusInit, statusPending, "RCVD", "ACTC", "PATC"}
+
+// decision is one of the consent page's three buttons and what it does.
+type decision struct {
+	payment    string     // the payment's new status
+	connection string     // the connection's new status
+	connErr    *connError // the connection's error afterwards
+}
+
+var decisions = map[string]decision{
+	"approve": {payment: statusACSC, connection: connActive},
+	"reject": {payment: statusRJCT, connection: connRevoked,
+		connErr: &connError{Code: "CONSENT_REJECTED", Message: "The user refused access at the bank"}},
+	"cancel": {payment: statusCANC, connection: connInactive,
+		connErr: &connError{Code: "CONSENT_CANCELLED", Message: "The user cancelled at the bank"}},
+}
+
+// consentPages serves the pages under consentPrefix and signs their links.
+// It is safe for concurrent use; key never changes after newConsentPages.
+type consentPages struct {
+	key [32]byte
+	http.Handler
+}
+
+func newConsentPages(s *Server) *consentPages {
+	c := &consentPages{}
+	_, _ = crand.Read(c.key[:]) // never fails (crypto/rand crashes the program instead)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /consent/payments/{id}", s.showPaymentConsent)
+	mux.HandleFunc("POST /consent/payments/{id}", s.decidePaymentConsent)
+	mux.HandleFunc("GET /consent/connections/{id}", s.showConnectionConsent)
+	mux.HandleFunc("POST /consent/connections/{id}", s.decideConnectionConsent)
+	mux.HandleFunc(consentPrefix, func(w http.ResponseWriter, r *http.Request) {
+		writeAPIError(w, notFound("Cannot %s %s", r.Method, r.URL.Path))
+	})
+	c.Handler = mux
+	return c
+}
+
+// token is the consent token of the kind's id owned by userID.
+func (c *consentPages) token(kind, userID, id string) string {
+	m := hmac.New(sha256.New, c.key[:])
+	m.Write([]byte(kind + "\x00" + userID + "\x00" + id))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// valid reports whether token is the consent token of the kind's id owned
+// by userID, in constant time.
+func (c *consentPages) valid(kind, userID, id, token string) bool {
+	return hmac.Equal([]byte(c.token(kind, userID, id)), []byte(token))
+}
+
+// publicBase is where a browser reaches the simulator: Options.PublicURL,
+// else the scheme and Host the API request came to.
+func (s *Server) publicBase(r *http.Request) string {
+	if s.opts.PublicURL != "" {
+		return s.opts.PublicURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// consentURL is the consent page link of the kind's id owned by userID.
+func (s *Server) consentURL(r *http.Request, kind, userID, id string) string {
+	return s.publicBase(r) + consentPrefix + kind + "/" + id + "?token=" + s.consent.token(kind, userID, id)
+}
+
+// validPublicURL accepts "" or an absolute http(s) URL with no query or
+// fragment.
+func validPublicURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("upstreamsim: public URL %q: want an absolute http(s) URL such as http://localhost:8081", raw)
+	}
+	return nil
+}
+
+// lockOwner returns the user for whom has is true, with its mu held, or nil.
+func (s *userStore) lockOwner(has func(*userData) bool) *userData {
+	s.mu.Lock()
+	all := slices.Collect(maps.Values(s.users))
+	s.mu.Unlock()
+	for _, u := range all {
+		u.mu.Lock()
+		if has(u) {
+			return u
+		}
+		u.mu.Unlock()
+	}
+	return nil
+}
+
+// lockPayment finds the payment id and its owner, with the owner's mu held.
+func (s *Server) lockPayment(id string) (*userData, *payment) {
+	var p *payment
+	u := s.users.lockOwner(func(u *userData) bool {
+		var ok bool
+		p, _, ok = find(u.payments, id, paymentKey)
+		return ok
+	})
+	return u, p
+}
+
+// lockConnection finds the connection id and its owner, with the owner's mu
+// held.
+func (s *Server) lockConnection(id string) (*userData, *connection) {
+	var c *connection
+	u := s.users.lockOwner(func(u *userData) bool {
+		var ok bool
+		c, _, ok = find(u.connections, id, connectionKey)
+		return ok
+	})
+	return u, c
+}
+
+// SetPaymentStatus sets the status of one of userID's payments, as the bank
+// would. status must be one of the upstream's payment statuses (ACCC, ACSC,
+// ACSP, ACTC, ACWC, ACFC, RCVD, RJCT, PATC, PENDING, ERROR, CANC, INIT,
+// PART). A payment set to PENDING stays PENDING: it does not settle.
+func (s *Server) SetPaymentStatus(userID, paymentID, status string) error {
+	if !slices.Contains(paymentStatuses, status) {
+		return fmt.Errorf("upstreamsim: unknown payment status %q", status)
+	}
+	u := s.users.get(userID, s.clock.now())
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	p, _, ok := find(u.payments, paymentID, paymentKey)
+	if !ok {
+		return fmt.Errorf("upstreamsim: user %q has no payment %q", userID, paymentID)
+	}
+	setPaymentStatus(p, status, s.clock.now())
+	return nil
+}
+
+// setPaymentStatus moves p to status. The caller holds the owner's mu.
+func setPaymentStatus(p *payment, status string, now time.Time) {
+	p.Status, p.UpdatedAt, p.initiatedAt = status, now, time.Time{}
+}
+
+// setConnectionStatus moves c to status. A connection that becomes ACTIVE
+// for the first time (it was never fetched) is filled with fresh data, as
+// after the end-user's consent. The caller holds u.mu.
+func setConnectionStatus(u *userData, c *connection, status string, now time.Time) {
+	c.Status, c.UpdatedAt = status, now
+	if status != connActive {
+		return
+	}
+	c.Error = nil
+	if c.LastFetchedAt == nil {
+		fillConnection(u, c, now)
+	}
+}
+
+// paymentOpen reports whether p still waits for the end-user's decision.
+func paymentOpen(p *payment) bool { return slices.Contains(awaitingAuthorisation, p.Status) }
+
+// connectionOpen reports whether c still waits for the end-user's consent:
+// created through the API, never fetched, not refused or cancelled.
+func connectionOpen(c *connection) bool {
+	return c.Status == connInactive && c.Error == nil && c.LastFetchedAt == nil
+}
+
+// providerName is the bank's display name, or its id if unknown.
+func providerName(id string) string {
+	if p, ok := findProvider(id); ok {
+		return p.Name
+	}
+	return id
+}
+
+// paymentBank is the provider that shows the payment: the one chosen at
+// open-banking-init, else the first the payment names, else the sandbox bank.
+func paymentBank(p *payment) string {
+	switch {
+	case p.ProviderID != "":
+		return p.ProviderID
+	case len(p.ProviderIDs) > 0:
+		return p.ProviderIDs[0]
+	}
+	return ProviderSandbox
+}
+
+// returnURL is redirect with the outcome added to its query: idName=id and
+// status. It is "" when redirect is.
+func returnURL(redirect, idName, id, status string) string {
+	if redirect == "" {
+		return ""
+	}
+	u, err := url.Parse(redirect)
+	if err != nil {
+		return "" // cannot happen: redirect urls are checked against the allow-list when stored
+	}
+	q := u.Query()
+	q.Set(idName, id)
+	q.Set("status", status)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// plainOrigin matches an origin safe to put in a CSP header as is.
+var plainOrigin = regexp.MustCompile(`^https?://[A-Za-z0-9.\-]+(:[0-9]+)?$`)
+
+// redirectOrigin is the scheme and host of redirect, for the page's CSP
+// form-action: browsers check the form's 303 target against it. "" if none.
+func redirectOrigin(redirect string) string {
+	u, err := url.Parse(redirect)
+	if err != nil || redirect == "" {
+		return ""
+	}
+	if o := u.Scheme + "://" + u.Host; plainOrigin.MatchString(o) {
+		return o
+	}
+	return ""
+}
+
+// decide reads a consent form: the token and the decision. ok is false
+// (and the reply written) on a malformed form.
+func decide(w http.ResponseWriter, r *http.Request) (token string, d decision, ok bool) {
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10) // three short fields
+	if err := r.ParseForm(); err != nil {
+		renderError(w, http.StatusBadRequest, "The form could not be read.")
+		return "", decision{}, false
+	}
+	d, ok = decisions[r.PostFormValue("decision")]
+	if !ok {
+		renderError(w, http.StatusBadRequest, "Choose Approve, Reject or Cancel.")
+	}
+	return r.PostFormValue("token"), d, ok
+}
+
+// seeOther answers 303 to loc; after a decision the browser must GET it.
+func seeOther(w http.ResponseWriter, loc string) {
+	w.Header().Set("Location", loc)
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+// selfURL is the consent page r was posted to, where it shows its outcome.
+func selfURL(r *http.Request, token string) string {
+	return r.URL.Path + "?token=" + url.QueryEscape(token)
+}
+
+func (s *Server) showPaymentConsent(w http.ResponseWriter, r *http.Request) {
+	id, token := r.PathValue("id"), r.URL.Query().Get("token")
+	u, p := s.lockPayment(id)
+	if u == nil {
+		renderNotFound(w)
+		return
+	}
+	defer u.mu.Unlock()
+	if !s.consent.valid(consentPayments, u.id, id, token) {
+		renderNotFound(w)
+		return
+	}
+	p.settle(s.clock.now())
+	renderPage(w, http.StatusOK, paymentPage(u, p, token), redirectOrigin(p.RedirectURL))
+}
+
+func (s *Server) decidePaymentConsent(w http.ResponseWriter, r *http.Request) {
+	token, d, ok := decide(w, r)
+	if !ok {
+		return
+	}
+	id := r.PathValue("id")
+	u, p := s.lockPayment(id)
+	if u == nil {
+		renderNotFound(w)
+		return
+	}
+	defer u.mu.Unlock()
+	if !s.consent.valid(consentPayments, u.id, id, token) {
+		renderNotFound(w)
+		return
+	}
+	now := s.clock.now()
+	if p.settle(now); paymentOpen(p) {
+		decidePayment(p, d, now)
+		if p.RedirectURL != "" {
+			seeOther(w, returnURL(p.RedirectURL, "paymentId", p.ID, p.Status))
+			return
+		}
+	}
+	seeOther(w, selfURL(r, token))
+}
+
+// decidePayment applies the end-user's decision to an open payment; the
+// bank that showed the page becomes its provider.
+func decidePayment(p *payment, d decision, now time.Time) {
+	setPaymentStatus(p, d.payment, now)
+	if d.payment != statusCANC {
+		p.ProviderID = paymentBank(p)
+	}
+}
+
+func (s *Server) showConnectionConsent(w http.ResponseWriter, r *http.Request) {
+	id, token := r.PathValue("id"), r.URL.Query().Get("token")
+	u, c := s.lockConnection(id)
+	if u == nil {
+		renderNotFound(w)
+		return
+	}
+	defer u.mu.Unlock()
+	if !s.consent.valid(consentConnections, u.id, id, token) {
+		renderNotFound(w)
+		return
+	}
+	renderPage(w, http.StatusOK, connectionPage(c, token, s.clock.now()), redirectOrigin(c.redirectURL))
+}
+
+func (s *Server) decideConnectionConsent(w http.ResponseWriter, r *http.Request) {
+	token, d, ok := decide(w, r)
+	if !ok {
+		return
+	}
+	id := r.PathValue("id")
+	u, c := s.lockConnection(id)
+	if u == nil {
+		renderNotFound(w)
+		return
+	}
+	defer u.mu.Unlock()
+	if !s.consent.valid(consentConnections, u.id, id, token) {
+		renderNotFound(w)
+		return
+	}
+	if connectionOpen(c) {
+		decideConnection(u, c, d, s.clock.now())
+		if c.redirectURL != "" {
+			seeOther(w, returnURL(c.redirectURL, "connectionId", c.ID, c.Status))
+			return
+		}
+	}
+	seeOther(w, selfURL(r, token))
+}
+
+// decideConnection applies the end-user's decision to an open connection.
+// The caller holds u.mu.
+func decideConnection(u *userData, c *connection, d decision, now time.Time) {
+	setConnectionStatus(u, c, d.connection, now)
+	if d.connErr != nil {
+		e := *d.connErr
+		c.Error = &e
+	}
+}
+
+// consentDuration is how long a consent given at the bank lasts.
+const consentDuration = 90 * day
+
+// consentMerchants are the counterparties of a new connection's transactions.
+var consentMerchants = []struct{ name, main, sub string }{
+	{"Mercadona", "Groceries", "Supermarket"},
+	{"Shell", "Transport", "Fuel"},
+	{"Netflix", "Leisure", "Streaming"},
+	{"Bella Napoli", "Leisure", "Restaurants"},
+	{"Zara", "Shopping", "Clothing"},
+}
+
+// consentTransactionCount is how many transactions (over the last 30 days)
+// a newly connected account brings.
+const consentTransactionCount = 20
+
+// fillConnection gives a newly consented connection fresh data: a current
+// account with a month of transactions, fetched now, and a consent running
+// for consentDuration from now. The caller holds u.mu.
+func fillConnection(u *userData, c *connection, now time.Time) {
+	u.seedTransactions() // first: seeding later would also seed the account added here
+	rng := seededRand(u.id, "consent\x00"+c.ID)
+	acc := &account{
+		ID: newULID(now), ConnectionID: c.ID, ProviderID: c.ProviderIDs[0], AccountType: "CHECKING",
+		Product: "Current Account", AccountNumber: fakeIBAN("DE", rng), Currency: "EUR",
+	}
+	total := 2500.0 // the opening balance
+	for i := range consentTransactionCount {
+		at := now.Add(-time.Duration(1+rng.IntN(30*24*60)) * time.Minute)
+		t := &transaction{ID: newULID(at), AccountID: acc.ID, ConnectionID: c.ID, Type: "BANK"}
+		if i == 0 {
+			t.MerchantName, t.Category = "ACME Payroll", txCategory{Main: "Income", Sub: "Salary"}
+			t.Amount.ChargedAmount = float64(180000+rng.IntN(60000)) / 100
+		} else {
+			m := consentMerchants[rng.IntN(len(consentMerchants))]
+			t.MerchantName, t.Category = m.name, txCategory{Main: m.main, Sub: m.sub}
+			t.Amount.ChargedAmount = -float64(100+rng.IntN(9000)) / 100
+		}
+		t.Amount.OriginalAmount, t.Amount.Currency = t.Amount.ChargedAmount, acc.Currency
+		total += t.Amount.ChargedAmount
+		d := at.UTC().Format(time.DateOnly)
+		t.Date = txDate{TransactionDate: d, BookingDate: d}
+		t.Description = txDescription{Description: t.MerchantName + " " + d}
+		t.SK = "TX_" + d + "_" + t.ID
+		u.txs = insert(u.txs, t, transactionKey)
+		u.txBySK[t.SK] = t
+	}
+	acc.Balances = []balance{{BalanceType: "closingBooked", BalanceAmount: money{
+		Amount: strconv.FormatFloat(total, 'f', 2, 64), Currency: acc.Currency}}}
+	u.accounts = insert(u.accounts, acc, accountKey)
+	fetched, dataDate := now, now
+	c.LastFetchedAt, c.LastFetchedDataDate = &fetched, &dataDate
+	c.StartDate, c.ExpiryDate = now, now.Add(consentDuration)
+	c.AccountsCount, c.TransactionsCount = 1, consentTransactionCount
+}
