@@ -67,10 +67,22 @@ func validULID(s string) bool {
 	return true
 }
 
-// seededRand is a generator fixed by the user id and a purpose, so the seed
-// data of a user is the same every time.
-func seededRand(userID, purpose string) *rand.Rand {
-	return rand.New(rand.NewPCG(fnv64(userID), fnv64(purpose+"\x00"+userID)))
+// seededRand is a generator fixed by the seed (Options.Seed, may be empty),
+// the user id and a purpose, so the seed data of a user is the same every
+// time.
+func seededRand(seed, userID, purpose string) *rand.Rand {
+	return rand.New(rand.NewPCG(fnv64(seed+"\x00"+userID), fnv64(purpose+"\x00"+userID)))
+}
+
+// newID is the id of a resource the user creates at t: from the user's
+// seeded generator when the simulator is seeded (so a scripted sequence of
+// calls gets the same ids on every run), else from crypto/rand. The caller
+// holds u.mu.
+func (u *userData) newID(t time.Time) string {
+	if u.ids == nil {
+		return newULID(t)
+	}
+	return seededULID(t, u.ids)
 }
 
 func fnv64(s string) uint64 {

@@ -75,6 +75,15 @@ type Options struct {
 	Unauthorized401Shape string
 	// MCPResource is the audience of connector tokens (default DefaultMCPResource).
 	MCPResource string
+	// Seed fixes the seed data and the ids of created resources (default
+	// "": seed data from the user id alone, created ids from crypto/rand).
+	// With Start as well, every id and date in every reply is the same on
+	// every run and every day, given the same sequence of calls.
+	Seed string
+	// Start, when set, freezes the clock at that instant: only Advance (or
+	// the control API) moves it. Tokens then expire only when the clock is
+	// advanced past their lifetime. Zero (default) follows Now.
+	Start time.Time
 }
 
 // Bool returns a pointer to b, for Options.BigQueryLock.
@@ -173,6 +182,10 @@ func New(opts Options) *Server {
 		faults: &faultSet{},
 		seen:   &requestLog{},
 		mints:  &mintCounter{},
+	}
+	s.users.seed = opts.Seed
+	if !opts.Start.IsZero() {
+		s.clock.freeze(opts.Start)
 	}
 	s.resetOrg()
 	s.api = s.routes()

@@ -2,7 +2,9 @@ package upstreamsim
 
 import (
 	"cmp"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -62,21 +64,22 @@ type connError struct {
 	Message string `json:"message"`
 }
 
+// connection is a user's link to a bank. Its dates are kept as times and
+// rendered by viewConnection (calendar dates, whole-second timestamps, the
+// per-type counts).
 type connection struct {
-	ID                  string     `json:"id"`
-	UserID              string     `json:"userId"`
-	ProviderIDs         []string   `json:"providerIds"`
-	Mode                string     `json:"mode"`
-	Status              string     `json:"status"`
-	StartDate           time.Time  `json:"startDate"`
-	ExpiryDate          time.Time  `json:"expiryDate"`
-	LastFetchedDataDate *time.Time `json:"lastFetchedDataDate"`
-	LastFetchedAt       *time.Time `json:"lastFetchedAt"`
-	CreatedAt           time.Time  `json:"createdAt"`
-	UpdatedAt           time.Time  `json:"updatedAt"`
-	AccountsCount       int        `json:"accountsCount"`
-	TransactionsCount   int        `json:"transactionsCount"`
-	Error               *connError `json:"error"`
+	ID                  string
+	UserID              string
+	ProviderIDs         []string // friendly ids, as requests name them
+	Mode                string   // REAL, or SANDBOX with a -sandbox provider
+	Status              string
+	StartDate           time.Time
+	ExpiryDate          time.Time
+	LastFetchedDataDate *time.Time // nil: never fetched
+	LastFetchedAt       *time.Time
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+	Error               *connError // nil renders as "error": null
 	viaAPI              bool
 }
 
@@ -104,12 +107,44 @@ type account struct {
 	AccountNumber string    `json:"accountNumber"`
 	Currency      string    `json:"currency"`
 	Balances      []balance `json:"balances"`
+	// txCount is how many transactions seeding gives the account, known
+	// before they are seeded lazily.
+	txCount int
 }
 
+// txAmount is a transaction's amount: what the merchant asked
+// (originalAmount) and what the account was charged (chargedAmount).
 type txAmount struct {
-	ChargedAmount  float64 `json:"chargedAmount"`
-	OriginalAmount float64 `json:"originalAmount"`
-	Currency       string  `json:"currency"`
+	OriginalAmount txMoney   `json:"originalAmount"`
+	ChargedAmount  txCharged `json:"chargedAmount"`
+}
+
+type txMoney struct {
+	Amount   float64 `json:"amount"`
+	Currency string  `json:"currency"`
+}
+
+// txCharged is the charged amount. As in the real service, its amount is
+// the empty string when the original amount applies (Same), else a number.
+type txCharged struct {
+	Amount   float64
+	Currency string
+	Same     bool
+}
+
+// MarshalJSON writes {"amount": number or "", "currency": ...} without
+// reflection: it runs for every transaction of every page.
+func (c txCharged) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 48)
+	b = append(b, `{"amount":`...)
+	if c.Same {
+		b = append(b, `""`...)
+	} else {
+		b = strconv.AppendFloat(b, c.Amount, 'f', -1, 64)
+	}
+	b = append(b, `,"currency":`...)
+	b = strconv.AppendQuote(b, c.Currency)
+	return append(b, '}'), nil
 }
 
 type txDate struct {
@@ -154,7 +189,10 @@ type merchant struct {
 type userData struct {
 	mu          sync.Mutex
 	id          string
-	anchor      time.Time // the day seeding was anchored to
+	persona     string
+	seed        string     // Options.Seed or the fixtures' seed; "" for none
+	ids         *rand.Rand // ids of created resources when seeded; nil: crypto/rand
+	anchor      time.Time  // the day seeding was anchored to
 	payments    []*payment
 	connections []*connection
 	accounts    []*account
@@ -164,11 +202,14 @@ type userData struct {
 	txBySK      map[string]*transaction
 }
 
-// userStore holds users, seeding each on first use. It is safe for
-// concurrent use; a user's data is guarded by its own mutex.
+// userStore holds users, seeding each on first use from the seed and the
+// user's persona. It is safe for concurrent use; a user's data is guarded
+// by its own mutex.
 type userStore struct {
-	mu    sync.Mutex
-	users map[string]*userData
+	mu       sync.Mutex
+	users    map[string]*userData
+	seed     string
+	assigned map[string]string // userID -> persona set through SetPersona
 }
 
 // get returns the user's data, seeding it (except transactions, seeded on
@@ -182,14 +223,16 @@ func (s *userStore) get(id string, now time.Time) *userData {
 	if s.users == nil {
 		s.users = map[string]*userData{}
 	}
-	u := seedUser(id, now)
+	u := seedUser(id, s.personaLocked(id), s.seed, now)
 	s.users[id] = u
 	return u
 }
 
+// reset forgets every user and every persona assignment; the seed stays.
 func (s *userStore) reset() {
 	s.mu.Lock()
 	s.users = nil
+	s.assigned = nil
 	s.mu.Unlock()
 }
 
