@@ -36,6 +36,8 @@ const (
 // personaNames lists the personas; the first is the fallback.
 var personaNames = []string{PersonaDefault, PersonaNew, PersonaBusy, PersonaTroubled, PersonaFree}
 
+func validPersona(p string) bool { return slices.Contains(personaNames, p) }
+
 // personaFromID is the persona a user id names, else PersonaDefault.
 func personaFromID(id string) string {
 	rest, ok := strings.CutPrefix(id, "persona-")
@@ -88,7 +90,7 @@ func (s *userStore) setSeed(seed string) {
 // its next use; tokens already minted for the user stay valid. Reset and
 // LoadFixtures forget assignments.
 func (s *Server) SetPersona(userID, persona string) error {
-	if !slices.Contains(personaNames, persona) {
+	if !validPersona(persona) {
 		return fmt.Errorf("upstreamsim: persona %q: want one of %s", persona, strings.Join(personaNames, ", "))
 	}
 	s.users.assign(userID, persona)
