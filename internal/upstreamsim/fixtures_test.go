@@ -262,3 +262,38 @@ func TestPersonas(t *testing.T) {
 		}
 	})
 }
+
+// TestCreatedIDsKeepCreationOrder creates merchants in one frozen instant:
+// their ids must still sort in creation order, seeded or not.
+func TestCreatedIDsKeepCreationOrder(t *testing.T) {
+	for _, seed := range []string{"", "demo"} {
+		t.Run("seed "+seed, func(t *testing.T) {
+			h := newHarness(t, Options{Seed: seed, Start: fixtureStart})
+			tok := h.token("u")
+			var created []string
+			for i := range 20 {
+				created = append(created, h.do("POST", "/v2/merchants", tok, map[string]any{"name": fmt.Sprint("m", i)}).json(t)["id"].(string))
+			}
+			var listed []string
+			for _, m := range items(t, h.do("GET", "/v2/merchants?sort=1&limit=100", tok, nil))[2:] {
+				listed = append(listed, m["id"].(string))
+			}
+			if fmt.Sprint(listed) != fmt.Sprint(created) {
+				t.Errorf("got ascending list %v, want creation order %v", listed, created)
+			}
+		})
+	}
+}
+
+func TestNextULID(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"01KVRWDN000000000000000000", "01KVRWDN000000000000000001"},
+		{"01KVRWDN00000000000000000Z", "01KVRWDN000000000000000010"},
+		{"01KVRWDN00ZZZZZZZZZZZZZZZZ", "01KVRWDN000000000000000000"},
+	}
+	for _, tt := range tests {
+		if got := nextULID(tt.in); got != tt.want {
+			t.Errorf("nextULID(%s): got %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}

@@ -192,6 +192,7 @@ type userData struct {
 	persona     string
 	seed        string     // Options.Seed or the fixtures' seed; "" for none
 	ids         *rand.Rand // ids of created resources when seeded; nil: crypto/rand
+	lastID      string     // the last id newID made
 	anchor      time.Time  // the day seeding was anchored to
 	payments    []*payment
 	connections []*connection
