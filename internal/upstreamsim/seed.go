@@ -207,20 +207,16 @@ func seedTransaction(acc *account, anchor time.Time, rng *rand.Rand) *transactio
 	if acc.AccountType == "CARD" {
 		txType = "CARD"
 	}
-	original := txMoney{Amount: float64(tt.min + rng.IntN(tt.max-tt.min+1)), Currency: currency}
+	cents := tt.min + rng.IntN(tt.max-tt.min+1)
+	original := txMoney{Amount: float64(cents) / 100, Currency: currency}
 	charged := txCharged{Amount: original.Amount, Currency: currency}
 	switch {
 	case tt.foreign && txType == "CARD":
 		// Bought abroad: the original is in dollars, the card charged shekels.
 		original.Currency = "USD"
-		charged.Amount = math.Round(original.Amount*3.7) / 100
-		original.Amount /= 100
+		charged.Amount = math.Round(float64(cents)*3.7) / 100
 	case txType == "CARD" && rng.IntN(3) == 0:
-		original.Amount /= 100
-		charged.Amount, charged.Same = 0, true
-	default:
-		original.Amount /= 100
-		charged.Amount = original.Amount
+		charged.Amount = ""
 	}
 	id := seededULID(at, rng)
 	d := at.Format(time.DateOnly)

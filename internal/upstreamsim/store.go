@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -125,26 +124,10 @@ type txMoney struct {
 }
 
 // txCharged is the charged amount. As in the real service, its amount is
-// the empty string when the original amount applies (Same), else a number.
+// a number (float64), or the empty string when the original amount applies.
 type txCharged struct {
-	Amount   float64
-	Currency string
-	Same     bool
-}
-
-// MarshalJSON writes {"amount": number or "", "currency": ...} without
-// reflection: it runs for every transaction of every page.
-func (c txCharged) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 48)
-	b = append(b, `{"amount":`...)
-	if c.Same {
-		b = append(b, `""`...)
-	} else {
-		b = strconv.AppendFloat(b, c.Amount, 'f', -1, 64)
-	}
-	b = append(b, `,"currency":`...)
-	b = strconv.AppendQuote(b, c.Currency)
-	return append(b, '}'), nil
+	Amount   any    `json:"amount"`
+	Currency string `json:"currency"`
 }
 
 type txDate struct {
