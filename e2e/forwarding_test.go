@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -109,5 +111,31 @@ func TestLargeResponseIsStreamed(t *testing.T) {
 	t.Logf("peak RSS %d KiB before, %d KiB after streaming %d MiB", before, after, n>>20)
 	if grew := after - before; grew > 16<<10 {
 		t.Fatalf("peak RSS grew by %d KiB while streaming 50 MiB, want under 16 MiB: the body was buffered", grew)
+	}
+}
+
+// A transaction is read and patched by its SK, which holds '#': the app
+// escapes it (%23) and the BFF must pass the escaped segment on intact.
+func TestForwardTransactionBySK(t *testing.T) {
+	e := start(t, options{})
+	b := e.browser()
+	b.login("sk-user")
+	var list struct {
+		Items []struct{ ID, SK string }
+	}
+	if r := b.do("GET", "/api/v2/data/transactions?limit=1", ""); r.status != 200 || json.Unmarshal(r.body, &list) != nil || len(list.Items) != 1 {
+		t.Fatalf("list: got %d %s, want one transaction", r.status, r.body)
+	}
+	tx := list.Items[0]
+	if !strings.HasPrefix(tx.SK, "TRANSACTION#") {
+		t.Fatalf("got SK %q, want TRANSACTION#...", tx.SK)
+	}
+	path := "/api/v2/data/transactions/" + url.PathEscape(tx.SK)
+	if got := b.do("GET", path, "").json(t)["id"]; got != tx.ID {
+		t.Errorf("GET by escaped SK: got id %v, want %s", got, tx.ID)
+	}
+	r := b.do("PATCH", path, `{"category":{"main":"SHOPPING","sub":"SHOPPING_OTHER"}}`, "X-CSRF", "1")
+	if r.status != 200 || r.json(t)["id"] != tx.ID {
+		t.Errorf("PATCH by escaped SK: got %d %s, want 200 for %s", r.status, r.body, tx.ID)
 	}
 }

@@ -55,12 +55,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	publicURL := fs.String("public-url", "",
 		"where a browser reaches this simulator, for payUrl and connectUrl (default: the scheme and Host each API request came to)")
 	shape := fs.String("unauthorized-shape", upstreamsim.Shape401Message, "token endpoint 401 body: message or typed")
+	seed := fs.String("seed", "", "seed of the seed data and of created ids (with -now, every reply repeats run after run)")
+	now := fs.String("now", "", "RFC 3339 time to freeze the clock at; only the control API's clock/advance moves it")
 	verbose := fs.Bool("v", false, "log every request (debug level)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	var start time.Time
+	if *now != "" {
+		t, err := time.Parse(time.RFC3339, *now)
+		if err != nil {
+			return fmt.Errorf("-now %q: want an RFC 3339 time such as 2026-07-23T04:12:09Z", *now)
+		}
+		start = t
 	}
 	if v := getenv("SIM_CLIENT_SECRET"); v != "" {
 		*clientSecret = v
@@ -78,7 +88,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ClientID: *clientID, ClientSecret: *clientSecret, Plan: *plan, ProductionAccess: *production,
 		TokenTTL: *ttl, ExpiresInUnit: *unit, Credits: *credits, AccountCap: *accountCap,
 		BigQueryLock: upstreamsim.Bool(*lock), AllowedRedirectURLs: splitList(*redirects),
-		Control: *control, Logger: log, Unauthorized401Shape: *shape, PublicURL: *publicURL,
+		Control: *control, Logger: log, Unauthorized401Shape: *shape, PublicURL: *publicURL, Seed: *seed, Start: start,
 	}
 	if err := opts.Validate(); err != nil {
 		return err
@@ -107,7 +117,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		slog.String("addr", ln.Addr().String()), slog.String("clientId", *clientID),
 		slog.String("plan", *plan), slog.Bool("productionAccess", *production),
 		slog.Duration("tokenTTL", *ttl), slog.String("expiresInUnit", *unit),
-		slog.Int("credits", max(*credits, 0)), slog.Bool("control", *control), slog.String("publicURL", *publicURL))
+		slog.Int("credits", max(*credits, 0)), slog.Bool("control", *control), slog.String("publicURL", *publicURL),
+		slog.String("seed", *seed), slog.String("now", *now))
 	fmt.Fprintf(stdout, "upstream-sim listening on http://%s\n", ln.Addr())
 
 	errc := make(chan error, 1)

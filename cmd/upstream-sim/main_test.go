@@ -159,6 +159,7 @@ func TestRunFlags(t *testing.T) {
 		{"stray argument", []string{"extra"}},
 		{"bad listen address", []string{"-listen", "256.0.0.1:99999"}},
 		{"public url without a scheme", []string{"-public-url", "localhost:8081"}},
+		{"bad -now", []string{"-now", "yesterday"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -208,5 +209,53 @@ func TestRunOptions(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusNotFound {
 		t.Errorf("control off by default: got %d, want 404", res.StatusCode)
+	}
+}
+
+// get fetches path with a fresh token for user and returns the body.
+func get(t *testing.T, base, user, path string) string {
+	t.Helper()
+	res, err := http.Post(base+"/oauth/token", "application/json",
+		strings.NewReader(`{"clientId":"dev-client","clientSecret":"dev-secret","userId":"`+user+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		AccessToken string `json:"accessToken"`
+	}
+	_ = json.NewDecoder(res.Body).Decode(&m)
+	res.Body.Close()
+	req, _ := http.NewRequest("GET", base+path, nil)
+	req.Header.Set("Authorization", "Bearer "+m.AccessToken)
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: got %d %s, want 200", path, res.StatusCode, b)
+	}
+	return string(b)
+}
+
+// TestRunSeedAndNow checks that -seed and -now make two runs answer the
+// same bytes, dated from -now.
+func TestRunSeedAndNow(t *testing.T) {
+	args := []string{"-seed", "demo", "-now", "2026-07-23T04:12:09Z"}
+	var replies []string
+	for range 2 {
+		base, stop, _ := start(t, args, nil)
+		replies = append(replies, get(t, base, "alice", "/v2/connections")+get(t, base, "alice", "/v2/data/transactions?limit=20"))
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if replies[0] != replies[1] {
+		t.Errorf("got different replies from two runs with the same -seed and -now:\n%s\n%s", replies[0], replies[1])
+	}
+	// The active connection started 30 days before the frozen day.
+	if !strings.Contains(replies[0], `"startDate":"2026-06-23"`) {
+		t.Errorf("got %s, want a connection started 2026-06-23 (30 days before -now)", replies[0])
 	}
 }

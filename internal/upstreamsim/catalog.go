@@ -2,14 +2,26 @@ package upstreamsim
 
 import "strings"
 
-// provider is a bank in the catalogue, shared by all users.
+// Provider modes: Israeli banks connect over the local open-banking
+// standard (OB), European ones over PSD2.
+const (
+	modeOB   = "OB"
+	modePSD2 = "PSD2"
+)
+
+// provider is a bank or card issuer in the catalogue, shared by all users.
+// FriendlyID is what requests name (providerIds, providerId); ID is the
+// upper-case code connections carry in providerId.
 type provider struct {
-	ID      string `json:"id"`
-	Name    string `json:"name"`
-	Country string `json:"country"`
-	BIC     string `json:"bic"`
-	Sandbox bool   `json:"sandbox"`
-	Status  string `json:"status"` // AVAILABLE or TEMPORARILY_UNAVAILABLE
+	ID                 string `json:"id"`
+	FriendlyID         string `json:"providerFriendlyId"`
+	Name               string `json:"name"`
+	NameNativeLanguage string `json:"nameNativeLanguage"`
+	Mode               string `json:"mode"`
+	Country            string `json:"country"`
+	BIC                string `json:"bic"`
+	Sandbox            bool   `json:"sandbox"`
+	Status             string `json:"status"` // AVAILABLE or TEMPORARILY_UNAVAILABLE
 	// failing providers answer every call with 500 PROVIDER_ERROR.
 	failing bool
 }
@@ -27,21 +39,42 @@ const (
 // providers is the catalogue. The down and failing providers are sandbox
 // ones so they can be reached with the sandbox gate on.
 var providers = []provider{
-	{ID: "bbva-es", Name: "BBVA", Country: "ES", BIC: "BBVAESMM", Status: "AVAILABLE"},
-	{ID: "deutsche-bank-de", Name: "Deutsche Bank", Country: "DE", BIC: "DEUTDEFF", Status: "AVAILABLE"},
-	{ID: "ing-nl", Name: "ING", Country: "NL", BIC: "INGBNL2A", Status: "AVAILABLE"},
-	{ID: "n26-de", Name: "N26", Country: "DE", BIC: "NTSBDEB1", Status: "AVAILABLE"},
-	{ID: "revolut-lt", Name: "Revolut", Country: "LT", BIC: "REVOLT21", Status: "AVAILABLE"},
-	{ID: "santander-es", Name: "Banco Santander", Country: "ES", BIC: "BSCHESMM", Status: "AVAILABLE"},
-	{ID: ProviderSandbox, Name: "Demo Bank (sandbox)", Country: "XX", BIC: "DEMOXX00", Sandbox: true, Status: "AVAILABLE"},
-	{ID: "testbank-sandbox", Name: "Test Bank (sandbox)", Country: "XX", BIC: "TESTXX00", Sandbox: true, Status: "AVAILABLE"},
-	{ID: ProviderDown, Name: "Unavailable Bank (sandbox)", Country: "XX", BIC: "DOWNXX00", Sandbox: true, Status: "TEMPORARILY_UNAVAILABLE"},
-	{ID: ProviderFailing, Name: "Failing Bank (sandbox)", Country: "XX", BIC: "FAILXX00", Sandbox: true, Status: "AVAILABLE", failing: true},
+	bank("hapoalim", "Bank Hapoalim", "בנק הפועלים", modeOB, "IL", "POALILIT"),
+	bank("leumi", "Bank Leumi", "בנק לאומי", modeOB, "IL", "LUMIILIT"),
+	bank("discount", "Israel Discount Bank", "בנק דיסקונט", modeOB, "IL", "IDBLILIT"),
+	bank("mizrahi-tefahot", "Mizrahi-Tefahot Bank", "בנק מזרחי טפחות", modeOB, "IL", "MIZBILIT"),
+	bank("first-international", "First International Bank of Israel", "הבנק הבינלאומי", modeOB, "IL", "FIRBILIT"),
+	bank("isracard", "Isracard", "ישראכרט", modeOB, "IL", ""),
+	bank("max", "Max", "מקס", modeOB, "IL", ""),
+	bank("cal", "Cal", "כאל", modeOB, "IL", ""),
+	bank("n26-de", "N26", "N26", modePSD2, "DE", "NTSBDEB1"),
+	bank("revolut-lt", "Revolut", "Revolut", modePSD2, "LT", "REVOLT21"),
+	sandboxBank(ProviderSandbox, "Demo Bank (sandbox)", "בנק הדגמה", "AVAILABLE", false),
+	sandboxBank("testbank-sandbox", "Test Bank (sandbox)", "בנק בדיקות", "AVAILABLE", false),
+	sandboxBank(ProviderDown, "Unavailable Bank (sandbox)", "בנק לא זמין", "TEMPORARILY_UNAVAILABLE", false),
+	sandboxBank(ProviderFailing, "Failing Bank (sandbox)", "בנק כושל", "AVAILABLE", true),
+}
+
+func bank(friendly, name, native, mode, country, bic string) provider {
+	return provider{ID: providerCode(friendly), FriendlyID: friendly, Name: name, NameNativeLanguage: native,
+		Mode: mode, Country: country, BIC: bic, Status: "AVAILABLE"}
+}
+
+func sandboxBank(friendly, name, native, status string, failing bool) provider {
+	return provider{ID: providerCode(friendly), FriendlyID: friendly, Name: name, NameNativeLanguage: native,
+		Mode: modeOB, Country: "XX", Sandbox: true, Status: status, failing: failing}
+}
+
+// providerCode is the upper-case code of a provider (hapoalim -> HAPOALIM,
+// demobank-sandbox -> DEMOBANK_SANDBOX), the form connections carry in
+// providerId.
+func providerCode(friendlyID string) string {
+	return strings.ToUpper(strings.ReplaceAll(friendlyID, "-", "_"))
 }
 
 func findProvider(id string) (provider, bool) {
 	for _, p := range providers {
-		if p.ID == id {
+		if p.FriendlyID == id {
 			return p, true
 		}
 	}
@@ -88,34 +121,37 @@ type bankBranch struct {
 	Address    string `json:"address"`
 }
 
+// bankBranches uses the Israeli bank codes (12 Hapoalim, 10 Leumi, 11
+// Discount, 20 Mizrahi-Tefahot); names are in Hebrew as the banks publish them.
 var bankBranches = []bankBranch{
-	{"br-0049-0001", "0049", "Banco Santander", "0001", "Madrid Castellana", "Madrid", "Paseo de la Castellana 24"},
-	{"br-0049-0075", "0049", "Banco Santander", "0075", "Barcelona Diagonal", "Barcelona", "Avinguda Diagonal 407"},
-	{"br-0182-0100", "0182", "BBVA", "0100", "Bilbao Gran Via", "Bilbao", "Gran Via 1"},
-	{"br-0182-2370", "0182", "BBVA", "2370", "Valencia Centro", "Valencia", "Calle Colon 32"},
-	{"br-1004-0010", "10040000", "Deutsche Bank", "0010", "Berlin Unter den Linden", "Berlin", "Unter den Linden 13"},
-	{"br-1004-0200", "10040000", "Deutsche Bank", "0200", "Frankfurt Taunusanlage", "Frankfurt", "Taunusanlage 12"},
-	{"br-ingb-0001", "INGB", "ING", "0001", "Amsterdam Zuid", "Amsterdam", "Bijlmerdreef 106"},
-	{"br-demo-0001", "DEMO", "Demo Bank (sandbox)", "0001", "Sandbox Main", "Sandbox City", "1 Test Street"},
+	{"br-12-600", "12", "בנק הפועלים", "600", "סניף רוטשילד", "תל אביב", "שדרות רוטשילד 50"},
+	{"br-12-782", "12", "בנק הפועלים", "782", "סניף הדר", "חיפה", "רחוב הרצל 12"},
+	{"br-10-800", "10", "בנק לאומי", "800", "סניף ראשי", "תל אביב", "יהודה הלוי 35"},
+	{"br-10-902", "10", "בנק לאומי", "902", "סניף ירושלים", "ירושלים", "רחוב יפו 21"},
+	{"br-11-077", "11", "בנק דיסקונט", "077", "סניף באר שבע", "באר שבע", "שדרות רגר 40"},
+	{"br-20-461", "20", "בנק מזרחי טפחות", "461", "סניף רמת גן", "רמת גן", "דרך ז'בוטינסקי 7"},
+	{"br-99-001", "99", "Demo Bank (sandbox)", "001", "Sandbox Main", "Sandbox City", "1 Test Street"},
 }
 
-// category is an entry of /v2/data/transaction-categories.
+// category is an entry of /v2/data/transaction-categories: an upper-case
+// code, its Hebrew name and the codes of its subcategories.
 type category struct {
-	ID   string   `json:"id"`
 	Main string   `json:"main"`
+	He   string   `json:"he"`
 	Subs []string `json:"subs"`
 }
 
 var categories = []category{
-	{"01-income", "Income", []string{"Salary", "Refunds", "Other income"}},
-	{"02-housing", "Housing", []string{"Rent", "Utilities", "Maintenance"}},
-	{"03-groceries", "Groceries", []string{"Supermarket", "Bakery"}},
-	{"04-transport", "Transport", []string{"Fuel", "Public transport", "Taxi"}},
-	{"05-leisure", "Leisure", []string{"Restaurants", "Streaming", "Travel"}},
-	{"06-shopping", "Shopping", []string{"Clothing", "Electronics", "Online"}},
-	{"07-health", "Health", []string{"Pharmacy", "Doctor"}},
-	{"08-transfers", "Transfers", []string{"Internal", "To others"}},
-	{"99-uncategorized", "Uncategorized", []string{"Other"}},
+	{"INCOME", "הכנסות", []string{"INCOME_SALARY", "INCOME_REFUNDS", "INCOME_OTHER"}},
+	{"HOUSING", "דיור", []string{"HOUSING_RENT", "HOUSING_UTILITIES", "HOUSING_MUNICIPAL_TAX", "HOUSING_MAINTENANCE"}},
+	{"GROCERIES", "מזון וצריכה", []string{"GROCERIES_SUPERMARKET", "GROCERIES_BAKERY"}},
+	{"TRANSPORT", "תחבורה", []string{"TRANSPORT_FUEL", "TRANSPORT_PUBLIC", "TRANSPORT_TAXI"}},
+	{"LEISURE", "פנאי", []string{"LEISURE_RESTAURANTS", "LEISURE_STREAMING", "LEISURE_TRAVEL"}},
+	{"SHOPPING", "קניות", []string{"SHOPPING_CLOTHING", "SHOPPING_ELECTRONICS", "SHOPPING_ONLINE", "SHOPPING_OTHER"}},
+	{"HEALTH", "בריאות", []string{"HEALTH_PHARMACY", "HEALTH_DOCTOR"}},
+	{"FINANCE", "פיננסים", []string{"FINANCE_LOAN_REPAYMENT", "FINANCE_SAVINGS", "FINANCE_INVESTMENTS", "FINANCE_FEES"}},
+	{"TRANSFERS", "העברות", []string{"TRANSFERS_INTERNAL", "TRANSFERS_OTHERS"}},
+	{"UNCATEGORIZED", "ללא קטגוריה", []string{"UNCATEGORIZED_OTHER"}},
 }
 
 func findCategory(main string) (category, bool) {

@@ -6,19 +6,36 @@ import (
 )
 
 // simClock is the injected clock plus an offset that Advance moves forward.
+// With a start time set (Options.Start, or the fixtures control call) the
+// clock is frozen there and only the offset moves it, so replies are the
+// same on every run. It reads in UTC and whole seconds: every timestamp the
+// simulator sends is RFC 3339 without fractions, as the real service's are.
 // It is safe for concurrent use.
 type simClock struct {
 	base   func() time.Time
-	offset atomic.Int64 // nanoseconds
+	start  atomic.Pointer[time.Time] // nil: follow base
+	offset atomic.Int64              // nanoseconds
 }
 
 func (c *simClock) now() time.Time {
-	return c.base().Add(time.Duration(c.offset.Load()))
+	var t time.Time
+	if p := c.start.Load(); p != nil {
+		t = *p
+	} else {
+		t = c.base()
+	}
+	return t.Add(time.Duration(c.offset.Load())).UTC().Truncate(time.Second)
 }
 
 func (c *simClock) advance(d time.Duration) time.Time {
 	c.offset.Add(int64(d))
 	return c.now()
+}
+
+// freeze stops the clock at t (the offset goes back to zero).
+func (c *simClock) freeze(t time.Time) {
+	c.start.Store(&t)
+	c.offset.Store(0)
 }
 
 func (c *simClock) reset() { c.offset.Store(0) }

@@ -10,17 +10,73 @@ import (
 // BigQuery lock is on.
 const lockAge = 90 * time.Minute
 
-// viewConnection copies c for encoding; an ACTIVE connection past its
-// expiry date reads as EXPIRED.
-func viewConnection(now time.Time) func(*connection) connection {
-	return func(c *connection) connection {
-		v := *c
-		v.ProviderIDs = slices.Clone(c.ProviderIDs)
-		if v.Status == "ACTIVE" && !now.Before(v.ExpiryDate) {
+// connectionView is a connection as the real service sends it: one
+// providerId (the provider's upper-case code) besides providerIds, dates as
+// calendar dates, timestamps in whole seconds, per-type account counts as
+// plain numbers (accounts counts current accounts) and error always
+// present, null when there is none.
+type connectionView struct {
+	ID                  string     `json:"id"`
+	UserID              string     `json:"userId"`
+	ProviderID          string     `json:"providerId"`
+	ProviderIDs         []string   `json:"providerIds"`
+	Mode                string     `json:"mode"`
+	Status              string     `json:"status"`
+	StartDate           string     `json:"startDate"`
+	ExpiryDate          string     `json:"expiryDate"`
+	LastFetchedDataDate *string    `json:"lastFetchedDataDate"`
+	LastFetchedAt       *time.Time `json:"lastFetchedAt"`
+	CreatedAt           time.Time  `json:"createdAt"`
+	UpdatedAt           time.Time  `json:"updatedAt"`
+	Accounts            int        `json:"accounts"`
+	Cards               int        `json:"cards"`
+	Savings             int        `json:"savings"`
+	Loans               int        `json:"loans"`
+	Securities          int        `json:"securities"`
+	Transactions        int        `json:"transactions"`
+	Error               *connError `json:"error"`
+}
+
+// viewConnection renders c with the counts of u's accounts; an ACTIVE
+// connection past its expiry date reads as EXPIRED. The caller holds u.mu.
+func viewConnection(u *userData, now time.Time) func(*connection) connectionView {
+	return func(c *connection) connectionView {
+		v := connectionView{
+			ID: c.ID, UserID: c.UserID, ProviderID: providerCode(c.ProviderIDs[0]), ProviderIDs: slices.Clone(c.ProviderIDs),
+			Mode: c.Mode, Status: c.Status, StartDate: c.StartDate.Format(time.DateOnly), ExpiryDate: c.ExpiryDate.Format(time.DateOnly),
+			LastFetchedAt: c.LastFetchedAt, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, Error: c.Error,
+		}
+		if c.LastFetchedDataDate != nil {
+			d := c.LastFetchedDataDate.Format(time.DateOnly)
+			v.LastFetchedDataDate = &d
+		}
+		if v.Status == "ACTIVE" && !now.Before(c.ExpiryDate) {
 			v.Status = "EXPIRED"
+		}
+		for _, a := range u.accounts {
+			if a.ConnectionID == c.ID {
+				v.count(a)
+			}
 		}
 		return v
 	}
+}
+
+// count adds account a to the per-type counts.
+func (v *connectionView) count(a *account) {
+	switch a.AccountType {
+	case "CARD":
+		v.Cards++
+	case "SAVINGS":
+		v.Savings++
+	case "LOAN":
+		v.Loans++
+	case "SECURITIES":
+		v.Securities++
+	default:
+		v.Accounts++
+	}
+	v.Transactions += a.txCount
 }
 
 // listConnections is GET /v2/connections; filter status.
@@ -36,7 +92,7 @@ func (s *Server) listConnections(w http.ResponseWriter, r *http.Request, c *call
 	if st := q.Get("status"); st != "" {
 		items = slices.DeleteFunc(slices.Clone(items), func(x *connection) bool { return x.Status != st })
 	}
-	out := paginate(items, connectionKey, viewConnection(c.now), pq)
+	out := paginate(items, connectionKey, viewConnection(u, c.now), pq)
 	u.mu.Unlock()
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -47,9 +103,9 @@ func (s *Server) getConnection(w http.ResponseWriter, r *http.Request, c *call) 
 	u := s.users.get(c.userID(), c.now)
 	u.mu.Lock()
 	conn, _, ok := find(u.connections, id, connectionKey)
-	var v connection
+	var v connectionView
 	if ok {
-		v = viewConnection(c.now)(conn)
+		v = viewConnection(u, c.now)(conn)
 	}
 	u.mu.Unlock()
 	if !ok {
@@ -92,17 +148,15 @@ func (s *Server) createConnection(w http.ResponseWriter, r *http.Request, c *cal
 	if e := s.org.reserveConnection(s.opts.AccountCap); e != nil {
 		return e
 	}
-	mode := "production"
-	if slices.ContainsFunc(ids, isSandboxProvider) {
-		mode = "sandbox"
-	}
+	u := s.users.get(c.userID(), c.now)
+	u.mu.Lock()
+	// It waits for the end-user's consent at connectUrl; the consent page
+	// (or the control API) makes it ACTIVE with data.
 	conn := &connection{
-		ID: newULID(c.now), UserID: c.userID(), ProviderIDs: ids, Mode: mode, Status: connInactive,
+		ID: u.newID(c.now), UserID: c.userID(), ProviderIDs: ids, Mode: connectionMode(ids), Status: connPending,
 		StartDate: c.now, ExpiryDate: c.now.Add(consentDuration), CreatedAt: c.now, UpdatedAt: c.now,
 		viaAPI: true, redirectURL: redirect,
 	}
-	u := s.users.get(c.userID(), c.now)
-	u.mu.Lock()
 	u.connections = insert(u.connections, conn, connectionKey)
 	u.mu.Unlock()
 	writeJSON(w, http.StatusCreated, struct {

@@ -11,7 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
-	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -45,6 +45,7 @@ const (
 // Connection statuses the consent pages and the control API use.
 const (
 	connActive   = "ACTIVE"
+	connPending  = "PENDING" // created, waiting for the end-user's consent
 	connInactive = "INACTIVE"
 	connRevoked  = "REVOKED"
 )
@@ -56,7 +57,7 @@ var paymentStatuses = []string{
 }
 
 // connectionStatuses are the connection statuses the upstream is known to send.
-var connectionStatuses = []string{connActive, connInactive, "EXPIRED", connRevoked, "FETCHING_ERROR"}
+var connectionStatuses = []string{connActive, connPending, connInactive, "EXPIRED", connRevoked, "FETCHING_ERROR"}
 
 // awaitingAuthorisation are the payment statuses in which the end-user has
 // not decided yet: received, technically accepted, partially authorised,
@@ -80,15 +81,15 @@ var decisions = map[string]decision{
 }
 
 // consentPages serves the pages under consentPrefix and signs their links.
-// It is safe for concurrent use; key never changes after newConsentPages.
+// It is safe for concurrent use.
 type consentPages struct {
-	key [32]byte
+	key atomic.Pointer[[32]byte]
 	http.Handler
 }
 
-func newConsentPages(s *Server) *consentPages {
+func newConsentPages(s *Server, seed string) *consentPages {
 	c := &consentPages{}
-	_, _ = crand.Read(c.key[:]) // never fails (crypto/rand crashes the program instead)
+	c.setSeed(seed)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /consent/payments/{id}", s.showPaymentConsent)
 	mux.HandleFunc("POST /consent/payments/{id}", s.decidePaymentConsent)
@@ -101,9 +102,22 @@ func newConsentPages(s *Server) *consentPages {
 	return c
 }
 
+// setSeed picks the key that signs consent links: drawn at random, or,
+// with a seed, derived from it so that seeded runs give the same links
+// (anyone who knows the seed can then make them: a simulator's trade-off).
+func (c *consentPages) setSeed(seed string) {
+	var key [32]byte
+	if seed == "" {
+		_, _ = crand.Read(key[:]) // never fails (crypto/rand crashes the program instead)
+	} else {
+		key = sha256.Sum256([]byte("upstream-sim consent links\x00" + seed))
+	}
+	c.key.Store(&key)
+}
+
 // token is the consent token of the kind's id owned by userID.
 func (c *consentPages) token(kind, userID, id string) string {
-	m := hmac.New(sha256.New, c.key[:])
+	m := hmac.New(sha256.New, c.key.Load()[:])
 	m.Write([]byte(kind + "\x00" + userID + "\x00" + id))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
@@ -227,7 +241,7 @@ func paymentOpen(p *payment) bool { return slices.Contains(awaitingAuthorisation
 // connectionOpen reports whether c still waits for the end-user's consent:
 // created through the API, never fetched, not refused or cancelled.
 func connectionOpen(c *connection) bool {
-	return c.Status == connInactive && c.Error == nil && c.LastFetchedAt == nil
+	return c.Status == connPending && c.Error == nil && c.LastFetchedAt == nil
 }
 
 // providerName is the bank's display name, or its id if unknown.
@@ -415,55 +429,25 @@ func decideConnection(u *userData, c *connection, d decision, now time.Time) {
 // consentDuration is how long a consent given at the bank lasts.
 const consentDuration = 90 * day
 
-// consentMerchants are the counterparties of a new connection's transactions.
-var consentMerchants = []struct{ name, main, sub string }{
-	{"Mercadona", "Groceries", "Supermarket"},
-	{"Shell", "Transport", "Fuel"},
-	{"Netflix", "Leisure", "Streaming"},
-	{"Bella Napoli", "Leisure", "Restaurants"},
-	{"Zara", "Shopping", "Clothing"},
-}
-
-// consentTransactionCount is how many transactions (over the last 30 days)
+// consentTransactionCount is how many transactions (over the year before)
 // a newly connected account brings.
 const consentTransactionCount = 20
 
 // fillConnection gives a newly consented connection fresh data: a current
-// account with a month of transactions, fetched now, and a consent running
-// for consentDuration from now. The caller holds u.mu.
+// account with consentTransactionCount transactions, fetched now, and a
+// consent running for consentDuration from now. Seeded like the rest of
+// the user's data. The caller holds u.mu.
 func fillConnection(u *userData, c *connection, now time.Time) {
 	u.seedTransactions() // first: seeding later would also seed the account added here
-	rng := seededRand(u.id, "consent\x00"+c.ID)
-	acc := &account{
-		ID: newULID(now), ConnectionID: c.ID, ProviderID: c.ProviderIDs[0], AccountType: "CHECKING",
-		Product: "Current Account", AccountNumber: fakeIBAN("DE", rng), Currency: "EUR",
-	}
-	total := 2500.0 // the opening balance
-	for i := range consentTransactionCount {
-		at := now.Add(-time.Duration(1+rng.IntN(30*24*60)) * time.Minute)
-		t := &transaction{ID: newULID(at), AccountID: acc.ID, ConnectionID: c.ID, Type: "BANK"}
-		if i == 0 {
-			t.MerchantName, t.Category = "ACME Payroll", txCategory{Main: "Income", Sub: "Salary"}
-			t.Amount.ChargedAmount = float64(180000+rng.IntN(60000)) / 100
-		} else {
-			m := consentMerchants[rng.IntN(len(consentMerchants))]
-			t.MerchantName, t.Category = m.name, txCategory{Main: m.main, Sub: m.sub}
-			t.Amount.ChargedAmount = -float64(100+rng.IntN(9000)) / 100
-		}
-		t.Amount.OriginalAmount, t.Amount.Currency = t.Amount.ChargedAmount, acc.Currency
-		total += t.Amount.ChargedAmount
-		d := at.UTC().Format(time.DateOnly)
-		t.Date = txDate{TransactionDate: d, BookingDate: d}
-		t.Description = txDescription{Description: t.MerchantName + " " + d}
-		t.SK = "TX_" + d + "_" + t.ID
+	rng := seededRand(u.seed, u.id, "consent\x00"+c.ID)
+	c.StartDate, c.ExpiryDate = now, now.Add(consentDuration)
+	acc := seedAccount(c, accountSpec{typ: "CHECKING", product: "חשבון עו\"ש", txs: consentTransactionCount}, rng)
+	for range acc.txCount {
+		t := seedTransaction(acc, now, rng)
 		u.txs = insert(u.txs, t, transactionKey)
 		u.txBySK[t.SK] = t
 	}
-	acc.Balances = []balance{{BalanceType: "closingBooked", BalanceAmount: money{
-		Amount: strconv.FormatFloat(total, 'f', 2, 64), Currency: acc.Currency}}}
 	u.accounts = insert(u.accounts, acc, accountKey)
 	fetched, dataDate := now, now
 	c.LastFetchedAt, c.LastFetchedDataDate = &fetched, &dataDate
-	c.StartDate, c.ExpiryDate = now, now.Add(consentDuration)
-	c.AccountsCount, c.TransactionsCount = 1, consentTransactionCount
 }

@@ -155,7 +155,7 @@ func TestConsentInBrowser(t *testing.T) {
 	t.Run("connection approve", func(t *testing.T) {
 		h := h.on(t)
 		tok := h.token("saver")
-		id, link := h.createConnection(tok, map[string]any{"providerIds": []string{"bbva-es"}, "redirectUrl": done})
+		id, link := h.createConnection(tok, map[string]any{"providerIds": []string{"leumi"}, "redirectUrl": done})
 		landed := journey(t, browser, link, "approve", "app")
 		if want := done + "?connectionId=" + id + "&status=" + connActive; landed != want {
 			t.Errorf("landed on %s, want %s", landed, want)

@@ -302,7 +302,7 @@ func TestConnectionConsent(t *testing.T) {
 			h := newHarness(t, Options{})
 			tok := h.token("u")
 			id, link := h.createConnection(tok, map[string]any{"providerIds": []string{"n26-de"}, "redirectUrl": "http://localhost:8080/payment-done"})
-			before := h.wantStatus(tok, "/v2/connections/"+id, connInactive)
+			before := h.wantStatus(tok, "/v2/connections/"+id, connPending)
 			if before["lastFetchedAt"] != nil || connectionData(t, h, tok, id) != 0 {
 				t.Fatalf("before consent: got %v with data, want no data", before)
 			}

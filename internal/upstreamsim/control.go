@@ -187,6 +187,7 @@ func (s *Server) controlRoutes() http.Handler {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	s.consentControl(mux)
+	s.fixtureControl(mux)
 	mux.HandleFunc("/_sim/", func(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, notFound("Cannot %s %s", r.Method, r.URL.Path))
 	})

@@ -164,18 +164,10 @@ func (s *Server) patchTransaction(w http.ResponseWriter, r *http.Request, c *cal
 	return nil
 }
 
-// listCategories is GET /v2/data/transaction-categories.
+// listCategories is GET /v2/data/transaction-categories: a bare array of
+// {main, he, subs}, not a paged list.
 func (s *Server) listCategories(w http.ResponseWriter, r *http.Request, c *call) *apiError {
-	pq, e := parsePage(r.URL.Query(), 1)
-	if e != nil {
-		return e
-	}
-	ptrs := make([]*category, len(categories))
-	for i := range categories {
-		ptrs[i] = &categories[i]
-	}
-	writeJSON(w, http.StatusOK, paginate(ptrs, func(c *category) string { return c.ID },
-		func(c *category) category { return *c }, pq))
+	writeJSON(w, http.StatusOK, categories)
 	return nil
 }
 

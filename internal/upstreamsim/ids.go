@@ -3,6 +3,7 @@ package upstreamsim
 import (
 	crand "crypto/rand"
 	"math/rand/v2"
+	"strings"
 	"time"
 )
 
@@ -67,10 +68,45 @@ func validULID(s string) bool {
 	return true
 }
 
-// seededRand is a generator fixed by the user id and a purpose, so the seed
-// data of a user is the same every time.
-func seededRand(userID, purpose string) *rand.Rand {
-	return rand.New(rand.NewPCG(fnv64(userID), fnv64(purpose+"\x00"+userID)))
+// seededRand is a generator fixed by the seed (Options.Seed, may be empty),
+// the user id and a purpose, so the seed data of a user is the same every
+// time.
+func seededRand(seed, userID, purpose string) *rand.Rand {
+	return rand.New(rand.NewPCG(fnv64(seed+"\x00"+userID), fnv64(purpose+"\x00"+userID)))
+}
+
+// newID is the id of a resource the user creates at t: from the user's
+// seeded generator when the simulator is seeded (so a scripted sequence of
+// calls gets the same ids on every run), else from crypto/rand. Ids are
+// monotonic per user, as in the ULID spec: one made in the same
+// millisecond as the last (always so under a frozen clock) is the last
+// plus one, so lists still come back in creation order. The caller holds
+// u.mu.
+func (u *userData) newID(t time.Time) string {
+	var id string
+	if u.ids == nil {
+		id = newULID(t)
+	} else {
+		id = seededULID(t, u.ids)
+	}
+	if id <= u.lastID {
+		id = nextULID(u.lastID)
+	}
+	u.lastID = id
+	return id
+}
+
+// nextULID is id plus one in its 80 bits of entropy.
+func nextULID(id string) string {
+	b := []byte(id)
+	for i := len(b) - 1; i >= 10; i-- {
+		if j := strings.IndexByte(crockford, b[i]); j < len(crockford)-1 {
+			b[i] = crockford[j+1]
+			return string(b)
+		}
+		b[i] = crockford[0]
+	}
+	return string(b) // all 80 bits were set: not reached in practice
 }
 
 func fnv64(s string) uint64 {

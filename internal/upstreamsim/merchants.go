@@ -59,9 +59,9 @@ func (s *Server) createMerchant(w http.ResponseWriter, r *http.Request, c *call)
 	if e != nil {
 		return e
 	}
-	m := &merchant{ID: newULID(c.now), Name: name, IBAN: iban, Website: website, CreatedAt: c.now, UpdatedAt: c.now}
 	u := s.users.get(c.userID(), c.now)
 	u.mu.Lock()
+	m := &merchant{ID: u.newID(c.now), Name: name, IBAN: iban, Website: website, CreatedAt: c.now, UpdatedAt: c.now}
 	u.merchants = insert(u.merchants, m, merchantKey)
 	v := *m
 	u.mu.Unlock()

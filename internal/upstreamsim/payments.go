@@ -239,7 +239,7 @@ func (s *Server) checkPayment(u *userData, req paymentRequest) *apiError {
 // addPayment stores a new payment. The caller holds u.mu.
 func addPayment(u *userData, req paymentRequest, now time.Time) *payment {
 	p := &payment{
-		ID: newULID(now), Status: outcomeFor(req.info.RemittanceInformation), PaymentInformation: req.info,
+		ID: u.newID(now), Status: outcomeFor(req.info.RemittanceInformation), PaymentInformation: req.info,
 		ProviderIDs: req.providerIDs, RedirectURL: req.redirectURL, CreatedAt: now, UpdatedAt: now,
 		includeFake: req.includeFakeProviders,
 	}

@@ -86,6 +86,10 @@ func (s *Server) adapt(rt route) http.Handler {
 				return
 			}
 			c.claims = cl
+			if e := s.personaPlanGate(cl.Sub); e != nil {
+				writeAPIError(w, e)
+				return
+			}
 		}
 		if e := rt.h(w, r, c); e != nil {
 			writeAPIError(w, e)

@@ -80,6 +80,15 @@ type Options struct {
 	// at the bank consent pages under it. Empty (the default) means the
 	// scheme and Host of the API request that produced the link.
 	PublicURL string
+	// Seed fixes the seed data and the ids of created resources (default
+	// "": seed data from the user id alone, created ids from crypto/rand).
+	// With Start as well, every id and date in every reply is the same on
+	// every run and every day, given the same sequence of calls.
+	Seed string
+	// Start, when set, freezes the clock at that instant: only Advance (or
+	// the control API) moves it. Tokens then expire only when the clock is
+	// advanced past their lifetime. Zero (default) follows Now.
+	Start time.Time
 }
 
 // Bool returns a pointer to b, for Options.BigQueryLock.
@@ -181,10 +190,14 @@ func New(opts Options) *Server {
 		seen:   &requestLog{},
 		mints:  &mintCounter{},
 	}
+	s.users.seed = opts.Seed
+	if !opts.Start.IsZero() {
+		s.clock.freeze(opts.Start)
+	}
 	s.resetOrg()
 	s.api = s.routes()
 	s.control = s.controlRoutes()
-	s.consent = newConsentPages(s)
+	s.consent = newConsentPages(s, opts.Seed)
 	return s
 }
 

@@ -2,6 +2,7 @@ package upstreamsim
 
 import (
 	"cmp"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -62,21 +63,22 @@ type connError struct {
 	Message string `json:"message"`
 }
 
+// connection is a user's link to a bank. Its dates are kept as times and
+// rendered by viewConnection (calendar dates, whole-second timestamps, the
+// per-type counts).
 type connection struct {
-	ID                  string     `json:"id"`
-	UserID              string     `json:"userId"`
-	ProviderIDs         []string   `json:"providerIds"`
-	Mode                string     `json:"mode"`
-	Status              string     `json:"status"`
-	StartDate           time.Time  `json:"startDate"`
-	ExpiryDate          time.Time  `json:"expiryDate"`
-	LastFetchedDataDate *time.Time `json:"lastFetchedDataDate"`
-	LastFetchedAt       *time.Time `json:"lastFetchedAt"`
-	CreatedAt           time.Time  `json:"createdAt"`
-	UpdatedAt           time.Time  `json:"updatedAt"`
-	AccountsCount       int        `json:"accountsCount"`
-	TransactionsCount   int        `json:"transactionsCount"`
-	Error               *connError `json:"error"`
+	ID                  string
+	UserID              string
+	ProviderIDs         []string // friendly ids, as requests name them
+	Mode                string   // REAL, or SANDBOX with a -sandbox provider
+	Status              string
+	StartDate           time.Time
+	ExpiryDate          time.Time
+	LastFetchedDataDate *time.Time // nil: never fetched
+	LastFetchedAt       *time.Time
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+	Error               *connError // nil renders as "error": null
 	viaAPI              bool
 	redirectURL         string // where the consent page sends the end-user back
 }
@@ -105,12 +107,28 @@ type account struct {
 	AccountNumber string    `json:"accountNumber"`
 	Currency      string    `json:"currency"`
 	Balances      []balance `json:"balances"`
+	// txCount is how many transactions seeding gives the account, known
+	// before they are seeded lazily.
+	txCount int
 }
 
+// txAmount is a transaction's amount: what the merchant asked
+// (originalAmount) and what the account was charged (chargedAmount).
 type txAmount struct {
-	ChargedAmount  float64 `json:"chargedAmount"`
-	OriginalAmount float64 `json:"originalAmount"`
-	Currency       string  `json:"currency"`
+	OriginalAmount txMoney   `json:"originalAmount"`
+	ChargedAmount  txCharged `json:"chargedAmount"`
+}
+
+type txMoney struct {
+	Amount   float64 `json:"amount"`
+	Currency string  `json:"currency"`
+}
+
+// txCharged is the charged amount. As in the real service, its amount is
+// a number (float64), or the empty string when the original amount applies.
+type txCharged struct {
+	Amount   any    `json:"amount"`
+	Currency string `json:"currency"`
 }
 
 type txDate struct {
@@ -155,7 +173,11 @@ type merchant struct {
 type userData struct {
 	mu          sync.Mutex
 	id          string
-	anchor      time.Time // the day seeding was anchored to
+	persona     string
+	seed        string     // Options.Seed or the fixtures' seed; "" for none
+	ids         *rand.Rand // ids of created resources when seeded; nil: crypto/rand
+	lastID      string     // the last id newID made
+	anchor      time.Time  // the day seeding was anchored to
 	payments    []*payment
 	connections []*connection
 	accounts    []*account
@@ -165,11 +187,14 @@ type userData struct {
 	txBySK      map[string]*transaction
 }
 
-// userStore holds users, seeding each on first use. It is safe for
-// concurrent use; a user's data is guarded by its own mutex.
+// userStore holds users, seeding each on first use from the seed and the
+// user's persona. It is safe for concurrent use; a user's data is guarded
+// by its own mutex.
 type userStore struct {
-	mu    sync.Mutex
-	users map[string]*userData
+	mu       sync.Mutex
+	users    map[string]*userData
+	seed     string
+	assigned map[string]string // userID -> persona set through SetPersona
 }
 
 // get returns the user's data, seeding it (except transactions, seeded on
@@ -183,14 +208,16 @@ func (s *userStore) get(id string, now time.Time) *userData {
 	if s.users == nil {
 		s.users = map[string]*userData{}
 	}
-	u := seedUser(id, now)
+	u := seedUser(id, s.personaLocked(id), s.seed, now)
 	s.users[id] = u
 	return u
 }
 
+// reset forgets every user and every persona assignment; the seed stays.
 func (s *userStore) reset() {
 	s.mu.Lock()
 	s.users = nil
+	s.assigned = nil
 	s.mu.Unlock()
 }
 
