@@ -48,6 +48,7 @@ func (s *Server) controlRoutes() http.Handler {
 	mux.HandleFunc("POST /_sim/rotate-secret", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
 			ClientSecret string `json:"clientSecret"`
+			PurgeFailed  bool   `json:"purgeFailed"`
 		}
 		if !decodeControl(w, r, &in) {
 			return
@@ -56,7 +57,11 @@ func (s *Server) controlRoutes() http.Handler {
 			controlError(w, `"clientSecret" is required`)
 			return
 		}
-		s.RotateSecret(in.ClientSecret)
+		if in.PurgeFailed {
+			s.RotateSecretPurgeFailed(in.ClientSecret)
+		} else {
+			s.RotateSecret(in.ClientSecret)
+		}
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /_sim/revoke", func(w http.ResponseWriter, r *http.Request) {

@@ -267,7 +267,7 @@ func (s *Server) Reset() {
 	s.seen.clear()
 	s.mints.reset()
 	s.clock.reset()
-	s.tokens.rotate(s.opts.ClientSecret)
+	s.tokens.rotate(s.opts.ClientSecret, false)
 }
 
 // InjectFault adds a fault; see Fault.
@@ -278,7 +278,13 @@ func (s *Server) ClearFaults() { s.faults.clear() }
 
 // RotateSecret makes newSecret the client secret. The old secret, and every
 // token minted under it, get 401 from now on.
-func (s *Server) RotateSecret(newSecret string) { s.tokens.rotate(newSecret) }
+func (s *Server) RotateSecret(newSecret string) { s.tokens.rotate(newSecret, false) }
+
+// RotateSecretPurgeFailed makes newSecret the client secret as the
+// application does when it reports that purging the cached tokens failed:
+// the old secret gets 401 from now on, but tokens minted under it keep
+// working until their lifetime ends. The next rotation purges them.
+func (s *Server) RotateSecretPurgeFailed(newSecret string) { s.tokens.rotate(newSecret, true) }
 
 // RevokeUser kills every token issued so far for userID (client and
 // connector tokens): they get 401. New tokens for the user work.

@@ -56,9 +56,19 @@ func (c *claims) hasScope(s string) bool {
 }
 
 // credential is one generation of the organization's client secret.
+// With purgeFailed, the rotation that made it failed to purge the cached
+// tokens of the generation before (gen-1): they keep working until they
+// expire.
 type credential struct {
-	secret string
-	gen    uint64
+	secret      string
+	gen         uint64
+	purgeFailed bool
+}
+
+// accepts reports whether a client token minted under generation sgen is
+// still honoured.
+func (c *credential) accepts(sgen uint64) bool {
+	return sgen == c.gen || c.purgeFailed && sgen+1 == c.gen
 }
 
 // tokenIssuer holds the client credentials, signs and verifies tokens and
@@ -88,15 +98,18 @@ func (t *tokenIssuer) checkClient(id, secret string) bool {
 	return idOK && secOK
 }
 
-// rotate replaces the secret. The old secret and every token minted under
-// it stop working at once. Setting the current secret again is a no-op.
-func (t *tokenIssuer) rotate(secret string) {
+// rotate replaces the secret. The old secret stops working at once, and so
+// does every token minted under it unless purgeFailed: then the tokens of
+// the generation just replaced keep working until they expire (and a later
+// rotation purges them). Setting the current secret again is a no-op.
+func (t *tokenIssuer) rotate(secret string, purgeFailed bool) {
 	for {
 		old := t.cred.Load()
 		if old.secret == secret {
 			return
 		}
-		if t.cred.CompareAndSwap(old, &credential{secret: secret, gen: old.gen + 1}) {
+		next := &credential{secret: secret, gen: old.gen + 1, purgeFailed: purgeFailed}
+		if t.cred.CompareAndSwap(old, next) {
 			return
 		}
 	}
@@ -150,7 +163,8 @@ var (
 )
 
 // verify checks a token's shape, signature, expiry (against now), secret
-// generation and revocation, and returns its claims.
+// generation (see credential.accepts) and revocation, and returns its
+// claims.
 func (t *tokenIssuer) verify(tok string, now time.Time) (*claims, error) {
 	h, rest, ok := strings.Cut(tok, ".")
 	if !ok || h != jwtHeader {
@@ -178,7 +192,7 @@ func (t *tokenIssuer) verify(tok string, now time.Time) (*claims, error) {
 	if !now.Before(time.Unix(c.Exp, 0)) {
 		return nil, errExpired
 	}
-	if c.Kind == kindClient && c.Sgen != t.cred.Load().gen {
+	if c.Kind == kindClient && !t.cred.Load().accepts(c.Sgen) {
 		return nil, errRotated
 	}
 	if c.Rev != t.revocation(c.Sub) {
@@ -186,3 +200,4 @@ func (t *tokenIssuer) verify(tok string, now time.Time) (*claims, error) {
 	}
 	return &c, nil
 }
+
