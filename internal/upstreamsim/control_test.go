@@ -61,8 +61,8 @@ func TestControlAPI(t *testing.T) {
 			t.Fatalf("got %d recorded requests, want 2 (token + payments)", len(seen))
 		}
 		last := seen[1]
-		if last.Method != "GET" || last.Path != "/v2/payments" || last.Query != "limit=3" || last.Header.Get("Authorization") != "Bearer "+tok {
-			t.Errorf("got %+v, want GET /v2/payments limit=3 with the bearer token", last)
+		if last.Method != "GET" || last.Path != "/v2/payments" || last.Query != "limit=3" || last.Header.Get("Authorization") != "Bearer "+Fingerprint(tok) || last.UserID != "alice" {
+			t.Errorf("got %+v, want GET /v2/payments limit=3 for alice with the bearer token's fingerprint", last)
 		}
 		if !strings.Contains(seen[0].Body, `"userId":"alice"`) {
 			t.Errorf("got token request body %q, want it recorded", seen[0].Body)

@@ -200,10 +200,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(sw, newError(http.StatusBadRequest, typeClientError, "could not read the request body"))
 		return
 	}
-	s.seen.add(SeenRequest{
-		Time: s.clock.now(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
-		Header: r.Header.Clone(), Body: string(body),
-	})
+	s.seen.add(seenRequest(r, body, s.clock.now()))
 	f, faulted := s.faults.take(r)
 	if faulted && !f.AfterActing && f.apply(sw, r) {
 		return
