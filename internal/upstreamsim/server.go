@@ -200,8 +200,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(sw, newError(http.StatusBadRequest, typeClientError, "could not read the request body"))
 		return
 	}
-	s.seen.add(seenRequest(r, body, s.clock.now()))
-	f, faulted := s.faults.take(r)
+	seen := seenRequest(r, body, s.clock.now())
+	s.seen.add(seen)
+	f, faulted := s.faults.take(r, seen.UserID)
 	if faulted && !f.AfterActing && f.apply(sw, r) {
 		return
 	}
@@ -267,8 +268,15 @@ func (s *Server) Reset() {
 	s.tokens.rotate(s.opts.ClientSecret, false)
 }
 
-// InjectFault adds a fault; see Fault.
-func (s *Server) InjectFault(f Fault) { s.faults.add(f) }
+// InjectFault adds a fault and returns its id; see Fault.
+func (s *Server) InjectFault(f Fault) string { return s.faults.add(f) }
+
+// Faults returns the active faults in injection order, each with its id
+// and the Times it has left.
+func (s *Server) Faults() []Fault { return s.faults.list() }
+
+// RemoveFault removes the fault with id and reports whether there was one.
+func (s *Server) RemoveFault(id string) bool { return s.faults.remove(id) }
 
 // ClearFaults removes every fault.
 func (s *Server) ClearFaults() { s.faults.clear() }
