@@ -31,18 +31,19 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request, c *call) *a
 	if len(ck.problems) > 0 {
 		return problemList(typeClientError, ck.problems...)
 	}
+	k := s.knobs.Load()
 	if !s.tokens.checkClient(id, secret) {
-		if s.opts.Unauthorized401Shape == Shape401Typed {
+		if k.unauthorizedShape == Shape401Typed {
 			return &apiError{Status: http.StatusUnauthorized, Type: typeClientError,
 				Message: `{"error":"access_denied","error_description":"Unauthorized"}`}
 		}
 		return unauthorized("Unauthorized: invalid client credentials")
 	}
-	tok := s.tokens.mint(claims{Sub: user, Kind: kindClient}, c.now, s.opts.TokenTTL)
+	tok := s.tokens.mint(claims{Sub: user, Kind: kindClient}, c.now, k.tokenTTL)
 	s.mints.add(user)
-	expiresIn := int64(s.opts.TokenTTL / time.Second)
-	if s.opts.ExpiresInUnit == UnitMilliseconds {
-		expiresIn = s.opts.TokenTTL.Milliseconds()
+	expiresIn := int64(k.tokenTTL / time.Second)
+	if k.expiresInUnit == UnitMilliseconds {
+		expiresIn = k.tokenTTL.Milliseconds()
 	}
 	writeJSON(w, http.StatusOK, struct {
 		AccessToken string `json:"accessToken"`

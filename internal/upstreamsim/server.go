@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -151,6 +152,7 @@ type Server struct {
 	faults  *faultSet
 	seen    *requestLog
 	mints   *mintCounter
+	knobs   atomic.Pointer[knobs] // the settings read on the request path
 	api     http.Handler
 	control http.Handler
 }
@@ -175,6 +177,7 @@ func New(opts Options) *Server {
 		mints:  &mintCounter{},
 	}
 	s.resetOrg()
+	s.knobs.Store(knobsFrom(opts))
 	s.api = s.routes()
 	s.control = s.controlRoutes()
 	return s
@@ -246,20 +249,22 @@ func (s *Server) resetOrg() {
 	s.org.plan = s.opts.Plan
 	s.org.productionAccess = s.opts.ProductionAccess
 	s.org.credits = s.opts.Credits
+	s.org.userCredits = nil
 	s.org.refreshUntil = time.Time{}
 	s.org.connectorDown = false
 	s.org.apiConnections = 0
 	s.org.mu.Unlock()
 }
 
-// Reset returns the simulator to its starting state: options' plan,
-// production access and credits, no running refresh, fresh seed data, no
+// Reset returns the simulator to its starting state: the options' settings
+// (see Settings), no per-user credits, no running refresh, fresh seed data, no
 // faults, no recorded requests, zero mint counters, the clock offset at
 // zero and the configured client secret (if it had been rotated, that is
 // one more rotation: tokens minted under the rotated secret die). Tokens
 // minted under the configured secret stay valid.
 func (s *Server) Reset() {
 	s.resetOrg()
+	s.knobs.Store(knobsFrom(s.opts))
 	s.users.reset()
 	s.faults.clear()
 	s.seen.clear()
@@ -361,7 +366,7 @@ func (s *Server) IssueConnectorToken(userID string, scopes []string, linked bool
 	return s.tokens.mint(claims{
 		Sub: userID, Aud: s.opts.MCPResource, Kind: kindConnector,
 		Scope: strings.Join(scopes, " "), Linked: linked,
-	}, s.clock.now(), s.opts.TokenTTL)
+	}, s.clock.now(), s.knobs.Load().tokenTTL)
 }
 
 // SetConnectionStatus sets the status (ACTIVE, EXPIRED, REVOKED,
