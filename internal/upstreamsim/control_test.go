@@ -72,7 +72,7 @@ func TestControlAPI(t *testing.T) {
 		}
 	})
 	t.Run("faults", func(t *testing.T) {
-		wantStatus(t, ctl("POST", "faults", map[string]any{"pathPrefix": "/v2/payments", "status": 503, "times": 1, "delay": "10ms"}), 204)
+		wantStatus(t, ctl("POST", "faults", map[string]any{"pathPrefix": "/v2/payments", "status": 503, "times": 1, "delay": "10ms"}), 201)
 		tok := h.token("alice")
 		start := time.Now()
 		if r := h.do("GET", "/v2/payments", tok, nil); r.status != 503 {
@@ -84,7 +84,7 @@ func TestControlAPI(t *testing.T) {
 		if r := h.do("GET", "/v2/payments", tok, nil); r.status != 200 {
 			t.Errorf("after times ran out: got %d, want 200", r.status)
 		}
-		wantStatus(t, ctl("POST", "faults", map[string]any{"pathPrefix": "/", "status": 500}), 204)
+		wantStatus(t, ctl("POST", "faults", map[string]any{"pathPrefix": "/", "status": 500}), 201)
 		if r := h.do("GET", "/v2/payments", tok, nil); r.status != 500 {
 			t.Errorf("catch-all fault: got %d, want 500", r.status)
 		}
