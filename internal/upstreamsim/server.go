@@ -39,7 +39,8 @@ const (
 const DefaultMCPResource = "https://mcp.open-finance.test/mcp/"
 
 // Options configures a Server. The zero value is usable: every field has
-// the default given in its comment.
+// the default given in its comment. Server.UpdateSettings changes most of
+// them at run time; Reset restores them.
 type Options struct {
 	ClientID, ClientSecret string // defaults "dev-client", "dev-secret"
 	// Plan is "free", "starter" or "pro" (default "pro").
@@ -256,10 +257,10 @@ func (s *Server) resetOrg() {
 	s.org.mu.Unlock()
 }
 
-// Reset returns the simulator to its starting state: the options' settings
-// (see Settings), no per-user credits, no running refresh, fresh seed data, no
-// faults, no recorded requests, zero mint counters, the clock offset at
-// zero and the configured client secret (if it had been rotated, that is
+// Reset returns the simulator to its starting state: the options'
+// settings (see Settings), no per-user credits, no running refresh, fresh
+// seed data, no faults, no recorded requests, zero mint counters, the clock
+// offset at zero and the configured client secret (if it had been rotated, that is
 // one more rotation: tokens minted under the rotated secret die). Tokens
 // minted under the configured secret stay valid.
 func (s *Server) Reset() {
