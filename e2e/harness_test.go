@@ -17,7 +17,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -68,7 +70,8 @@ type env struct {
 	t         *testing.T
 	sim       *upstreamsim.Server
 	simURL    string
-	public    string // http://host:port
+	bearers   *bearerTap // the tokens the BFF sent the simulator
+	public    string     // http://host:port
 	admin     string
 	logs      *syncbuf.Buffer
 	prefix    string
@@ -158,18 +161,45 @@ func start(t *testing.T, o options) *env {
 		o.sim.ClientID, o.sim.ClientSecret = "e2e-client", clientSecret
 	}
 	sim := upstreamsim.New(o.sim)
-	srv := httptest.NewServer(sim)
+	bearers := &bearerTap{next: sim}
+	srv := httptest.NewServer(bearers)
 	t.Cleanup(srv.Close)
-	e := &env{t: t, sim: sim, simURL: srv.URL, prefix: prefix, secret: o.sim.ClientSecret,
+	e := &env{t: t, sim: sim, simURL: srv.URL, bearers: bearers, prefix: prefix, secret: o.sim.ClientSecret,
 		encKey: randomB64(32), cookieKey: randomB64(32), ledgerURL: pgtest.Database(t), adminTok: randomB64(24)}
 	e.launch(o)
 	return e
 }
 
+// bearerTap records the Bearer tokens the BFF sends the simulator. The
+// simulator's request log keeps only their fingerprints; the secret scans
+// need the tokens themselves to look for them in the BFF's logs and Redis.
+// It is safe for concurrent use.
+type bearerTap struct {
+	next   http.Handler
+	mu     sync.Mutex
+	tokens []string
+}
+
+func (b *bearerTap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		b.mu.Lock()
+		b.tokens = append(b.tokens, tok)
+		b.mu.Unlock()
+	}
+	b.next.ServeHTTP(w, r)
+}
+
+// seen returns the tokens recorded so far, in order.
+func (b *bearerTap) seen() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.tokens)
+}
+
 // another starts one more instance of the same deployment: same simulator,
 // Redis namespace and keys, as a second instance behind a load balancer.
 func (e *env) another(o options) *env {
-	n := &env{t: e.t, sim: e.sim, simURL: e.simURL, prefix: e.prefix, secret: e.secret, encKey: e.encKey, cookieKey: e.cookieKey, ledgerURL: e.ledgerURL, adminTok: e.adminTok}
+	n := &env{t: e.t, sim: e.sim, simURL: e.simURL, bearers: e.bearers, prefix: e.prefix, secret: e.secret, encKey: e.encKey, cookieKey: e.cookieKey, ledgerURL: e.ledgerURL, adminTok: e.adminTok}
 	if o.sim.ClientID == "" {
 		o.sim.ClientID = "e2e-client"
 	}

@@ -321,10 +321,8 @@ func TestOIDCNoSecretsInLogsOrRedis(t *testing.T) {
 		"PKCE verifier": verifier, "mobile code": code, "session token": token, "session cookie": cookie,
 		"login cookie": bindingCookie, "login nonce": nonce,
 	}
-	for i, rq := range e.sim.Requests() {
-		if a := rq.Header.Get("Authorization"); a != "" {
-			secrets[fmt.Sprintf("upstream token %d", i)] = strings.TrimPrefix(a, "Bearer ")
-		}
+	for i, tok := range e.bearers.seen() {
+		secrets[fmt.Sprintf("upstream token %d", i)] = tok
 	}
 	for name, s := range secrets {
 		if s == "" {

@@ -6,6 +6,17 @@ import (
 	"time"
 )
 
+// tokenPath is the token endpoint's path.
+const tokenPath = "/oauth/token"
+
+// bearer returns the token of r's "Authorization: Bearer <token>" header,
+// and false when there is no such header.
+func bearer(r *http.Request) (string, bool) {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	tok = strings.TrimSpace(tok)
+	return tok, ok && strings.EqualFold(scheme, "Bearer") && tok != ""
+}
+
 // handleToken is POST /oauth/token: {clientId, clientSecret, userId} for
 // {accessToken, tokenType, expiresIn}.
 func (s *Server) handleToken(w http.ResponseWriter, r *http.Request, c *call) *apiError {
@@ -20,18 +31,19 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request, c *call) *a
 	if len(ck.problems) > 0 {
 		return problemList(typeClientError, ck.problems...)
 	}
+	k := s.knobs.Load()
 	if !s.tokens.checkClient(id, secret) {
-		if s.opts.Unauthorized401Shape == Shape401Typed {
+		if k.unauthorizedShape == Shape401Typed {
 			return &apiError{Status: http.StatusUnauthorized, Type: typeClientError,
 				Message: `{"error":"access_denied","error_description":"Unauthorized"}`}
 		}
 		return unauthorized("Unauthorized: invalid client credentials")
 	}
-	tok := s.tokens.mint(claims{Sub: user, Kind: kindClient}, c.now, s.opts.TokenTTL)
+	tok := s.tokens.mint(claims{Sub: user, Kind: kindClient}, c.now, k.tokenTTL)
 	s.mints.add(user)
-	expiresIn := int64(s.opts.TokenTTL / time.Second)
-	if s.opts.ExpiresInUnit == UnitMilliseconds {
-		expiresIn = s.opts.TokenTTL.Milliseconds()
+	expiresIn := int64(k.tokenTTL / time.Second)
+	if k.expiresInUnit == UnitMilliseconds {
+		expiresIn = k.tokenTTL.Milliseconds()
 	}
 	writeJSON(w, http.StatusOK, struct {
 		AccessToken string `json:"accessToken"`
@@ -51,13 +63,11 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request, c *call) *a
 //   - connector user with no linked account: 403 MCP_NO_SERVICE_ORG;
 //   - Free plan (key or connector): 403 NOT_AVAILABLE_ON_PLAN.
 func (s *Server) authorize(r *http.Request, now time.Time) (*claims, *apiError) {
-	h := r.Header.Get("Authorization")
-	if h == "" {
+	if r.Header.Get("Authorization") == "" {
 		return nil, unauthorized("Missing Authorization header")
 	}
-	scheme, tok, ok := strings.Cut(h, " ")
-	tok = strings.TrimSpace(tok)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+	tok, ok := bearer(r)
+	if !ok {
 		return nil, unauthorized("Authorization header must be: Bearer <token>")
 	}
 	cl, err := s.tokens.verify(tok, now)

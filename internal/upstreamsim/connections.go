@@ -136,7 +136,7 @@ func (s *Server) createConnection(w http.ResponseWriter, r *http.Request, c *cal
 	if len(ck.problems) > 0 {
 		return problemList(typeValidationError, ck.problems...)
 	}
-	if redirect != "" && !redirectAllowed(redirect, s.opts.AllowedRedirectURLs) {
+	if redirect != "" && !redirectAllowed(redirect, s.knobs.Load().allowedRedirectURLs) {
 		return newError(http.StatusBadRequest, typeClientError, "Redirect url %s is not allowed for this organization", redirect)
 	}
 	if e := checkProvidersKnown(ids); e != nil {
@@ -145,7 +145,7 @@ func (s *Server) createConnection(w http.ResponseWriter, r *http.Request, c *cal
 	if e := checkProvidersUp(ids); e != nil {
 		return e
 	}
-	if e := s.org.reserveConnection(s.opts.AccountCap); e != nil {
+	if e := s.org.reserveConnection(s.knobs.Load().accountCap); e != nil {
 		return e
 	}
 	u := s.users.get(c.userID(), c.now)
@@ -178,7 +178,7 @@ func (s *Server) deleteConnection(w http.ResponseWriter, r *http.Request, c *cal
 		u.mu.Unlock()
 		return notFound("Connection %s was not found", id)
 	}
-	if *s.opts.BigQueryLock && c.now.Sub(conn.CreatedAt) < lockAge {
+	if s.knobs.Load().bigQueryLock && c.now.Sub(conn.CreatedAt) < lockAge {
 		u.mu.Unlock()
 		writePlain(w, http.StatusLocked, msgLocked)
 		return nil
@@ -209,7 +209,7 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request, c *call) *apiEr
 	u.mu.Lock()
 	refreshable := slices.ContainsFunc(u.connections, func(x *connection) bool { return x.refreshable(c.now) })
 	u.mu.Unlock()
-	out := s.org.startRefresh(c.now, refreshable)
+	out := s.org.startRefresh(c.now, c.userID(), refreshable)
 	if out.Status == "accepted" {
 		done := c.now.Add(refreshDuration)
 		u.mu.Lock()

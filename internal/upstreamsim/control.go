@@ -1,19 +1,29 @@
 package upstreamsim
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"reflect"
+	"slices"
+	"strings"
 	"time"
 )
 
 // controlRoutes is the /_sim/ control API, served only with
 // Options.Control. It mirrors the exported methods; it is never faulted and
 // its requests are not recorded. Mutations answer 204 unless they return
-// state.
+// state. Every call reads its body with decodeControl, calls that take no
+// body included, so a key a call does not know is a 400, never ignored.
 func (s *Server) controlRoutes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /_sim/reset", func(w http.ResponseWriter, r *http.Request) {
+		if !noBody(w, r) {
+			return
+		}
 		s.Reset()
 		w.WriteHeader(http.StatusNoContent)
 	})
@@ -23,6 +33,10 @@ func (s *Server) controlRoutes() http.Handler {
 			Delay string `json:"delay"`
 		}
 		if !decodeControl(w, r, &in) {
+			return
+		}
+		if in.ID != "" {
+			controlError(w, `"id" is assigned by the simulator; leave it out`)
 			return
 		}
 		f := in.Fault
@@ -38,16 +52,41 @@ func (s *Server) controlRoutes() http.Handler {
 			controlError(w, "a fault needs a status, a delay or hangUp")
 			return
 		}
-		s.InjectFault(f)
+		f.ID = s.InjectFault(f)
+		writeJSON(w, http.StatusCreated, faultView(f))
+	})
+	mux.HandleFunc("GET /_sim/faults", func(w http.ResponseWriter, r *http.Request) {
+		if !noBody(w, r) {
+			return
+		}
+		faults := s.Faults()
+		out := make([]faultJSON, len(faults))
+		for i, f := range faults {
+			out[i] = faultView(f)
+		}
+		writeJSON(w, http.StatusOK, out)
+	})
+	mux.HandleFunc("DELETE /_sim/faults/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if !noBody(w, r) {
+			return
+		}
+		if !s.RemoveFault(r.PathValue("id")) {
+			writeAPIError(w, notFound("No fault %q", r.PathValue("id")))
+			return
+		}
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("DELETE /_sim/faults", func(w http.ResponseWriter, r *http.Request) {
+		if !noBody(w, r) {
+			return
+		}
 		s.ClearFaults()
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /_sim/rotate-secret", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
 			ClientSecret string `json:"clientSecret"`
+			PurgeFailed  bool   `json:"purgeFailed"`
 		}
 		if !decodeControl(w, r, &in) {
 			return
@@ -56,7 +95,11 @@ func (s *Server) controlRoutes() http.Handler {
 			controlError(w, `"clientSecret" is required`)
 			return
 		}
-		s.RotateSecret(in.ClientSecret)
+		if in.PurgeFailed {
+			s.RotateSecretPurgeFailed(in.ClientSecret)
+		} else {
+			s.RotateSecret(in.ClientSecret)
+		}
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /_sim/revoke", func(w http.ResponseWriter, r *http.Request) {
@@ -74,6 +117,9 @@ func (s *Server) controlRoutes() http.Handler {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /_sim/counters", func(w http.ResponseWriter, r *http.Request) {
+		if !noBody(w, r) {
+			return
+		}
 		byUser, total := s.mints.snapshot()
 		writeJSON(w, http.StatusOK, struct {
 			Mints      map[string]int `json:"mints"`
@@ -81,9 +127,15 @@ func (s *Server) controlRoutes() http.Handler {
 		}{byUser, total})
 	})
 	mux.HandleFunc("GET /_sim/requests", func(w http.ResponseWriter, r *http.Request) {
+		if !noBody(w, r) {
+			return
+		}
 		writeJSON(w, http.StatusOK, s.Requests())
 	})
 	mux.HandleFunc("DELETE /_sim/requests", func(w http.ResponseWriter, r *http.Request) {
+		if !noBody(w, r) {
+			return
+		}
 		s.ClearRequests()
 		w.WriteHeader(http.StatusNoContent)
 	})
@@ -104,11 +156,17 @@ func (s *Server) controlRoutes() http.Handler {
 		}{s.Advance(d)})
 	})
 	mux.HandleFunc("GET /_sim/clock", func(w http.ResponseWriter, r *http.Request) {
+		if !noBody(w, r) {
+			return
+		}
 		writeJSON(w, http.StatusOK, struct {
 			Now time.Time `json:"now"`
 		}{s.Now()})
 	})
 	mux.HandleFunc("GET /_sim/org", func(w http.ResponseWriter, r *http.Request) {
+		if !noBody(w, r) {
+			return
+		}
 		writeJSON(w, http.StatusOK, s.Org())
 	})
 	mux.HandleFunc("POST /_sim/org", func(w http.ResponseWriter, r *http.Request) {
@@ -120,20 +178,49 @@ func (s *Server) controlRoutes() http.Handler {
 		if !decodeControl(w, r, &in) {
 			return
 		}
-		if in.Plan != nil && !validPlan(*in.Plan) {
-			controlError(w, `"plan" must be one of [free, starter, pro]`)
+		p := SettingsPatch{Plan: in.Plan, ProductionAccess: in.ProductionAccess, Credits: in.Credits}
+		if _, err := s.UpdateSettings(p); err != nil {
+			controlError(w, err.Error())
 			return
 		}
-		if in.Plan != nil {
-			s.SetPlan(*in.Plan)
+		writeJSON(w, http.StatusOK, s.Org())
+	})
+	mux.HandleFunc("GET /_sim/settings", func(w http.ResponseWriter, r *http.Request) {
+		if !noBody(w, r) {
+			return
 		}
-		if in.ProductionAccess != nil {
-			s.SetProductionAccess(*in.ProductionAccess)
+		writeJSON(w, http.StatusOK, settingsView(s.Settings()))
+	})
+	mux.HandleFunc("PATCH /_sim/settings", s.patchSettings)
+	mux.HandleFunc("POST /_sim/settings", s.patchSettings)
+	mux.HandleFunc("POST /_sim/credits", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Credits *int   `json:"credits"`
+			UserID  string `json:"userId"`
 		}
-		if in.Credits != nil {
+		if !decodeControl(w, r, &in) {
+			return
+		}
+		if in.Credits == nil || *in.Credits < 0 {
+			controlError(w, `"credits" is required and must be 0 or more`)
+			return
+		}
+		if in.UserID == "" {
 			s.SetCredits(*in.Credits)
+		} else {
+			s.SetUserCredits(in.UserID, *in.Credits)
 		}
 		writeJSON(w, http.StatusOK, s.Org())
+	})
+	mux.HandleFunc("DELETE /_sim/credits/{userId}", func(w http.ResponseWriter, r *http.Request) {
+		if !noBody(w, r) {
+			return
+		}
+		if !s.ClearUserCredits(r.PathValue("userId")) {
+			writeAPIError(w, notFound("User %q has no credit balance of its own", r.PathValue("userId")))
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /_sim/connector-token", func(w http.ResponseWriter, r *http.Request) {
 		in := struct {
@@ -194,18 +281,153 @@ func (s *Server) controlRoutes() http.Handler {
 	return mux
 }
 
-// decodeControl reads a control request's JSON body into v; an empty body
-// leaves v as it is. On failure it answers 400 and returns false.
+// patchSettings is PATCH (or POST) /_sim/settings: it applies the keys
+// given and answers the resulting settings, or 400 naming the bad key.
+func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		SettingsPatch
+		TokenTTL *string `json:"tokenTTL"`
+	}
+	if !decodeControl(w, r, &in) {
+		return
+	}
+	p := in.SettingsPatch
+	if in.TokenTTL != nil {
+		d, err := time.ParseDuration(*in.TokenTTL)
+		if err != nil {
+			controlError(w, `"tokenTTL" must be a duration such as "15m"`)
+			return
+		}
+		p.TokenTTL = &d
+	}
+	st, err := s.UpdateSettings(p)
+	if err != nil {
+		controlError(w, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, settingsView(st))
+}
+
+// settingsJSON is Settings on the wire: the token TTL as a duration string.
+type settingsJSON struct {
+	Settings
+	TokenTTL string `json:"tokenTTL"`
+}
+
+func settingsView(s Settings) settingsJSON { return settingsJSON{s, s.TokenTTL.String()} }
+
+// faultJSON is a Fault on the wire: its delay as a duration string.
+type faultJSON struct {
+	Fault
+	Delay string `json:"delay,omitempty"`
+}
+
+func faultView(f Fault) faultJSON {
+	v := faultJSON{Fault: f}
+	if f.Delay > 0 {
+		v.Delay = f.Delay.String()
+	}
+	return v
+}
+
+// decodeControl reads a control request's JSON body into v, a pointer to a
+// struct; an empty body leaves v as it is. A body that is not a JSON
+// object, a key v does not have (it names the key and lists those v
+// accepts) and a value of the wrong type answer 400 and return false.
 func decodeControl(w http.ResponseWriter, r *http.Request, v any) bool {
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	if err == nil && len(b) > 0 {
-		err = json.Unmarshal(b, v)
-	}
 	if err != nil {
-		controlError(w, "invalid JSON body: "+err.Error())
+		controlError(w, "could not read the request body")
+		return false
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return true
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(b, &keys); err != nil {
+		controlError(w, "the body must be a JSON object")
+		return false
+	}
+	known := jsonKeys(reflect.TypeOf(v).Elem())
+	for k := range keys {
+		if !slices.Contains(known, k) {
+			controlError(w, unknownKey(r, k, known))
+			return false
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		controlError(w, typeProblem(err))
 		return false
 	}
 	return true
+}
+
+// noBody is decodeControl for a call that takes no keys: it refuses any.
+func noBody(w http.ResponseWriter, r *http.Request) bool {
+	return decodeControl(w, r, &struct{}{})
+}
+
+// unknownKey is the message refusing key on r.
+func unknownKey(r *http.Request, key string, known []string) string {
+	call := r.Method + " " + r.URL.Path
+	if len(known) == 0 {
+		return fmt.Sprintf("unknown key %q: %s takes no keys", key, call)
+	}
+	return fmt.Sprintf("unknown key %q: %s takes %s", key, call, strings.Join(known, ", "))
+}
+
+// typeProblem says which key had a value of the wrong type. Control
+// bodies are flat, so the key is the last element of the field path (which
+// names embedded structs too).
+func typeProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		key := te.Field[strings.LastIndex(te.Field, ".")+1:]
+		return fmt.Sprintf("%q must be a JSON %s, not %s", key, jsonKind(te.Type), te.Value)
+	}
+	return "invalid JSON body: " + err.Error()
+}
+
+// jsonKind names a Go type the way a JSON author thinks of it.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "boolean"
+	case reflect.String:
+		return "string"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Map, reflect.Struct:
+		return "object"
+	default:
+		return "number"
+	}
+}
+
+// jsonKeys lists, sorted, the JSON keys a struct type decodes: its tagged
+// fields and those of its embedded structs, less any tagged "-".
+func jsonKeys(t reflect.Type) []string {
+	var out []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+			out = append(out, jsonKeys(f.Type)...)
+		case !f.IsExported():
+		case name == "":
+			out = append(out, f.Name)
+		default:
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func controlError(w http.ResponseWriter, msg string) {

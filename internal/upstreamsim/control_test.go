@@ -61,8 +61,8 @@ func TestControlAPI(t *testing.T) {
 			t.Fatalf("got %d recorded requests, want 2 (token + payments)", len(seen))
 		}
 		last := seen[1]
-		if last.Method != "GET" || last.Path != "/v2/payments" || last.Query != "limit=3" || last.Header.Get("Authorization") != "Bearer "+tok {
-			t.Errorf("got %+v, want GET /v2/payments limit=3 with the bearer token", last)
+		if last.Method != "GET" || last.Path != "/v2/payments" || last.Query != "limit=3" || last.Header.Get("Authorization") != "Bearer "+Fingerprint(tok) || last.UserID != "alice" {
+			t.Errorf("got %+v, want GET /v2/payments limit=3 for alice with the bearer token's fingerprint", last)
 		}
 		if !strings.Contains(seen[0].Body, `"userId":"alice"`) {
 			t.Errorf("got token request body %q, want it recorded", seen[0].Body)
@@ -72,7 +72,7 @@ func TestControlAPI(t *testing.T) {
 		}
 	})
 	t.Run("faults", func(t *testing.T) {
-		wantStatus(t, ctl("POST", "faults", map[string]any{"pathPrefix": "/v2/payments", "status": 503, "times": 1, "delay": "10ms"}), 204)
+		wantStatus(t, ctl("POST", "faults", map[string]any{"pathPrefix": "/v2/payments", "status": 503, "times": 1, "delay": "10ms"}), 201)
 		tok := h.token("alice")
 		start := time.Now()
 		if r := h.do("GET", "/v2/payments", tok, nil); r.status != 503 {
@@ -84,7 +84,7 @@ func TestControlAPI(t *testing.T) {
 		if r := h.do("GET", "/v2/payments", tok, nil); r.status != 200 {
 			t.Errorf("after times ran out: got %d, want 200", r.status)
 		}
-		wantStatus(t, ctl("POST", "faults", map[string]any{"pathPrefix": "/", "status": 500}), 204)
+		wantStatus(t, ctl("POST", "faults", map[string]any{"pathPrefix": "/", "status": 500}), 201)
 		if r := h.do("GET", "/v2/payments", tok, nil); r.status != 500 {
 			t.Errorf("catch-all fault: got %d, want 500", r.status)
 		}

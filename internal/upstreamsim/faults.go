@@ -3,6 +3,7 @@ package upstreamsim
 import (
 	"bytes"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,24 +14,33 @@ import (
 // /oauth/token (but never on the control API).
 //
 // A fault matches a request when Method (if set, case-insensitive) equals
-// its method and its path starts with PathPrefix (empty matches all). The
-// first matching fault, in injection order, applies: it waits Delay (a real
-// wait, cut short if the client goes away), then either hangs up (HangUp:
-// the connection is closed without a reply), or replies with Status, or, if
-// Status is 0, lets the request through (a pure latency fault).
+// its method, its path starts with PathPrefix (empty matches all), and, if
+// UserID is set, the request acts for that user: its Bearer token's subject
+// is UserID (the token is read, not verified: faults apply before
+// authentication), or it is a token request whose body names UserID. The
+// first matching fault, in injection order, applies: it waits Delay (a
+// real wait, cut short if the client goes away), then either hangs up
+// (HangUp: the connection is closed without a reply), or replies with
+// Status, or, if Status is 0, lets the request through (a pure latency
+// fault).
 //
 // The reply body is Body with ContentType (default application/json); with
 // EmptyBody there is no body at all; with neither, a body in the upstream's
 // shape for Status. Times limits the fault to the next N matching requests;
-// 0 keeps it until ClearFaults or Reset.
+// 0 keeps it until it is removed, ClearFaults or Reset.
 //
 // With AfterActing the request is served first (a payment is created, a
 // connection deleted) and the fault then applies to the reply: the delay
 // holds the real reply back, HangUp drops it, Status replaces it. It is the
 // upstream that acted and whose answer was lost.
+//
+// ID is assigned by InjectFault ("f1", "f2", ...; never reused) and names
+// the fault to RemoveFault; it is ignored on input.
 type Fault struct {
+	ID          string        `json:"id,omitempty"`
 	Method      string        `json:"method,omitempty"`
 	PathPrefix  string        `json:"pathPrefix,omitempty"`
+	UserID      string        `json:"userId,omitempty"`
 	Status      int           `json:"status,omitempty"`
 	Body        string        `json:"body,omitempty"`
 	ContentType string        `json:"contentType,omitempty"`
@@ -41,8 +51,12 @@ type Fault struct {
 	AfterActing bool          `json:"afterActing,omitempty"`
 }
 
-func (f *Fault) matches(r *http.Request) bool {
+// matches reports whether f applies to r, which acts for user.
+func (f *Fault) matches(r *http.Request, user string) bool {
 	if f.Method != "" && !strings.EqualFold(f.Method, r.Method) {
+		return false
+	}
+	if f.UserID != "" && f.UserID != user {
 		return false
 	}
 	return strings.HasPrefix(r.URL.Path, f.PathPrefix)
@@ -52,12 +66,42 @@ func (f *Fault) matches(r *http.Request) bool {
 type faultSet struct {
 	mu     sync.Mutex
 	faults []*Fault
+	lastID int // ids are never reused, even after clear
 }
 
-func (s *faultSet) add(f Fault) {
+// add appends f under a new id and returns the id.
+func (s *faultSet) add(f Fault) string {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastID++
+	f.ID = "f" + strconv.Itoa(s.lastID)
 	s.faults = append(s.faults, &f)
-	s.mu.Unlock()
+	return f.ID
+}
+
+// list returns copies of the active faults, in injection order; Times is
+// what remains of each.
+func (s *faultSet) list() []Fault {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Fault, len(s.faults))
+	for i, f := range s.faults {
+		out[i] = *f
+	}
+	return out
+}
+
+// remove deletes the fault with id and reports whether there was one.
+func (s *faultSet) remove(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, f := range s.faults {
+		if f.ID == id {
+			s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 func (s *faultSet) clear() {
@@ -66,12 +110,13 @@ func (s *faultSet) clear() {
 	s.mu.Unlock()
 }
 
-// take returns the first fault matching r, consuming one of its Times.
-func (s *faultSet) take(r *http.Request) (Fault, bool) {
+// take returns the first fault matching r (acting for user), consuming one
+// of its Times.
+func (s *faultSet) take(r *http.Request, user string) (Fault, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, f := range s.faults {
-		if !f.matches(r) {
+		if !f.matches(r, user) {
 			continue
 		}
 		got := *f

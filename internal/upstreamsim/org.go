@@ -26,27 +26,82 @@ func validPlan(p string) bool { return p == PlanFree || p == PlanStarter || p ==
 // org is the organization-wide state: plan, sandbox gate, credits, the
 // running refresh, connector verification and the connection cap. It is
 // safe for concurrent use.
+//
+// Credits are the organization's, as the specification has them. A test
+// user may be given a balance of its own (userCredits): that user's
+// refreshes are charged to it, and its 402 reports it, while every other
+// user goes on with the organization's balance. The running refresh stays
+// organization-wide.
 type org struct {
 	mu               sync.Mutex
 	plan             string
 	productionAccess bool
 	credits          int
+	userCredits      map[string]int // per-user overrides of credits
 	refreshUntil     time.Time
 	connectorDown    bool
 	apiConnections   int // live connections created through the API
 }
 
-// OrgState is a snapshot of the organization settings.
+// OrgState is a snapshot of the organization settings. UserCredits holds
+// the per-user credit balances that override Credits (see
+// Server.SetUserCredits); it is nil when there are none.
 type OrgState struct {
-	Plan             string `json:"plan"`
-	ProductionAccess bool   `json:"productionAccess"`
-	Credits          int    `json:"credits"`
+	Plan             string         `json:"plan"`
+	ProductionAccess bool           `json:"productionAccess"`
+	Credits          int            `json:"credits"`
+	UserCredits      map[string]int `json:"userCredits,omitempty"`
 }
 
 func (o *org) state() OrgState {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return OrgState{Plan: o.plan, ProductionAccess: o.productionAccess, Credits: o.credits}
+	st := OrgState{Plan: o.plan, ProductionAccess: o.productionAccess, Credits: o.credits}
+	if len(o.userCredits) > 0 {
+		st.UserCredits = make(map[string]int, len(o.userCredits))
+		for u, n := range o.userCredits {
+			st.UserCredits[u] = n
+		}
+	}
+	return st
+}
+
+// setUserCredits gives userID a balance of its own (n, at least 0).
+func (o *org) setUserCredits(userID string, n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.userCredits == nil {
+		o.userCredits = map[string]int{}
+	}
+	o.userCredits[userID] = max(n, 0)
+}
+
+// clearUserCredits returns userID to the organization's balance and
+// reports whether it had one of its own.
+func (o *org) clearUserCredits(userID string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.userCredits[userID]
+	delete(o.userCredits, userID)
+	return ok
+}
+
+// balance is the credit balance userID's refreshes are charged to: its
+// own if it has one, else the organization's. The caller holds o.mu.
+func (o *org) balance(userID string) int {
+	if n, ok := o.userCredits[userID]; ok {
+		return n
+	}
+	return o.credits
+}
+
+// charge takes n credits from userID's balance. The caller holds o.mu.
+func (o *org) charge(userID string, n int) {
+	if _, ok := o.userCredits[userID]; ok {
+		o.userCredits[userID] -= n
+		return
+	}
+	o.credits -= n
 }
 
 func (o *org) isFree() bool {
@@ -97,11 +152,13 @@ type refreshOutcome struct {
 	Balance    *int   `json:"balance,omitempty"`
 }
 
-// startRefresh runs the refresh rules in order: a refresh already running
-// answers already_running (never charged, never a 409); a user with no
-// connection able to fetch gets 409; fewer than 20 credits gets 402;
-// otherwise 20 credits are charged and a refresh runs for refreshDuration.
-func (o *org) startRefresh(now time.Time, refreshable bool) refreshOutcome {
+// startRefresh runs the refresh rules in order for userID: a refresh
+// already running answers already_running (never charged, never a 409); a
+// user with no connection able to fetch gets 409; fewer than 20 credits
+// (the user's own balance if it has one, else the organization's) gets
+// 402; otherwise 20 credits are charged and a refresh runs for
+// refreshDuration.
+func (o *org) startRefresh(now time.Time, userID string, refreshable bool) refreshOutcome {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if now.Before(o.refreshUntil) {
@@ -112,12 +169,11 @@ func (o *org) startRefresh(now time.Time, refreshable bool) refreshOutcome {
 		return refreshOutcome{httpStatus: 409, Status: "no_refreshable_connections",
 			Message: "No connection can fetch data: all are expired, revoked or dead. Reconnect a bank, then retry."}
 	}
-	if o.credits < refreshCost {
-		balance := o.credits
+	if balance := o.balance(userID); balance < refreshCost {
 		return refreshOutcome{httpStatus: 402, Status: "insufficient_credits", Cost: refreshCost, Balance: &balance,
 			Message: fmt.Sprintf("An on-demand refresh costs %d credits; the balance is %d", refreshCost, balance)}
 	}
-	o.credits -= refreshCost
+	o.charge(userID, refreshCost)
 	o.refreshUntil = now.Add(refreshDuration)
 	return refreshOutcome{httpStatus: 200, Status: "accepted", Message: "Refresh started"}
 }

@@ -208,7 +208,7 @@ func normIBAN(s string) string { return strings.ToUpper(strings.ReplaceAll(s, " 
 // PROVIDER_UNAVAILABLE) and not failing (500 PROVIDER_ERROR). The caller
 // holds u.mu.
 func (s *Server) checkPayment(u *userData, req paymentRequest) *apiError {
-	if req.redirectURL != "" && !redirectAllowed(req.redirectURL, s.opts.AllowedRedirectURLs) {
+	if req.redirectURL != "" && !redirectAllowed(req.redirectURL, s.knobs.Load().allowedRedirectURLs) {
 		return newError(http.StatusBadRequest, typeClientError, "Redirect url %s is not allowed for this organization", req.redirectURL)
 	}
 	if e := checkProvidersKnown(req.providerIDs); e != nil {

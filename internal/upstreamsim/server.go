@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,7 +39,8 @@ const (
 const DefaultMCPResource = "https://mcp.open-finance.test/mcp/"
 
 // Options configures a Server. The zero value is usable: every field has
-// the default given in its comment.
+// the default given in its comment. Server.UpdateSettings changes most of
+// them at run time; Reset restores them.
 type Options struct {
 	ClientID, ClientSecret string // defaults "dev-client", "dev-secret"
 	// Plan is "free", "starter" or "pro" (default "pro").
@@ -166,6 +168,7 @@ type Server struct {
 	faults  *faultSet
 	seen    *requestLog
 	mints   *mintCounter
+	knobs   atomic.Pointer[knobs] // the settings read on the request path
 	api     http.Handler
 	control http.Handler
 	consent *consentPages
@@ -195,6 +198,7 @@ func New(opts Options) *Server {
 		s.clock.freeze(opts.Start)
 	}
 	s.resetOrg()
+	s.knobs.Store(knobsFrom(opts))
 	s.api = s.routes()
 	s.control = s.controlRoutes()
 	s.consent = newConsentPages(s, opts.Seed)
@@ -226,11 +230,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(sw, newError(http.StatusBadRequest, typeClientError, "could not read the request body"))
 		return
 	}
-	s.seen.add(SeenRequest{
-		Time: s.clock.now(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
-		Header: r.Header.Clone(), Body: string(body),
-	})
-	f, faulted := s.faults.take(r)
+	seen := seenRequest(r, body, s.clock.now())
+	s.seen.add(seen)
+	f, faulted := s.faults.take(r, seen.UserID)
 	if faulted && !f.AfterActing && f.apply(sw, r) {
 		return
 	}
@@ -274,37 +276,52 @@ func (s *Server) resetOrg() {
 	s.org.plan = s.opts.Plan
 	s.org.productionAccess = s.opts.ProductionAccess
 	s.org.credits = s.opts.Credits
+	s.org.userCredits = nil
 	s.org.refreshUntil = time.Time{}
 	s.org.connectorDown = false
 	s.org.apiConnections = 0
 	s.org.mu.Unlock()
 }
 
-// Reset returns the simulator to its starting state: options' plan,
-// production access and credits, no running refresh, fresh seed data, no
-// faults, no recorded requests, zero mint counters, the clock offset at
-// zero and the configured client secret (if it had been rotated, that is
+// Reset returns the simulator to its starting state: the options'
+// settings (see Settings), no per-user credits, no running refresh, fresh
+// seed data, no faults, no recorded requests, zero mint counters, the clock
+// offset at zero and the configured client secret (if it had been rotated, that is
 // one more rotation: tokens minted under the rotated secret die). Tokens
 // minted under the configured secret stay valid.
 func (s *Server) Reset() {
 	s.resetOrg()
+	s.knobs.Store(knobsFrom(s.opts))
 	s.users.reset()
 	s.faults.clear()
 	s.seen.clear()
 	s.mints.reset()
 	s.clock.reset()
-	s.tokens.rotate(s.opts.ClientSecret)
+	s.tokens.rotate(s.opts.ClientSecret, false)
 }
 
-// InjectFault adds a fault; see Fault.
-func (s *Server) InjectFault(f Fault) { s.faults.add(f) }
+// InjectFault adds a fault and returns its id; see Fault.
+func (s *Server) InjectFault(f Fault) string { return s.faults.add(f) }
+
+// Faults returns the active faults in injection order, each with its id
+// and the Times it has left.
+func (s *Server) Faults() []Fault { return s.faults.list() }
+
+// RemoveFault removes the fault with id and reports whether there was one.
+func (s *Server) RemoveFault(id string) bool { return s.faults.remove(id) }
 
 // ClearFaults removes every fault.
 func (s *Server) ClearFaults() { s.faults.clear() }
 
 // RotateSecret makes newSecret the client secret. The old secret, and every
 // token minted under it, get 401 from now on.
-func (s *Server) RotateSecret(newSecret string) { s.tokens.rotate(newSecret) }
+func (s *Server) RotateSecret(newSecret string) { s.tokens.rotate(newSecret, false) }
+
+// RotateSecretPurgeFailed makes newSecret the client secret as the
+// application does when it reports that purging the cached tokens failed:
+// the old secret gets 401 from now on, but tokens minted under it keep
+// working until their lifetime ends. The next rotation purges them.
+func (s *Server) RotateSecretPurgeFailed(newSecret string) { s.tokens.rotate(newSecret, true) }
 
 // RevokeUser kills every token issued so far for userID (client and
 // connector tokens): they get 401. New tokens for the user work.
@@ -376,7 +393,7 @@ func (s *Server) IssueConnectorToken(userID string, scopes []string, linked bool
 	return s.tokens.mint(claims{
 		Sub: userID, Aud: s.opts.MCPResource, Kind: kindConnector,
 		Scope: strings.Join(scopes, " "), Linked: linked,
-	}, s.clock.now(), s.opts.TokenTTL)
+	}, s.clock.now(), s.knobs.Load().tokenTTL)
 }
 
 // SetConnectionStatus sets the status (ACTIVE, EXPIRED, REVOKED,

@@ -1,6 +1,7 @@
 package upstreamsim
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -56,9 +57,19 @@ func (c *claims) hasScope(s string) bool {
 }
 
 // credential is one generation of the organization's client secret.
+// With purgeFailed, the rotation that made it failed to purge the cached
+// tokens of the generation before (gen-1): they keep working until they
+// expire.
 type credential struct {
-	secret string
-	gen    uint64
+	secret      string
+	gen         uint64
+	purgeFailed bool
+}
+
+// accepts reports whether a client token minted under generation sgen is
+// still honoured.
+func (c *credential) accepts(sgen uint64) bool {
+	return sgen == c.gen || c.purgeFailed && sgen+1 == c.gen
 }
 
 // tokenIssuer holds the client credentials, signs and verifies tokens and
@@ -88,15 +99,18 @@ func (t *tokenIssuer) checkClient(id, secret string) bool {
 	return idOK && secOK
 }
 
-// rotate replaces the secret. The old secret and every token minted under
-// it stop working at once. Setting the current secret again is a no-op.
-func (t *tokenIssuer) rotate(secret string) {
+// rotate replaces the secret. The old secret stops working at once, and so
+// does every token minted under it unless purgeFailed: then the tokens of
+// the generation just replaced keep working until they expire (and a later
+// rotation purges them). Setting the current secret again is a no-op.
+func (t *tokenIssuer) rotate(secret string, purgeFailed bool) {
 	for {
 		old := t.cred.Load()
 		if old.secret == secret {
 			return
 		}
-		if t.cred.CompareAndSwap(old, &credential{secret: secret, gen: old.gen + 1}) {
+		next := &credential{secret: secret, gen: old.gen + 1, purgeFailed: purgeFailed}
+		if t.cred.CompareAndSwap(old, next) {
 			return
 		}
 	}
@@ -150,7 +164,8 @@ var (
 )
 
 // verify checks a token's shape, signature, expiry (against now), secret
-// generation and revocation, and returns its claims.
+// generation (see credential.accepts) and revocation, and returns its
+// claims.
 func (t *tokenIssuer) verify(tok string, now time.Time) (*claims, error) {
 	h, rest, ok := strings.Cut(tok, ".")
 	if !ok || h != jwtHeader {
@@ -178,11 +193,38 @@ func (t *tokenIssuer) verify(tok string, now time.Time) (*claims, error) {
 	if !now.Before(time.Unix(c.Exp, 0)) {
 		return nil, errExpired
 	}
-	if c.Kind == kindClient && c.Sgen != t.cred.Load().gen {
+	if c.Kind == kindClient && !t.cred.Load().accepts(c.Sgen) {
 		return nil, errRotated
 	}
 	if c.Rev != t.revocation(c.Sub) {
 		return nil, errRevoked
 	}
 	return &c, nil
+}
+
+// subject reads the "sub" claim of tok without verifying the token; it is
+// "" when tok is not shaped like a JWT. It names the user a request claims
+// to act for, for the request log and per-user faults, so it is on every
+// request's path: the simulator's own tokens carry "sub" early and
+// unescaped, and are read without a JSON decode.
+func subject(tok string) string {
+	_, rest, _ := strings.Cut(tok, ".")
+	p, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return ""
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(p)
+	if err != nil {
+		return ""
+	}
+	if _, v, ok := bytes.Cut(payload, []byte(`"sub":"`)); ok {
+		if sub, _, ok := bytes.Cut(v, []byte(`"`)); ok && bytes.IndexByte(sub, '\\') < 0 {
+			return string(sub)
+		}
+	}
+	var c struct {
+		Sub string `json:"sub"`
+	}
+	_ = json.Unmarshal(payload, &c)
+	return c.Sub
 }

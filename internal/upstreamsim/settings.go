@@ -1,0 +1,177 @@
+package upstreamsim
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"time"
+)
+
+// Settings are the start-up options a running simulator can change: every
+// flag of cmd/upstream-sim but the listen address, the client credentials
+// (see RotateSecret) and the control switch. Plan, ProductionAccess and
+// Credits are the organization's state (Org shows them too).
+type Settings struct {
+	// UnauthorizedShape is the token endpoint's 401 body on bad
+	// credentials: "message" or "typed" (Options.Unauthorized401Shape).
+	UnauthorizedShape string `json:"unauthorizedShape"`
+	// ExpiresInUnit is "seconds" or "milliseconds".
+	ExpiresInUnit string `json:"expiresInUnit"`
+	// TokenTTL is the lifetime of tokens minted from now on.
+	TokenTTL time.Duration `json:"-"`
+	// AccountCap is the corporate-account (connection) cap; 0 refuses
+	// every new connection.
+	AccountCap int `json:"accountCap"`
+	// BigQueryLock makes deleting a connection younger than 90 minutes 423.
+	BigQueryLock bool `json:"bigQueryLock"`
+	// AllowedRedirectURLs is the redirect allow-list.
+	AllowedRedirectURLs []string `json:"allowedRedirectURLs"`
+	Plan                string   `json:"plan"`
+	ProductionAccess    bool     `json:"productionAccess"`
+	// Credits is the organization's balance (per-user balances: Org).
+	Credits int `json:"credits"`
+}
+
+// SettingsPatch changes the settings whose fields are non-nil; see
+// Settings for each. A nil AllowedRedirectURLs keeps the list; an empty
+// one allows no redirect url.
+type SettingsPatch struct {
+	UnauthorizedShape   *string        `json:"unauthorizedShape"`
+	ExpiresInUnit       *string        `json:"expiresInUnit"`
+	TokenTTL            *time.Duration `json:"-"`
+	AccountCap          *int           `json:"accountCap"`
+	BigQueryLock        *bool          `json:"bigQueryLock"`
+	AllowedRedirectURLs []string       `json:"allowedRedirectURLs"`
+	Plan                *string        `json:"plan"`
+	ProductionAccess    *bool          `json:"productionAccess"`
+	Credits             *int           `json:"credits"`
+}
+
+// SettingError is a refused SettingsPatch: Key is the JSON name of the
+// setting at fault.
+type SettingError struct {
+	Key, Problem string
+}
+
+func (e *SettingError) Error() string { return fmt.Sprintf("%q %s", e.Key, e.Problem) }
+
+// validate checks every non-nil field of p, in field order.
+func (p SettingsPatch) validate() error {
+	switch {
+	case p.UnauthorizedShape != nil && *p.UnauthorizedShape != Shape401Message && *p.UnauthorizedShape != Shape401Typed:
+		return &SettingError{"unauthorizedShape", `must be "message" or "typed"`}
+	case p.ExpiresInUnit != nil && *p.ExpiresInUnit != UnitSeconds && *p.ExpiresInUnit != UnitMilliseconds:
+		return &SettingError{"expiresInUnit", `must be "seconds" or "milliseconds"`}
+	case p.TokenTTL != nil && *p.TokenTTL < time.Second:
+		return &SettingError{"tokenTTL", `must be a duration of at least 1s, such as "15m"`}
+	case p.AccountCap != nil && *p.AccountCap < 0:
+		return &SettingError{"accountCap", "must be 0 or more"}
+	case p.Plan != nil && !validPlan(*p.Plan):
+		return &SettingError{"plan", "must be one of [free, starter, pro]"}
+	case p.Credits != nil && *p.Credits < 0:
+		return &SettingError{"credits", "must be 0 or more"}
+	}
+	for _, u := range p.AllowedRedirectURLs {
+		if !redirectURLValid(u) {
+			return &SettingError{"allowedRedirectURLs", fmt.Sprintf("must hold absolute URLs without query or fragment; got %q", u)}
+		}
+	}
+	return nil
+}
+
+// redirectURLValid reports whether raw can be an allow-list entry: an
+// absolute URL with no query or fragment (redirectAllowed compares without
+// them, so such an entry would never match).
+func redirectURLValid(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && u.Scheme != "" && u.Host != "" && u.RawQuery == "" && u.Fragment == "" && !u.ForceQuery
+}
+
+// knobs are the settings that are not organization state. A stored *knobs
+// is never modified: a change stores a new one, so the request path reads
+// them with one atomic load.
+type knobs struct {
+	unauthorizedShape   string
+	expiresInUnit       string
+	tokenTTL            time.Duration
+	accountCap          int
+	bigQueryLock        bool
+	allowedRedirectURLs []string
+}
+
+// knobsFrom takes the knobs of opts, which has its defaults applied.
+func knobsFrom(opts Options) *knobs {
+	return &knobs{
+		unauthorizedShape: opts.Unauthorized401Shape, expiresInUnit: opts.ExpiresInUnit,
+		tokenTTL: opts.TokenTTL, accountCap: opts.AccountCap, bigQueryLock: *opts.BigQueryLock,
+		allowedRedirectURLs: slices.Clone(opts.AllowedRedirectURLs),
+	}
+}
+
+// with returns a copy of k with p's knob fields applied.
+func (k knobs) with(p SettingsPatch) *knobs {
+	set(&k.unauthorizedShape, p.UnauthorizedShape)
+	set(&k.expiresInUnit, p.ExpiresInUnit)
+	set(&k.tokenTTL, p.TokenTTL)
+	set(&k.accountCap, p.AccountCap)
+	set(&k.bigQueryLock, p.BigQueryLock)
+	if p.AllowedRedirectURLs != nil {
+		k.allowedRedirectURLs = slices.Clone(p.AllowedRedirectURLs)
+	}
+	return &k
+}
+
+// set stores *v in dst when v is not nil.
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// Settings returns the current settings.
+func (s *Server) Settings() Settings {
+	k, o := s.knobs.Load(), s.org.state()
+	return Settings{
+		UnauthorizedShape: k.unauthorizedShape, ExpiresInUnit: k.expiresInUnit, TokenTTL: k.tokenTTL,
+		AccountCap: k.accountCap, BigQueryLock: k.bigQueryLock,
+		AllowedRedirectURLs: slices.Clone(k.allowedRedirectURLs),
+		Plan:                o.Plan, ProductionAccess: o.ProductionAccess, Credits: o.Credits,
+	}
+}
+
+// UpdateSettings applies p and returns the settings that result. If any
+// field of p is invalid it changes nothing and returns a *SettingError
+// naming it. A changed TokenTTL applies to tokens minted from then on; a
+// lower AccountCap refuses new connections until enough are deleted. Reset
+// restores the Options' values.
+func (s *Server) UpdateSettings(p SettingsPatch) (Settings, error) {
+	if err := p.validate(); err != nil {
+		return s.Settings(), err
+	}
+	for {
+		old := s.knobs.Load()
+		if s.knobs.CompareAndSwap(old, old.with(p)) {
+			break
+		}
+	}
+	if p.Plan != nil {
+		s.SetPlan(*p.Plan)
+	}
+	if p.ProductionAccess != nil {
+		s.SetProductionAccess(*p.ProductionAccess)
+	}
+	if p.Credits != nil {
+		s.SetCredits(*p.Credits)
+	}
+	return s.Settings(), nil
+}
+
+// SetUserCredits gives userID a credit balance of its own (n, at least 0):
+// that user's on-demand refreshes are charged to it and answer 402 when it
+// is under 20, while other users go on with the organization's balance.
+// Reset or ClearUserCredits ends the override.
+func (s *Server) SetUserCredits(userID string, n int) { s.org.setUserCredits(userID, n) }
+
+// ClearUserCredits returns userID to the organization's balance and
+// reports whether it had one of its own.
+func (s *Server) ClearUserCredits(userID string) bool { return s.org.clearUserCredits(userID) }
