@@ -1,9 +1,6 @@
 package upstreamsim
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
 	"net/http"
 	"time"
 )
@@ -26,7 +23,7 @@ func (s *Server) fixtureControl(mux *http.ServeMux) {
 			Now      string            `json:"now"`
 			Personas map[string]string `json:"personas"`
 		}
-		if !decodeStrict(w, r, &in) {
+		if !decodeControl(w, r, &in) {
 			return
 		}
 		var start time.Time
@@ -58,7 +55,7 @@ func (s *Server) fixtureControl(mux *http.ServeMux) {
 			UserID  string `json:"userId"`
 			Persona string `json:"persona"`
 		}
-		if !decodeStrict(w, r, &in) {
+		if !decodeControl(w, r, &in) {
 			return
 		}
 		if in.UserID == "" || in.Persona == "" {
@@ -73,6 +70,9 @@ func (s *Server) fixtureControl(mux *http.ServeMux) {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /_sim/personas/{userId}", func(w http.ResponseWriter, r *http.Request) {
+		if !noBody(w, r) {
+			return
+		}
 		id := r.PathValue("userId")
 		writeJSON(w, http.StatusOK, struct {
 			UserID  string `json:"userId"`
@@ -83,19 +83,3 @@ func (s *Server) fixtureControl(mux *http.ServeMux) {
 
 // personaHint is the 400 message for an unknown persona.
 const personaHint = "must be one of [default, new, busy, troubled, free]"
-
-// decodeStrict is decodeControl refusing unknown keys, so a typo such as
-// "sead" is a 400 rather than a silently unseeded run.
-func decodeStrict(w http.ResponseWriter, r *http.Request, v any) bool {
-	b, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	if err == nil && len(bytes.TrimSpace(b)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		err = dec.Decode(v)
-	}
-	if err != nil {
-		controlError(w, "invalid JSON body: "+err.Error())
-		return false
-	}
-	return true
-}

@@ -36,6 +36,11 @@ var controlCalls = []struct {
 	{"POST", "/_sim/connector-token", map[string]any{"userId": "alice"}},
 	{"POST", "/_sim/connector-verification", map[string]any{"down": false}},
 	{"POST", "/_sim/connection-status", map[string]any{"userId": "alice", "connectionId": "x", "status": "ACTIVE"}},
+	{"POST", "/_sim/fixtures", map[string]any{"seed": "demo"}},
+	{"POST", "/_sim/personas", map[string]any{"userId": "alice", "persona": "busy"}},
+	{"GET", "/_sim/personas/alice", nil},
+	{"POST", "/_sim/payments/01KY12900GPN7T3N1FPMPK309R/status", map[string]any{"status": "ACSC"}},
+	{"POST", "/_sim/connections/01KY12900GPN7T3N1FPMPK309R/status", map[string]any{"status": "ACTIVE"}},
 }
 
 // Every control call refuses a key it does not know, naming it, and a body
@@ -80,7 +85,7 @@ func TestControlRefusesUnknownKeys(t *testing.T) {
 
 // simState is what control calls change, for comparing before and after.
 func simState(s *Server) []any {
-	return []any{s.Settings(), s.Org(), s.Faults(), s.Now(), s.TotalMints(), len(s.Requests())}
+	return []any{s.Settings(), s.Org(), s.Faults(), s.Now(), s.TotalMints(), len(s.Requests()), s.Persona("alice")}
 }
 
 // The case: a key of another call is refused, not ignored, and
