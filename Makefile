@@ -20,7 +20,8 @@ run: build
 	./scripts/run-dev.sh
 
 ## test: the whole suite with the race detector, on a real Redis, a real
-## PostgreSQL, HAProxy and a real OpenID provider (oidc-provider on Node.js);
+## PostgreSQL, HAProxy, headless Chromium and a real OpenID provider
+## (oidc-provider on Node.js);
 ## its fault-injection run is 15 s long (make chaos runs it longer)
 test: test-deps
 	./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -race -count=1 -timeout 20m $(PKGS)
