@@ -117,7 +117,12 @@ func (c *consentPages) setSeed(seed string) {
 
 // token is the consent token of the kind's id owned by userID.
 func (c *consentPages) token(kind, userID, id string) string {
-	m := hmac.New(sha256.New, c.key.Load()[:])
+	return sign(c.key.Load(), kind, userID, id)
+}
+
+// sign is the consent token of the kind's id owned by userID under key.
+func sign(key *[32]byte, kind, userID, id string) string {
+	m := hmac.New(sha256.New, key[:])
 	m.Write([]byte(kind + "\x00" + userID + "\x00" + id))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
@@ -139,6 +144,16 @@ func (s *Server) publicBase(r *http.Request) string {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host
+}
+
+// payURL is p's consent page link. Its token is signed once per signing
+// key and kept on p, so a list does not sign every payment on every read.
+// The caller holds the owner's mu.
+func (s *Server) payURL(r *http.Request, userID string, p *payment) string {
+	if key := s.consent.key.Load(); p.tokenKey != key {
+		p.token, p.tokenKey = sign(key, consentPayments, userID, p.ID), key
+	}
+	return s.publicBase(r) + consentPrefix + consentPayments + "/" + p.ID + "?token=" + p.token
 }
 
 // consentURL is the consent page link of the kind's id owned by userID.

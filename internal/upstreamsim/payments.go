@@ -31,7 +31,7 @@ func (s *Server) viewPayment(r *http.Request, c *call) func(*payment) payment {
 		p.settle(c.now)
 		v := *p
 		v.ProviderIDs = slices.Clone(p.ProviderIDs)
-		v.PayURL = s.consentURL(r, consentPayments, c.userID(), p.ID)
+		v.PayURL = s.payURL(r, c.userID(), p)
 		return v
 	}
 }

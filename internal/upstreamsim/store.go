@@ -48,6 +48,8 @@ type payment struct {
 	UpdatedAt          time.Time   `json:"updatedAt"`
 	initiatedAt        time.Time
 	includeFake        bool
+	token              string    // the consent token of payUrl, signed under tokenKey
+	tokenKey           *[32]byte // the consent key token was signed with; nil: not yet
 }
 
 // settle moves an initiated payment to ACSC once settleAfter has passed.
