@@ -223,7 +223,9 @@ func setPaymentStatus(p *payment, status string, now time.Time) {
 
 // setConnectionStatus moves c to status. A connection that becomes ACTIVE
 // for the first time (it was never fetched) is filled with fresh data, as
-// after the end-user's consent. The caller holds u.mu.
+// after the end-user's consent; one that becomes ACTIVE after its consent
+// ran out gets a new consent from now, or it would still read EXPIRED and
+// refresh would answer 409. The caller holds u.mu.
 func setConnectionStatus(u *userData, c *connection, status string, now time.Time) {
 	c.Status, c.UpdatedAt = status, now
 	if status != connActive {
@@ -232,6 +234,9 @@ func setConnectionStatus(u *userData, c *connection, status string, now time.Tim
 	c.Error = nil
 	if c.LastFetchedAt == nil {
 		fillConnection(u, c, now)
+	}
+	if !now.Before(c.ExpiryDate) {
+		c.StartDate, c.ExpiryDate = now, now.Add(consentDuration)
 	}
 }
 

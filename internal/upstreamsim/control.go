@@ -267,6 +267,10 @@ func (s *Server) controlRoutes() http.Handler {
 			controlError(w, `"userId", "connectionId" and "status" are required`)
 			return
 		}
+		if !slices.Contains(connectionStatuses, in.Status) {
+			controlError(w, `"status" must be one of [`+strings.Join(connectionStatuses, ", ")+`]`)
+			return
+		}
 		if err := s.SetConnectionStatus(in.UserID, in.ConnectionID, in.Status); err != nil {
 			writeAPIError(w, notFound("%s", err.Error()))
 			return

@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -396,10 +397,15 @@ func (s *Server) IssueConnectorToken(userID string, scopes []string, linked bool
 	}, s.clock.now(), s.knobs.Load().tokenTTL)
 }
 
-// SetConnectionStatus sets the status (ACTIVE, EXPIRED, REVOKED,
-// FETCHING_ERROR, ...) of one of userID's connections. A connection made
-// ACTIVE for the first time gets its data, as if the end-user had consented.
+// SetConnectionStatus sets the status of one of userID's connections:
+// ACTIVE, PENDING, INACTIVE, EXPIRED, REVOKED or FETCHING_ERROR. A
+// connection made ACTIVE for the first time gets its data, as if the
+// end-user had consented; one made ACTIVE after its consent ran out gets a
+// new 90-day consent.
 func (s *Server) SetConnectionStatus(userID, connectionID, status string) error {
+	if !slices.Contains(connectionStatuses, status) {
+		return fmt.Errorf("upstreamsim: unknown connection status %q", status)
+	}
 	u := s.users.get(userID, s.clock.now())
 	u.mu.Lock()
 	defer u.mu.Unlock()
