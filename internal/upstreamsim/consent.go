@@ -128,11 +128,11 @@ func (c *consentPages) valid(kind, userID, id, token string) bool {
 	return hmac.Equal([]byte(c.token(kind, userID, id)), []byte(token))
 }
 
-// publicBase is where a browser reaches the simulator: Options.PublicURL,
-// else the scheme and Host the API request came to.
+// publicBase is where a browser reaches the simulator: the publicURL
+// setting, else the scheme and Host the API request came to.
 func (s *Server) publicBase(r *http.Request) string {
-	if s.opts.PublicURL != "" {
-		return s.opts.PublicURL
+	if u := s.knobs.Load().publicURL; u != "" {
+		return u
 	}
 	scheme := "http"
 	if r.TLS != nil {
