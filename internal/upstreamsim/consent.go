@@ -383,32 +383,39 @@ func (c connectionConsent) returnURL() string {
 	return returnURL(c.redirectURL, "connectionId", c.ID, c.Status)
 }
 
-// lockConsent finds the payment or connection (by kind) id and its owner,
-// with the owner's mu held; the owner is nil if there is none.
-func (s *Server) lockConsent(kind, id string) (*userData, consentItem) {
+// lockConsent finds the payment or connection (by kind) id whose consent
+// token is token, and its owner, with the owner's mu held. The owner is
+// nil, and nothing held, for an unknown id and a wrong token alike.
+func (s *Server) lockConsent(kind, id, token string) (*userData, consentItem) {
+	var u *userData
+	var it consentItem
 	if kind == consentPayments {
-		u, p := s.lockPayment(id)
-		return u, paymentConsent{p}
+		var p *payment
+		u, p = s.lockPayment(id)
+		it = paymentConsent{p}
+	} else {
+		var c *connection
+		u, c = s.lockConnection(id)
+		it = connectionConsent{c}
 	}
-	u, c := s.lockConnection(id)
-	return u, connectionConsent{c}
+	if u != nil && !s.consent.valid(kind, u.id, id, token) {
+		u.mu.Unlock()
+		return nil, nil
+	}
+	return u, it
 }
 
 // showConsent serves GET of a kind's consent page: the form while the
 // end-user has not decided, the outcome afterwards.
 func (s *Server) showConsent(kind string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, token := r.PathValue("id"), r.URL.Query().Get("token")
-		u, it := s.lockConsent(kind, id)
+		token := r.URL.Query().Get("token")
+		u, it := s.lockConsent(kind, r.PathValue("id"), token)
 		if u == nil {
 			renderNotFound(w)
 			return
 		}
 		defer u.mu.Unlock()
-		if !s.consent.valid(kind, u.id, id, token) {
-			renderNotFound(w)
-			return
-		}
 		renderPage(w, http.StatusOK, it.page(u, token, s.clock.now()), redirectOrigin(it.redirect()))
 	}
 }
@@ -422,17 +429,12 @@ func (s *Server) decideConsent(kind string) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		id := r.PathValue("id")
-		u, it := s.lockConsent(kind, id)
+		u, it := s.lockConsent(kind, r.PathValue("id"), token)
 		if u == nil {
 			renderNotFound(w)
 			return
 		}
 		defer u.mu.Unlock()
-		if !s.consent.valid(kind, u.id, id, token) {
-			renderNotFound(w)
-			return
-		}
 		if it.decide(u, d, s.clock.now()) && it.redirect() != "" {
 			seeOther(w, it.returnURL())
 			return
