@@ -7,37 +7,21 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/fintech-bff/bff/internal/syncbuf"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 var listening = regexp.MustCompile(`listening on (http://\S+)`)
 
 // start runs the binary's run on a free port and returns its base URL, a
 // stop function that cancels ctx and returns run's error, and the stderr
 // buffer.
-func start(t *testing.T, args []string, env map[string]string) (string, func() error, *syncBuffer) {
+func start(t *testing.T, args []string, env map[string]string) (string, func() error, *syncbuf.Buffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	errc := make(chan error, 1)
 	go func() {
 		errc <- run(ctx, append([]string{"-listen", "127.0.0.1:0"}, args...), func(k string) string { return env[k] }, &stdout, &stderr)

@@ -1,7 +1,6 @@
 package upstreamsim
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,36 +8,18 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/fintech-bff/bff/internal/syncbuf"
 )
-
-// lockedBuffer is an io.Writer safe for the server's goroutines, read once
-// they are done.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // Neither the request log nor the debug log holds a client secret or a
 // token: mints, API calls, failed mints, rotations and connector tokens
 // leave only fingerprints.
 func TestRequestLogHoldsNoSecret(t *testing.T) {
 	const first, second, third, wrong = "first-Secret-9f3kQ", "second-Secret-2mZ", "third-Secret-Lp0", "wrong-Secret-7Yv"
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	h := newHarness(t, Options{Control: true, ClientSecret: first,
 		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	var tokens []string
