@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -353,7 +354,7 @@ func decodeControl(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	known := jsonKeys(reflect.TypeOf(v).Elem())
-	for k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(keys)) { // sorted: the same body names the same key
 		if !slices.Contains(known, k) {
 			controlError(w, unknownKey(r, k, known))
 			return false
