@@ -27,8 +27,9 @@ import (
 //
 // They are browser pages, not API routes: no Bearer token, no faults, not
 // in the request log. The token is an HMAC of the id and its owner under a
-// key drawn when the simulator starts, so a page cannot be driven by
-// guessing ids. A decision answers 303 to the redirect url with the outcome
+// key drawn when the simulator starts (derived from the seed when there is
+// one, see consentPages.setSeed), so a page cannot be driven by guessing
+// ids. A decision answers 303 to the redirect url with the outcome
 // in the query (paymentId or connectionId, and status), or, with no
 // redirect url or once the consent is already decided, to the page itself,
 // which then shows the outcome and changes nothing.
