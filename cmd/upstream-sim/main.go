@@ -81,8 +81,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 
+	// Options treats 0 as "default"; negative means 0.
 	if *credits == 0 {
-		*credits = -1 // Options treats 0 as "default"; negative means an empty balance.
+		*credits = -1 // an empty balance
+	}
+	if *accountCap == 0 {
+		*accountCap = -1 // no new connection
 	}
 	opts := upstreamsim.Options{
 		ClientID: *clientID, ClientSecret: *clientSecret, Plan: *plan, ProductionAccess: *production,
@@ -140,8 +144,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return nil
 }
 
+// splitList splits a comma-separated flag value; "" is an empty list, not
+// nil (which Options reads as "the default").
 func splitList(s string) []string {
-	var out []string
+	out := []string{}
 	for p := range strings.SplitSeq(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			out = append(out, p)

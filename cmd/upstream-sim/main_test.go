@@ -7,37 +7,21 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/fintech-bff/bff/internal/syncbuf"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 var listening = regexp.MustCompile(`listening on (http://\S+)`)
 
 // start runs the binary's run on a free port and returns its base URL, a
 // stop function that cancels ctx and returns run's error, and the stderr
 // buffer.
-func start(t *testing.T, args []string, env map[string]string) (string, func() error, *syncBuffer) {
+func start(t *testing.T, args []string, env map[string]string) (string, func() error, *syncbuf.Buffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	errc := make(chan error, 1)
 	go func() {
 		errc <- run(ctx, append([]string{"-listen", "127.0.0.1:0"}, args...), func(k string) string { return env[k] }, &stdout, &stderr)
@@ -160,10 +144,17 @@ func TestRunFlags(t *testing.T) {
 		{"bad listen address", []string{"-listen", "256.0.0.1:99999"}},
 		{"public url without a scheme", []string{"-public-url", "localhost:8081"}},
 		{"bad -now", []string{"-now", "yesterday"}},
+		{"relative redirect url", []string{"-allowed-redirect-urls", "/payment-done"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := run(context.Background(), tt.args, func(string) string { return "" }, io.Discard, io.Discard)
+			// A run that wrongly accepts the flags serves until ctx ends: on a
+			// free port, and for a bounded time, so the test fails instead of
+			// hanging or taking the default port.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			args := append([]string{"-listen", "127.0.0.1:0"}, tt.args...)
+			err := run(ctx, args, func(string) string { return "" }, io.Discard, io.Discard)
 			if err == nil {
 				t.Errorf("got nil error for %v, want one", tt.args)
 			}
@@ -209,6 +200,31 @@ func TestRunOptions(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusNotFound {
 		t.Errorf("control off by default: got %d, want 404", res.StatusCode)
+	}
+}
+
+// -account-cap 0 and an empty -allowed-redirect-urls mean what the same
+// values mean at run time (no new connection, no redirect url), not "the
+// default" as a zero Options field does.
+func TestRunZeroCapAndEmptyAllowList(t *testing.T) {
+	base, stop, _ := start(t, []string{"-control", "-account-cap", "0", "-allowed-redirect-urls", ""}, nil)
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	res, err := http.Get(base + "/_sim/settings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		AccountCap          int      `json:"accountCap"`
+		AllowedRedirectURLs []string `json:"allowedRedirectURLs"`
+	}
+	err = json.NewDecoder(res.Body).Decode(&got)
+	res.Body.Close()
+	if err != nil || got.AccountCap != 0 || got.AllowedRedirectURLs == nil || len(got.AllowedRedirectURLs) != 0 {
+		t.Errorf("got %+v (%v), want accountCap 0 and allowedRedirectURLs []", got, err)
 	}
 }
 

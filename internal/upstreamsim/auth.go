@@ -32,14 +32,14 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request, c *call) *a
 		return problemList(typeClientError, ck.problems...)
 	}
 	k := s.knobs.Load()
-	if !s.tokens.checkClient(id, secret) {
+	tok, ok := s.tokens.mintClient(id, secret, user, c.now, k.tokenTTL)
+	if !ok {
 		if k.unauthorizedShape == Shape401Typed {
 			return &apiError{Status: http.StatusUnauthorized, Type: typeClientError,
 				Message: `{"error":"access_denied","error_description":"Unauthorized"}`}
 		}
 		return unauthorized("Unauthorized: invalid client credentials")
 	}
-	tok := s.tokens.mint(claims{Sub: user, Kind: kindClient}, c.now, k.tokenTTL)
 	s.mints.add(user)
 	expiresIn := int64(k.tokenTTL / time.Second)
 	if k.expiresInUnit == UnitMilliseconds {

@@ -116,7 +116,7 @@ func (s *Server) getConnection(w http.ResponseWriter, r *http.Request, c *call) 
 }
 
 // createConnection is POST /v2/connections {providerIds, redirectUrl?}: 201
-// {id, connectUrl}. The new connection is INACTIVE, with no data, until the
+// {id, connectUrl}. The new connection is PENDING, with no data, until the
 // end-user consents on the connectUrl page (see consent.go). Past the
 // organization's cap: 403 ACCOUNT_LIMIT_REACHED.
 func (s *Server) createConnection(w http.ResponseWriter, r *http.Request, c *call) *apiError {

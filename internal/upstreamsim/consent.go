@@ -27,8 +27,9 @@ import (
 //
 // They are browser pages, not API routes: no Bearer token, no faults, not
 // in the request log. The token is an HMAC of the id and its owner under a
-// key drawn when the simulator starts, so a page cannot be driven by
-// guessing ids. A decision answers 303 to the redirect url with the outcome
+// key drawn when the simulator starts (derived from the seed when there is
+// one, see consentPages.setSeed), so a page cannot be driven by guessing
+// ids. A decision answers 303 to the redirect url with the outcome
 // in the query (paymentId or connectionId, and status), or, with no
 // redirect url or once the consent is already decided, to the page itself,
 // which then shows the outcome and changes nothing.
@@ -91,10 +92,10 @@ func newConsentPages(s *Server, seed string) *consentPages {
 	c := &consentPages{}
 	c.setSeed(seed)
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /consent/payments/{id}", s.showPaymentConsent)
-	mux.HandleFunc("POST /consent/payments/{id}", s.decidePaymentConsent)
-	mux.HandleFunc("GET /consent/connections/{id}", s.showConnectionConsent)
-	mux.HandleFunc("POST /consent/connections/{id}", s.decideConnectionConsent)
+	for _, kind := range []string{consentPayments, consentConnections} {
+		mux.HandleFunc("GET "+consentPrefix+kind+"/{id}", s.showConsent(kind))
+		mux.HandleFunc("POST "+consentPrefix+kind+"/{id}", s.decideConsent(kind))
+	}
 	mux.HandleFunc(consentPrefix, func(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, notFound("Cannot %s %s", r.Method, r.URL.Path))
 	})
@@ -133,11 +134,11 @@ func (c *consentPages) valid(kind, userID, id, token string) bool {
 	return hmac.Equal([]byte(c.token(kind, userID, id)), []byte(token))
 }
 
-// publicBase is where a browser reaches the simulator: Options.PublicURL,
-// else the scheme and Host the API request came to.
+// publicBase is where a browser reaches the simulator: the publicURL
+// setting, else the scheme and Host the API request came to.
 func (s *Server) publicBase(r *http.Request) string {
-	if s.opts.PublicURL != "" {
-		return s.opts.PublicURL
+	if u := s.knobs.Load().publicURL; u != "" {
+		return u
 	}
 	scheme := "http"
 	if r.TLS != nil {
@@ -238,7 +239,9 @@ func setPaymentStatus(p *payment, status string, now time.Time) {
 
 // setConnectionStatus moves c to status. A connection that becomes ACTIVE
 // for the first time (it was never fetched) is filled with fresh data, as
-// after the end-user's consent. The caller holds u.mu.
+// after the end-user's consent; one that becomes ACTIVE after its consent
+// ran out gets a new consent from now, or it would still read EXPIRED and
+// refresh would answer 409. The caller holds u.mu.
 func setConnectionStatus(u *userData, c *connection, status string, now time.Time) {
 	c.Status, c.UpdatedAt = status, now
 	if status != connActive {
@@ -247,6 +250,9 @@ func setConnectionStatus(u *userData, c *connection, status string, now time.Tim
 	c.Error = nil
 	if c.LastFetchedAt == nil {
 		fillConnection(u, c, now)
+	}
+	if !now.Before(c.ExpiryDate) {
+		c.StartDate, c.ExpiryDate = now, now.Add(consentDuration)
 	}
 }
 
@@ -338,47 +344,119 @@ func selfURL(r *http.Request, token string) string {
 	return r.URL.Path + "?token=" + url.QueryEscape(token)
 }
 
-func (s *Server) showPaymentConsent(w http.ResponseWriter, r *http.Request) {
-	id, token := r.PathValue("id"), r.URL.Query().Get("token")
-	u, p := s.lockPayment(id)
-	if u == nil {
-		renderNotFound(w)
-		return
-	}
-	defer u.mu.Unlock()
-	if !s.consent.valid(consentPayments, u.id, id, token) {
-		renderNotFound(w)
-		return
-	}
-	p.settle(s.clock.now())
-	renderPage(w, http.StatusOK, paymentPage(u, p, token), redirectOrigin(p.RedirectURL))
+// consentItem is a payment or a connection as its consent page sees it.
+// Every method is called with the owner's mu held.
+type consentItem interface {
+	// page is what the owner u sees at the link carrying token.
+	page(u *userData, token string, now time.Time) page
+	// redirect is where the end-user goes back to; "" for none.
+	redirect() string
+	// decide applies d if the item still waits for the end-user, and
+	// reports whether it did.
+	decide(u *userData, d decision, now time.Time) bool
+	// returnURL is redirect with the outcome in its query.
+	returnURL() string
 }
 
-func (s *Server) decidePaymentConsent(w http.ResponseWriter, r *http.Request) {
-	token, d, ok := decide(w, r)
-	if !ok {
-		return
+type paymentConsent struct{ *payment }
+
+func (p paymentConsent) page(u *userData, token string, now time.Time) page {
+	p.settle(now)
+	return paymentPage(u, p.payment, token)
+}
+
+func (p paymentConsent) redirect() string { return p.RedirectURL }
+
+func (p paymentConsent) decide(_ *userData, d decision, now time.Time) bool {
+	if p.settle(now); !paymentOpen(p.payment) {
+		return false
 	}
-	id := r.PathValue("id")
-	u, p := s.lockPayment(id)
-	if u == nil {
-		renderNotFound(w)
-		return
+	decidePayment(p.payment, d, now)
+	return true
+}
+
+func (p paymentConsent) returnURL() string {
+	return returnURL(p.RedirectURL, "paymentId", p.ID, p.Status)
+}
+
+type connectionConsent struct{ *connection }
+
+func (c connectionConsent) page(_ *userData, token string, now time.Time) page {
+	return connectionPage(c.connection, token, now)
+}
+
+func (c connectionConsent) redirect() string { return c.redirectURL }
+
+func (c connectionConsent) decide(u *userData, d decision, now time.Time) bool {
+	if !connectionOpen(c.connection) {
+		return false
 	}
-	defer u.mu.Unlock()
-	if !s.consent.valid(consentPayments, u.id, id, token) {
-		renderNotFound(w)
-		return
+	decideConnection(u, c.connection, d, now)
+	return true
+}
+
+func (c connectionConsent) returnURL() string {
+	return returnURL(c.redirectURL, "connectionId", c.ID, c.Status)
+}
+
+// lockConsent finds the payment or connection (by kind) id whose consent
+// token is token, and its owner, with the owner's mu held. The owner is
+// nil, and nothing held, for an unknown id and a wrong token alike.
+func (s *Server) lockConsent(kind, id, token string) (*userData, consentItem) {
+	var u *userData
+	var it consentItem
+	if kind == consentPayments {
+		var p *payment
+		u, p = s.lockPayment(id)
+		it = paymentConsent{p}
+	} else {
+		var c *connection
+		u, c = s.lockConnection(id)
+		it = connectionConsent{c}
 	}
-	now := s.clock.now()
-	if p.settle(now); paymentOpen(p) {
-		decidePayment(p, d, now)
-		if p.RedirectURL != "" {
-			seeOther(w, returnURL(p.RedirectURL, "paymentId", p.ID, p.Status))
+	if u != nil && !s.consent.valid(kind, u.id, id, token) {
+		u.mu.Unlock()
+		return nil, nil
+	}
+	return u, it
+}
+
+// showConsent serves GET of a kind's consent page: the form while the
+// end-user has not decided, the outcome afterwards.
+func (s *Server) showConsent(kind string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		token := r.URL.Query().Get("token")
+		u, it := s.lockConsent(kind, r.PathValue("id"), token)
+		if u == nil {
+			renderNotFound(w)
 			return
 		}
+		defer u.mu.Unlock()
+		renderPage(w, http.StatusOK, it.page(u, token, s.clock.now()), redirectOrigin(it.redirect()))
 	}
-	seeOther(w, selfURL(r, token))
+}
+
+// decideConsent serves POST of a kind's consent page: the decision, then
+// 303 to the redirect url with the outcome, or to the page itself when
+// there is no redirect url or the consent was already decided.
+func (s *Server) decideConsent(kind string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		token, d, ok := decide(w, r)
+		if !ok {
+			return
+		}
+		u, it := s.lockConsent(kind, r.PathValue("id"), token)
+		if u == nil {
+			renderNotFound(w)
+			return
+		}
+		defer u.mu.Unlock()
+		if it.decide(u, d, s.clock.now()) && it.redirect() != "" {
+			seeOther(w, it.returnURL())
+			return
+		}
+		seeOther(w, selfURL(r, token))
+	}
 }
 
 // decidePayment applies the end-user's decision to an open payment; the
@@ -388,47 +466,6 @@ func decidePayment(p *payment, d decision, now time.Time) {
 	if d.payment != statusCANC {
 		p.ProviderID = paymentBank(p)
 	}
-}
-
-func (s *Server) showConnectionConsent(w http.ResponseWriter, r *http.Request) {
-	id, token := r.PathValue("id"), r.URL.Query().Get("token")
-	u, c := s.lockConnection(id)
-	if u == nil {
-		renderNotFound(w)
-		return
-	}
-	defer u.mu.Unlock()
-	if !s.consent.valid(consentConnections, u.id, id, token) {
-		renderNotFound(w)
-		return
-	}
-	renderPage(w, http.StatusOK, connectionPage(c, token, s.clock.now()), redirectOrigin(c.redirectURL))
-}
-
-func (s *Server) decideConnectionConsent(w http.ResponseWriter, r *http.Request) {
-	token, d, ok := decide(w, r)
-	if !ok {
-		return
-	}
-	id := r.PathValue("id")
-	u, c := s.lockConnection(id)
-	if u == nil {
-		renderNotFound(w)
-		return
-	}
-	defer u.mu.Unlock()
-	if !s.consent.valid(consentConnections, u.id, id, token) {
-		renderNotFound(w)
-		return
-	}
-	if connectionOpen(c) {
-		decideConnection(u, c, d, s.clock.now())
-		if c.redirectURL != "" {
-			seeOther(w, returnURL(c.redirectURL, "connectionId", c.ID, c.Status))
-			return
-		}
-	}
-	seeOther(w, selfURL(r, token))
 }
 
 // decideConnection applies the end-user's decision to an open connection.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -267,6 +268,10 @@ func (s *Server) controlRoutes() http.Handler {
 			controlError(w, `"userId", "connectionId" and "status" are required`)
 			return
 		}
+		if !slices.Contains(connectionStatuses, in.Status) {
+			controlError(w, `"status" must be one of [`+strings.Join(connectionStatuses, ", ")+`]`)
+			return
+		}
 		if err := s.SetConnectionStatus(in.UserID, in.ConnectionID, in.Status); err != nil {
 			writeAPIError(w, notFound("%s", err.Error()))
 			return
@@ -349,7 +354,7 @@ func decodeControl(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	known := jsonKeys(reflect.TypeOf(v).Elem())
-	for k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(keys)) { // sorted: the same body names the same key
 		if !slices.Contains(known, k) {
 			controlError(w, unknownKey(r, k, known))
 			return false

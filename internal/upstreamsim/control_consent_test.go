@@ -2,7 +2,9 @@ package upstreamsim
 
 import (
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestConsentControl(t *testing.T) {
@@ -62,5 +64,42 @@ func TestConsentControl(t *testing.T) {
 	}
 	if err := h.sim.SetPaymentStatus("u", "nope", statusACSC); err == nil {
 		t.Error("SetPaymentStatus on an unknown payment: got nil, want an error")
+	}
+}
+
+// A connection whose consent ran out, made ACTIVE by the control API (a
+// reconnect without the browser), reads ACTIVE and can be refreshed: it
+// gets a new consent from now. An unknown status is refused by both
+// connection-status calls and by the Go method.
+func TestControlReactivatesExpiredConnection(t *testing.T) {
+	for _, path := range []string{"connections/{id}/status", "connection-status"} {
+		t.Run(path, func(t *testing.T) {
+			h := newHarness(t, Options{Control: true})
+			tok := h.token("u")
+			conns := seededConnections(t, h, tok)
+			if err := h.sim.SetConnectionStatus("u", conns[connActive], connRevoked); err != nil { // so only the expired one can refresh
+				t.Fatal(err)
+			}
+			expired := conns["EXPIRED"]
+			body := map[string]any{"status": connActive}
+			url := "/_sim/connections/" + expired + "/status"
+			if path == "connection-status" {
+				body = map[string]any{"userId": "u", "connectionId": expired, "status": connActive}
+				url = "/_sim/connection-status"
+			}
+			wantNoContent(h, h.do("POST", url, "", body))
+			got := h.wantStatus(tok, "/v2/connections/"+expired, connActive)
+			if want := h.sim.Now().Add(consentDuration).Format(time.DateOnly); got["expiryDate"] != want || got["error"] != nil {
+				t.Errorf("got %v, want a new consent until %s and no error", got, want)
+			}
+			if r := h.do("POST", "/chat/chat/connections/refresh", tok, nil); r.status != http.StatusOK {
+				t.Errorf("refresh: got %d %s, want 200", r.status, r.body)
+			}
+			body["status"] = "DONE"
+			wantError(t, h.do("POST", url, "", body), http.StatusBadRequest, typeClientError, "")
+		})
+	}
+	if err := New(Options{}).SetConnectionStatus("u", "x", "DONE"); err == nil || !strings.Contains(err.Error(), "unknown connection status") {
+		t.Errorf("SetConnectionStatus DONE: got %v, want an unknown-status error", err)
 	}
 }

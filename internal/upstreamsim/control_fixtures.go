@@ -1,7 +1,9 @@
 package upstreamsim
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -35,8 +37,8 @@ func (s *Server) fixtureControl(mux *http.ServeMux) {
 			}
 			start = t
 		}
-		for user, p := range in.Personas {
-			if !validPersona(p) {
+		for _, user := range slices.Sorted(maps.Keys(in.Personas)) { // sorted: the same body names the same user
+			if !validPersona(in.Personas[user]) {
 				controlError(w, `"personas" of "`+user+`": `+personaHint)
 				return
 			}

@@ -104,6 +104,19 @@ func TestControlNamesTheKeysACallTakes(t *testing.T) {
 	}
 }
 
+// A refusal is a function of the body: with several bad keys (or bad
+// personas) the same one is named every time, so a snapshot of the 400
+// does not flake.
+func TestControlRefusalIsDeterministic(t *testing.T) {
+	h := newHarness(t, Options{Control: true})
+	for range 20 {
+		wantError(t, h.do("POST", "/_sim/org", "", `{"zz":1,"mm":2,"aa":3}`), http.StatusBadRequest, typeClientError,
+			`unknown key "aa": POST /_sim/org takes credits, plan, productionAccess`)
+		wantError(t, h.do("POST", "/_sim/fixtures", "", `{"personas":{"zed":"x","amy":"y","kim":"z"}}`), http.StatusBadRequest, typeClientError,
+			`"personas" of "amy": `+personaHint)
+	}
+}
+
 // Each accepted body above is accepted (the table is not refusing for
 // another reason).
 func TestControlCallsAccept(t *testing.T) {

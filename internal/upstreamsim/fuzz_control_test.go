@@ -10,10 +10,10 @@ import (
 
 // FuzzSeenBody feeds arbitrary token-request bodies to the request log's
 // redaction: it never panics, and what it keeps is empty, REDACTED, or a
-// JSON object whose secret and token keys all hold REDACTED.
+// JSON object whose secret and token keys, at any depth, all hold REDACTED.
 func FuzzSeenBody(f *testing.F) {
 	for _, s := range []string{`{"clientId":"c","clientSecret":"s","userId":"u"}`, `clientSecret=s`, ``, `null`, `[1]`,
-		`{"ClientSECRET":{"nested":"s"}}`, `{"accessToken":"t"} x`} {
+		`{"ClientSECRET":{"nested":"s"}}`, `{"accessToken":"t"} x`, `{"creds":[{"clientSecret":"s"}]}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
@@ -25,12 +25,33 @@ func FuzzSeenBody(f *testing.F) {
 		if err := json.Unmarshal([]byte(got), &m); err != nil {
 			t.Fatalf("kept %q, want a JSON object, REDACTED or nothing", got)
 		}
-		for k, v := range m {
-			if l := strings.ToLower(k); (strings.Contains(l, "secret") || strings.Contains(l, "token")) && v != redacted {
-				t.Fatalf("kept %q: key %q holds %v, want REDACTED", got, k, v)
-			}
+		if k, v, ok := unredacted(m); ok {
+			t.Fatalf("kept %q: key %q holds %v, want REDACTED", got, k, v)
 		}
 	})
+}
+
+// unredacted finds, at any depth of a decoded JSON value, a key that names
+// a secret or token and does not hold REDACTED.
+func unredacted(v any) (string, any, bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if l := strings.ToLower(k); (strings.Contains(l, "secret") || strings.Contains(l, "token")) && e != redacted {
+				return k, e, true
+			}
+			if k, e, ok := unredacted(e); ok {
+				return k, e, true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if k, e, ok := unredacted(e); ok {
+				return k, e, true
+			}
+		}
+	}
+	return "", nil, false
 }
 
 // FuzzSubject feeds arbitrary bearer tokens to subject: it never panics,

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,11 +19,13 @@ const maxSeen = 10000
 
 // SeenRequest is one request as the simulator received it, with its
 // credentials redacted: developers paste the log into bug reports. The
-// Authorization, Proxy-Authorization and Cookie headers hold a fingerprint
-// of their credentials (see Fingerprint), and a JSON body's secret and
-// token fields hold "REDACTED". UserID is the user the request says it
-// acts for: its Bearer token's subject (read, not verified), or the userId
-// of a token request. Requests to the control API are not recorded.
+// Authorization, Proxy-Authorization and Cookie headers, and any header
+// whose name contains "secret" or "token", hold a fingerprint of their
+// credentials (see Fingerprint). A query parameter or a JSON body key,
+// at any depth, whose name contains "secret" or "token" (any case) holds
+// "REDACTED". UserID is the user the request says it acts for: its Bearer
+// token's subject (read, not verified), or the userId of a token request.
+// Requests to the control API are not recorded.
 type SeenRequest struct {
 	Time   time.Time   `json:"time"`
 	Method string      `json:"method"`
@@ -36,8 +40,31 @@ type SeenRequest struct {
 const redacted = "REDACTED"
 
 // credentialHeaders are the headers whose values the request log
-// fingerprints instead of storing.
+// fingerprints instead of storing, besides those credentialName matches.
 var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie"}
+
+// credentialName reports whether a header, query parameter or JSON key
+// names a credential: its name contains "secret" or "token", in any case.
+func credentialName[T string | []byte](name T) bool {
+	return containsFold(name, "secret") || containsFold(name, "token")
+}
+
+// containsFold reports whether s contains word (lower-case ASCII) in any
+// case, without allocating: it runs on every request's query and body.
+func containsFold[T string | []byte](s T, word string) bool {
+	for i := 0; i+len(word) <= len(s); i++ {
+		j := 0
+		for ; j < len(word); j++ {
+			if c := s[i+j]; c != word[j] && c+('a'-'A') != word[j] {
+				break
+			}
+		}
+		if j == len(word) {
+			return true
+		}
+	}
+	return false
+}
 
 // Fingerprint is how the request log shows a credential: for a long one
 // (a token) its first 6 characters, then "…(sha256:" and the first 8 hex
@@ -66,8 +93,10 @@ func redactHeader(v string) string {
 // seenHeader copies h with its credential headers fingerprinted.
 func seenHeader(h http.Header) http.Header {
 	out := h.Clone()
-	for _, k := range credentialHeaders {
-		vs := out[k]
+	for k, vs := range out {
+		if !slices.Contains(credentialHeaders, k) && !credentialName(k) {
+			continue
+		}
 		for i, v := range vs {
 			vs[i] = redactHeader(v)
 		}
@@ -75,31 +104,79 @@ func seenHeader(h http.Header) http.Header {
 	return out
 }
 
+// seenQuery is a raw query with the values of credential parameters
+// redacted, its order and encoding otherwise kept. A query that does not
+// mention a secret or token (nor hides a name behind %-escapes) is kept as
+// sent.
+func seenQuery(raw string) string {
+	if !credentialName(raw) && !strings.Contains(raw, "%") {
+		return raw
+	}
+	pairs := strings.Split(raw, "&")
+	for i, p := range pairs {
+		k, _, _ := strings.Cut(p, "=")
+		if name, err := url.QueryUnescape(k); err != nil || credentialName(name) {
+			pairs[i] = k + "=" + redacted
+		}
+	}
+	return strings.Join(pairs, "&")
+}
+
 // seenBody is the recorded form of a request body. A body that is not a
-// token request's and mentions no secret or token is kept as sent (a cheap
-// byte scan, so payment bodies cost nothing more). Otherwise a JSON object
-// keeps its keys with the values of secret and token fields redacted;
-// anything else is redacted whole. It also returns the body's top-level
-// userId, the user a token request names.
+// token request's and mentions no secret or token, in any case and with no
+// JSON escape that could spell one, is kept as sent (a cheap byte scan, so
+// payment bodies cost nothing more). Otherwise the value of every JSON key
+// that names a credential, at any depth, is redacted (the rest of the
+// body re-encoded around it); a token request's body that is not a JSON
+// object, and any other body that mentions a secret or token but is not a
+// JSON object or array, is redacted whole. It also returns the body's
+// top-level userId, the user a token request names.
 func seenBody(body []byte, tokenRequest bool) (string, string) {
-	if !tokenRequest && !bytes.Contains(body, []byte("ecret")) && !bytes.Contains(body, []byte("oken")) {
+	mentions := credentialName(body)
+	if !tokenRequest && !mentions && !bytes.Contains(body, []byte(`\u`)) {
 		return string(body), ""
 	}
 	if len(body) == 0 {
 		return "", ""
 	}
-	var m map[string]any
-	if err := json.Unmarshal(body, &m); err != nil || m == nil {
+	var v any
+	err := json.Unmarshal(body, &v)
+	m, isObject := v.(map[string]any)
+	_, isArray := v.([]any)
+	switch {
+	case tokenRequest && !isObject, mentions && !isObject && !isArray:
 		return redacted, ""
-	}
-	for k := range m {
-		if l := strings.ToLower(k); strings.Contains(l, "secret") || strings.Contains(l, "token") {
-			m[k] = redacted
-		}
+	case err != nil: // not JSON: its \u is no escape, and it names no credential
+		return string(body), ""
 	}
 	user, _ := m["userId"].(string)
-	b, _ := json.Marshal(m)
+	if !redactJSON(v) {
+		return string(body), user
+	}
+	b, _ := json.Marshal(v)
 	return string(b), user
+}
+
+// redactJSON replaces, in a decoded JSON value, the value of every key
+// that names a credential, in objects at any depth and inside arrays. It
+// reports whether it replaced any.
+func redactJSON(v any) bool {
+	changed := false
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if credentialName(k) {
+				v[k], changed = redacted, true
+				continue
+			}
+			changed = redactJSON(e) || changed
+		}
+	case []any:
+		for _, e := range v {
+			changed = redactJSON(e) || changed
+		}
+	}
+	return changed
 }
 
 // seenRequest is r (with its already read body) as the request log keeps
@@ -115,7 +192,7 @@ func seenRequest(r *http.Request, body []byte, now time.Time) SeenRequest {
 		user = subject(tok)
 	}
 	return SeenRequest{
-		Time: now, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
+		Time: now, Method: r.Method, Path: r.URL.Path, Query: seenQuery(r.URL.RawQuery),
 		UserID: user, Header: seenHeader(r.Header), Body: recorded,
 	}
 }

@@ -1,43 +1,25 @@
 package upstreamsim
 
 import (
-	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/fintech-bff/bff/internal/syncbuf"
 )
-
-// lockedBuffer is an io.Writer safe for the server's goroutines, read once
-// they are done.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // Neither the request log nor the debug log holds a client secret or a
 // token: mints, API calls, failed mints, rotations and connector tokens
 // leave only fingerprints.
 func TestRequestLogHoldsNoSecret(t *testing.T) {
 	const first, second, third, wrong = "first-Secret-9f3kQ", "second-Secret-2mZ", "third-Secret-Lp0", "wrong-Secret-7Yv"
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	h := newHarness(t, Options{Control: true, ClientSecret: first,
 		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	var tokens []string
@@ -108,6 +90,67 @@ func TestRequestLogHoldsNoSecret(t *testing.T) {
 	}
 	if !sawMint || !sawCall {
 		t.Errorf("got mint recorded %v, bob's call recorded by fingerprint %v; want both", sawMint, sawCall)
+	}
+}
+
+// A credential sent anywhere but the three credential headers and a
+// top-level body key is still kept out of the log: nested in the body,
+// under an upper-case key, in the query string or in a header of its own.
+func TestRequestLogRedactsCredentialsAnywhere(t *testing.T) {
+	const secret = "sup3r-Secr3t-Value-xyz"
+	tests := []struct {
+		name, method, path, body string
+		header                   string // a header of its own carrying the secret
+		wantKept                 string // what the log must still show
+	}{
+		{"nested body key", "POST", "/v2/merchants", `{"name":"Shop","config":{"clientSecret":"` + secret + `"}}`, "", `"name":"Shop"`},
+		{"upper-case body key", "POST", "/v2/merchants", `{"name":"Shop","CLIENT_SECRET":"` + secret + `"}`, "", `"CLIENT_SECRET":"REDACTED"`},
+		{"upper-case token key", "POST", "/v2/merchants", `{"ACCESS_TOKEN":"` + secret + `"}`, "", `"ACCESS_TOKEN":"REDACTED"`},
+		{"escaped key", "POST", "/v2/merchants", `{"clientS\u0065cret":"` + secret + `"}`, "", `"clientSecret":"REDACTED"`},
+		{"array of objects", "POST", "/v2/merchants", `[{"refreshToken":"` + secret + `"}]`, "", `"refreshToken":"REDACTED"`},
+		{"token request, nested", "POST", "/oauth/token", `{"clientId":"c","creds":{"clientSecret":"` + secret + `"},"userId":"u"}`, "", `"userId":"u"`},
+		{"query parameter", "GET", "/v2/payments?limit=3&access_token=" + secret, "", "", "limit=3&access_token=REDACTED"},
+		{"escaped query name", "GET", "/v2/payments?client%53ecret=" + secret + "&limit=3", "", "", "client%53ecret=REDACTED&limit=3"},
+		{"header of its own", "GET", "/v2/payments", "", "X-Client-Secret", "X-Client-Secret"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, Options{})
+			req, err := http.NewRequest(tt.method, h.url+tt.path, strings.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			if tt.header != "" {
+				req.Header.Set(tt.header, secret)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			log := fmt.Sprintf("%+v", h.sim.Requests())
+			if strings.Contains(log, secret) {
+				t.Errorf("got log %s, want no %q in it", log, secret)
+			}
+			if !strings.Contains(log, tt.wantKept) {
+				t.Errorf("got log %s, want it to still show %s", log, tt.wantKept)
+			}
+		})
+	}
+}
+
+// A body that names no credential is kept byte for byte, even when it has
+// JSON escapes that had to be read to be sure.
+func TestSeenBodyKeepsHarmlessBodies(t *testing.T) {
+	for _, body := range []string{
+		`{"paymentInformation":{"remittanceInformation":"a \u003cgift\u003e"},"b":1,"a":2}`,
+		`{"remittanceInformation":"a token of thanks","b":1,"a":2}`,
+		`not json \u0041`,
+	} {
+		if got, _ := seenBody([]byte(body), false); got != body {
+			t.Errorf("seenBody(%s): got %s, want it kept as sent", body, got)
+		}
 	}
 }
 

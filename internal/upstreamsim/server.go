@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -55,13 +56,16 @@ type Options struct {
 	// Credits is the starting credit balance (default 100; negative means 0).
 	Credits int
 	// AccountCap is the organization's corporate-account (connection) cap
-	// for connections created through the API (default 5).
+	// for connections created through the API (default 5; negative means 0,
+	// which refuses every new connection).
 	AccountCap int
 	// BigQueryLock, when true, makes DELETE of a connection younger than 90
 	// minutes answer 423. Nil means true.
 	BigQueryLock *bool
-	// AllowedRedirectURLs is the organization's redirect allow-list (default
-	// https://app.example.com/payment-done and http://localhost:8080/payment-done).
+	// AllowedRedirectURLs is the organization's redirect allow-list of
+	// absolute URLs without query or fragment (nil: the default
+	// https://app.example.com/payment-done and http://localhost:8080/payment-done;
+	// empty and non-nil: no redirect url is allowed).
 	AllowedRedirectURLs []string
 	// Control enables the /_sim/ control API (default off).
 	Control bool
@@ -116,9 +120,10 @@ func (o Options) withDefaults() Options {
 		o.Credits = 100
 	}
 	o.Credits = max(o.Credits, 0)
-	if o.AccountCap <= 0 {
+	if o.AccountCap == 0 {
 		o.AccountCap = 5
 	}
+	o.AccountCap = max(o.AccountCap, 0)
 	if o.BigQueryLock == nil {
 		o.BigQueryLock = Bool(true)
 	}
@@ -153,6 +158,11 @@ func (o Options) Validate() error {
 		return fmt.Errorf("upstreamsim: 401 shape %q: want message or typed", o.Unauthorized401Shape)
 	case !strings.HasSuffix(o.MCPResource, "/"):
 		return fmt.Errorf("upstreamsim: MCP resource %q needs a trailing slash", o.MCPResource)
+	}
+	for _, u := range o.AllowedRedirectURLs {
+		if !redirectURLValid(u) {
+			return fmt.Errorf("upstreamsim: allowed redirect url %q: want an absolute URL without query or fragment", u)
+		}
 	}
 	return validPublicURL(o.PublicURL)
 }
@@ -396,10 +406,15 @@ func (s *Server) IssueConnectorToken(userID string, scopes []string, linked bool
 	}, s.clock.now(), s.knobs.Load().tokenTTL)
 }
 
-// SetConnectionStatus sets the status (ACTIVE, EXPIRED, REVOKED,
-// FETCHING_ERROR, ...) of one of userID's connections. A connection made
-// ACTIVE for the first time gets its data, as if the end-user had consented.
+// SetConnectionStatus sets the status of one of userID's connections:
+// ACTIVE, PENDING, INACTIVE, EXPIRED, REVOKED or FETCHING_ERROR. A
+// connection made ACTIVE for the first time gets its data, as if the
+// end-user had consented; one made ACTIVE after its consent ran out gets a
+// new 90-day consent.
 func (s *Server) SetConnectionStatus(userID, connectionID, status string) error {
+	if !slices.Contains(connectionStatuses, status) {
+		return fmt.Errorf("upstreamsim: unknown connection status %q", status)
+	}
 	u := s.users.get(userID, s.clock.now())
 	u.mu.Lock()
 	defer u.mu.Unlock()

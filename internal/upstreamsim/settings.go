@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 )
 
 // Settings are the start-up options a running simulator can change: every
 // flag of cmd/upstream-sim but the listen address, the client credentials
-// (see RotateSecret) and the control switch. Plan, ProductionAccess and
-// Credits are the organization's state (Org shows them too).
+// (see RotateSecret), the control switch, -v, and -seed and -now (see
+// LoadFixtures). Plan, ProductionAccess and Credits are the organization's
+// state (Org shows them too).
 type Settings struct {
 	// UnauthorizedShape is the token endpoint's 401 body on bad
 	// credentials: "message" or "typed" (Options.Unauthorized401Shape).
@@ -26,8 +28,11 @@ type Settings struct {
 	BigQueryLock bool `json:"bigQueryLock"`
 	// AllowedRedirectURLs is the redirect allow-list.
 	AllowedRedirectURLs []string `json:"allowedRedirectURLs"`
-	Plan                string   `json:"plan"`
-	ProductionAccess    bool     `json:"productionAccess"`
+	// PublicURL is the base of the consent links (Options.PublicURL); ""
+	// means the scheme and Host of each API request.
+	PublicURL        string `json:"publicURL"`
+	Plan             string `json:"plan"`
+	ProductionAccess bool   `json:"productionAccess"`
 	// Credits is the organization's balance (per-user balances: Org).
 	Credits int `json:"credits"`
 }
@@ -42,6 +47,7 @@ type SettingsPatch struct {
 	AccountCap          *int           `json:"accountCap"`
 	BigQueryLock        *bool          `json:"bigQueryLock"`
 	AllowedRedirectURLs []string       `json:"allowedRedirectURLs"`
+	PublicURL           *string        `json:"publicURL"`
 	Plan                *string        `json:"plan"`
 	ProductionAccess    *bool          `json:"productionAccess"`
 	Credits             *int           `json:"credits"`
@@ -71,6 +77,9 @@ func (p SettingsPatch) validate() error {
 	case p.Credits != nil && *p.Credits < 0:
 		return &SettingError{"credits", "must be 0 or more"}
 	}
+	if p.PublicURL != nil && validPublicURL(*p.PublicURL) != nil {
+		return &SettingError{"publicURL", `must be "" or an absolute http(s) URL without query or fragment, such as "http://localhost:8081"`}
+	}
 	for _, u := range p.AllowedRedirectURLs {
 		if !redirectURLValid(u) {
 			return &SettingError{"allowedRedirectURLs", fmt.Sprintf("must hold absolute URLs without query or fragment; got %q", u)}
@@ -97,6 +106,7 @@ type knobs struct {
 	accountCap          int
 	bigQueryLock        bool
 	allowedRedirectURLs []string
+	publicURL           string // no trailing slash
 }
 
 // knobsFrom takes the knobs of opts, which has its defaults applied.
@@ -104,7 +114,7 @@ func knobsFrom(opts Options) *knobs {
 	return &knobs{
 		unauthorizedShape: opts.Unauthorized401Shape, expiresInUnit: opts.ExpiresInUnit,
 		tokenTTL: opts.TokenTTL, accountCap: opts.AccountCap, bigQueryLock: *opts.BigQueryLock,
-		allowedRedirectURLs: slices.Clone(opts.AllowedRedirectURLs),
+		allowedRedirectURLs: slices.Clone(opts.AllowedRedirectURLs), publicURL: opts.PublicURL,
 	}
 }
 
@@ -117,6 +127,9 @@ func (k knobs) with(p SettingsPatch) *knobs {
 	set(&k.bigQueryLock, p.BigQueryLock)
 	if p.AllowedRedirectURLs != nil {
 		k.allowedRedirectURLs = slices.Clone(p.AllowedRedirectURLs)
+	}
+	if p.PublicURL != nil {
+		k.publicURL = strings.TrimSuffix(*p.PublicURL, "/")
 	}
 	return &k
 }
@@ -134,8 +147,8 @@ func (s *Server) Settings() Settings {
 	return Settings{
 		UnauthorizedShape: k.unauthorizedShape, ExpiresInUnit: k.expiresInUnit, TokenTTL: k.tokenTTL,
 		AccountCap: k.accountCap, BigQueryLock: k.bigQueryLock,
-		AllowedRedirectURLs: slices.Clone(k.allowedRedirectURLs),
-		Plan:                o.Plan, ProductionAccess: o.ProductionAccess, Credits: o.Credits,
+		AllowedRedirectURLs: slices.Clone(k.allowedRedirectURLs), PublicURL: k.publicURL,
+		Plan: o.Plan, ProductionAccess: o.ProductionAccess, Credits: o.Credits,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -149,5 +150,34 @@ func TestUserCredits(t *testing.T) {
 	h.sim.Reset()
 	if o := h.sim.Org(); o.UserCredits != nil {
 		t.Errorf("after Reset: got per-user credits %v, want none", o.UserCredits)
+	}
+}
+
+// The -public-url flag can change at run time too: the consent links of
+// later replies use it, "" goes back to the request's own address, a bad
+// URL is refused, and Reset restores the option.
+func TestUpdateSettingsPublicURL(t *testing.T) {
+	h := newHarness(t, Options{Control: true})
+	tok := h.token("u")
+	id, link := h.createPayment(tok, paymentBody("x"))
+	if !strings.HasPrefix(link, h.url+"/consent/") {
+		t.Fatalf("got payUrl %s, want it on %s", link, h.url)
+	}
+	r := h.do("PATCH", "/_sim/settings", "", map[string]any{"publicURL": "https://sim.example.test/"})
+	if got := r.json(t)["publicURL"]; r.status != http.StatusOK || got != "https://sim.example.test" {
+		t.Fatalf("PATCH publicURL: got %d %s, want 200 with publicURL https://sim.example.test", r.status, r.body)
+	}
+	if got := h.do("GET", "/v2/payments/"+id, tok, nil).json(t)["payUrl"].(string); !strings.HasPrefix(got, "https://sim.example.test/consent/payments/"+id+"?token=") {
+		t.Errorf("after PATCH: got payUrl %s, want it under https://sim.example.test", got)
+	}
+	wantError(t, h.do("PATCH", "/_sim/settings", "", map[string]any{"publicURL": "localhost:8081"}), http.StatusBadRequest, typeClientError, "")
+	h.sim.UpdateSettings(SettingsPatch{PublicURL: ptr("")})
+	if got := h.do("GET", "/v2/payments/"+id, tok, nil).json(t)["payUrl"]; got != link {
+		t.Errorf(`after publicURL "": got payUrl %v, want %s`, got, link)
+	}
+	h.sim.UpdateSettings(SettingsPatch{PublicURL: ptr("http://other.test:9")})
+	h.sim.Reset()
+	if got := h.sim.Settings().PublicURL; got != "" {
+		t.Errorf("after Reset: got publicURL %q, want the option's \"\"", got)
 	}
 }

@@ -91,9 +91,9 @@ func newTokenIssuer(clientID, secret string) *tokenIssuer {
 	return t
 }
 
-// checkClient reports whether id and secret are the current credentials.
-func (t *tokenIssuer) checkClient(id, secret string) bool {
-	c := t.cred.Load()
+// checkClient reports whether id and secret are the credentials of
+// generation c.
+func (t *tokenIssuer) checkClient(c *credential, id, secret string) bool {
 	idOK := subtle.ConstantTimeCompare([]byte(id), []byte(t.clientID)) == 1
 	secOK := subtle.ConstantTimeCompare([]byte(secret), []byte(c.secret)) == 1
 	return idOK && secOK
@@ -130,8 +130,9 @@ func (t *tokenIssuer) revocation(userID string) uint64 {
 
 var jwtHeader = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
 
-// mint signs a token for c, filling in iss, iat, exp, jti and the secret
-// and revocation generations.
+// mint signs a token for c, filling in iss, iat, exp, jti and the
+// revocation generation. A client token's secret generation (Sgen) is the
+// caller's: the one whose secret it checked (see mintClient).
 func (t *tokenIssuer) mint(c claims, now time.Time, ttl time.Duration) string {
 	var jti [16]byte
 	_, _ = rand.Read(jti[:])
@@ -140,9 +141,6 @@ func (t *tokenIssuer) mint(c claims, now time.Time, ttl time.Duration) string {
 	c.Exp = now.Add(ttl).Unix()
 	c.Jti = hex.EncodeToString(jti[:])
 	c.Rev = t.revocation(c.Sub)
-	if c.Kind == kindClient {
-		c.Sgen = t.cred.Load().gen
-	}
 	payload, _ := json.Marshal(c)
 	signing := jwtHeader + "." + base64.RawURLEncoding.EncodeToString(payload)
 	return signing + "." + base64.RawURLEncoding.EncodeToString(t.sign(signing))
@@ -227,4 +225,18 @@ func subject(tok string) string {
 	}
 	_ = json.Unmarshal(payload, &c)
 	return c.Sub
+}
+
+// mintClient is the token exchange: a client token for user if id and
+// secret are the current credentials, else false. The token carries the
+// generation whose secret was checked, read once: a rotation between the
+// check and the signing then kills the token as it should, instead of the
+// token taking the new generation and outliving the secret it was minted
+// with.
+func (t *tokenIssuer) mintClient(id, secret, user string, now time.Time, ttl time.Duration) (string, bool) {
+	c := t.cred.Load()
+	if !t.checkClient(c, id, secret) {
+		return "", false
+	}
+	return t.mint(claims{Sub: user, Kind: kindClient, Sgen: c.gen}, now, ttl), true
 }
