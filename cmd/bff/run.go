@@ -213,6 +213,11 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		TrustedProxies: cfg.TrustedProxyPrefixes(), DevLogin: cfg.Auth.Mode == config.AuthModeDev, Tokens: cache,
 		MobileRedirectURIs: cfg.Auth.MobileRedirectURIs,
 	}
+	if cfg.StaticDir != "" {
+		if deps.Static, err = edge.OpenStatic(cfg.StaticDir, strings.HasPrefix(cfg.PublicURL, "https://")); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Auth.Mode == config.AuthModeOIDC {
 		if deps.Login, deps.LoginCookies, err = openLogin(ctx, cfg, store, sessionKeys, encKey, decKeys); err != nil {
 			return nil, err

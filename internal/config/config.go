@@ -70,14 +70,17 @@ type Config struct {
 	// the admin listener's mutating endpoints (POST /reload-secret, DELETE
 	// /users/{userId}/sessions). Empty: those endpoints answer 404. Read it
 	// with LoadAdminToken; the file is re-read on every call.
-	AdminTokenFile string   `yaml:"admin_token_file"`
-	Upstream       Upstream `yaml:"upstream"`
-	Redis          Redis    `yaml:"redis"`
-	Session        Session  `yaml:"session"`
-	Auth           Auth     `yaml:"auth"`
-	CORS           CORS     `yaml:"cors"`
-	Ledger         Ledger   `yaml:"ledger"`
-	Limits         Limits   `yaml:"limits"`
+	AdminTokenFile string `yaml:"admin_token_file"`
+	// StaticDir is a built web app (with index.html) served at / from the
+	// BFF's own origin; empty: none.
+	StaticDir string   `yaml:"static_dir"`
+	Upstream  Upstream `yaml:"upstream"`
+	Redis     Redis    `yaml:"redis"`
+	Session   Session  `yaml:"session"`
+	Auth      Auth     `yaml:"auth"`
+	CORS      CORS     `yaml:"cors"`
+	Ledger    Ledger   `yaml:"ledger"`
+	Limits    Limits   `yaml:"limits"`
 }
 
 // Limits bounds what one client can make the BFF do; 0 switches one off.

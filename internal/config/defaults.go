@@ -30,6 +30,7 @@ func Defaults() Config {
 		ShutdownDelay:   5 * time.Second,
 		LogLevel:        "info",
 		AdminTokenFile:  "", // unset: the admin listener's mutating endpoints answer 404
+		StaticDir:       "", // unset: no web app at /
 		Upstream: Upstream{
 			Timeout:           15 * time.Second,
 			MaxBodyBytes:      1 << 20,

@@ -52,6 +52,8 @@ type Deps struct {
 	// Budget, when set, is each session's request budget on /api
 	// (limits.requests_per_second, burst), shared by every instance.
 	Budget SessionBudget
+	// Static, when set, is the web app served at / (static_dir).
+	Static *Static
 }
 
 // SessionBudget spends one request of a session's budget, in process

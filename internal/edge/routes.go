@@ -36,4 +36,9 @@ func routes(e *echo.Echo, d Deps, m *httpMetrics, am *authMetrics) {
 	forward := api(a, d.Forwarder, d.Budget, d.Refused)
 	e.Any("/api/*", forward)
 	e.Any("/api", forward)
+	if d.Static != nil {
+		app := d.Static.handler()
+		e.GET("/*", app)
+		e.HEAD("/*", app)
+	}
 }
