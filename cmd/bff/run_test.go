@@ -101,3 +101,26 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		t.Fatalf("got %v, want an error naming env", err)
 	}
 }
+
+// A static_dir that is not a built app stops the BFF at start, naming the key.
+func TestRunRefusesStaticDirWithoutApp(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	err := os.WriteFile(cfg, []byte(`env: development
+listen: "`+freePort(t)+`"
+admin_listen: "`+freePort(t)+`"
+static_dir: "`+dir+`"
+upstream: { base_url: "http://127.0.0.1:1", client_id: c, client_secret: run-test-secret }
+redis: { url: "" }
+session: { secure_cookie: false }
+auth: { mode: dev }
+`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut syncbuf.Buffer
+	err = run(context.Background(), []string{"bff", "-config", cfg}, nil, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "static_dir: ") || !strings.Contains(err.Error(), "index.html") {
+		t.Fatalf("got %v, want an error naming static_dir and index.html", err)
+	}
+}
