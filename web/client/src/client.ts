@@ -1,0 +1,430 @@
+import { BffError, isBffError } from "./errors.js";
+import { send, buildUrl, type ApiResponse, type Query } from "./http.js";
+import { defaultRetry, mayRetry, retryDelayMs, type RetryOptions } from "./retry.js";
+import type {
+  Account, AccountPage, AccountQuery, Connection, ConnectionCreate, ConnectionCreated,
+  ConnectionPage, ConnectionQuery, DevSession, MobileToken, OpenBankingInit,
+  OpenBankingInitReply, Page, Payment, PaymentCreate, PaymentCreated, PaymentPage, PaymentQuery,
+  Provider, ProviderQuery, RefreshReply, Session, SessionInfo, Transaction, TransactionCategory,
+  TransactionPage, TransactionPatch, TransactionQuery,
+} from "./models.js";
+
+/** How the client proves who is calling. */
+export type AuthMode = "cookie" | "token";
+
+export interface ClientOptions {
+  /**
+   * The BFF's origin, e.g. "https://bff.example.com"; "" (the default) for a web app served from
+   * the BFF's own origin. Paths are appended to it.
+   */
+  baseUrl?: string;
+  /**
+   * "cookie" (web apps): the browser sends the session cookie (`credentials: "include"`), and
+   * every POST, PUT, PATCH and DELETE carries `X-CSRF: 1`.
+   * "token" (native apps): `Authorization: Bearer <getToken()>`, no cookies
+   * (`credentials: "omit"`), no CSRF header.
+   */
+  mode: AuthMode;
+  /** Token mode: the session token, from the app's secure storage; null or undefined for none. */
+  getToken?: () => string | null | undefined | Promise<string | null | undefined>;
+  /**
+   * Called with the error when a call answers `SESSION_REQUIRED` (action `login`), before the
+   * error is thrown. The default, in cookie mode in a browser, navigates to
+   * `/auth/login?returnTo=<current path and query>`; elsewhere it does nothing.
+   */
+  onSessionRequired?: (err: BffError) => void | Promise<void>;
+  /** The fetch to use (default globalThis.fetch). */
+  fetch?: typeof fetch;
+  /** Retry settings; see RetryOptions. */
+  retry?: Partial<RetryOptions>;
+  /** How the client waits between retries (default setTimeout); tests inject their own. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** A random number in [0, 1) for the backoff's jitter (default Math.random). */
+  random?: () => number;
+  /** Makes Idempotency-Keys (default crypto.randomUUID). */
+  newIdempotencyKey?: () => string;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  query?: Query;
+  headers?: Record<string, string>;
+  /**
+   * Sent as `Idempotency-Key`, and kept across the retries. A request with a key may be retried
+   * after a network error; one without is retried only when its method is idempotent.
+   */
+  idempotencyKey?: string;
+  signal?: AbortSignal;
+  /** false: no retries for this call; or settings that override the client's. */
+  retry?: false | Partial<RetryOptions>;
+}
+
+/** The result of a money-moving call. */
+export interface MoneyResult<T> {
+  data: T;
+  /** The answer's status (201 for a new payment). */
+  status: number;
+  /** True when the BFF replayed the stored answer of an earlier request with the same key. */
+  replayed: boolean;
+  /** The key the request was sent with: keep it with the payment. */
+  idempotencyKey: string;
+  requestId: string | undefined;
+}
+
+export interface MoneyOptions {
+  /** The payment's key, when the app made and stored one; else the client makes a UUID. */
+  idempotencyKey?: string;
+  signal?: AbortSignal;
+  retry?: false | Partial<RetryOptions>;
+}
+
+export interface LogoutOptions {
+  /** In a browser, navigate to `X-Logout-Url` when the answer has one (default true). */
+  navigate?: boolean;
+}
+
+export interface LogoutResult {
+  /** The identity provider's logout page (`X-Logout-Url`), when the BFF gave one. */
+  logoutUrl: string | undefined;
+}
+
+export interface MobileLoginParams {
+  /** One of the BFF's `auth.mobile_redirect_uris`, e.g. "com.example.app:/oauth2redirect". */
+  redirectUri: string;
+  /** The S256 challenge of the app's PKCE code verifier (43 base64url characters). */
+  codeChallenge: string;
+  /** Handed back unchanged with the code. */
+  state?: string;
+}
+
+interface BrowserLocation {
+  pathname: string;
+  search: string;
+  assign(url: string): void;
+}
+
+function browserLocation(): BrowserLocation | undefined {
+  const loc = (globalThis as { location?: Partial<BrowserLocation> }).location;
+  if (loc && typeof loc.assign === "function" && typeof loc.pathname === "string") {
+    return loc as BrowserLocation;
+  }
+  return undefined;
+}
+
+function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+function defaultKey(): string {
+  const c = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
+  if (c?.randomUUID) return c.randomUUID();
+  throw new Error(
+    "crypto.randomUUID is not available: pass newIdempotencyKey to createClient (React Native: a UUID library)",
+  );
+}
+
+const unsafeMethods = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+function seg(id: string): string {
+  return encodeURIComponent(id);
+}
+
+/** Creates a client of the BFF. See README.md. */
+export function createClient(options: ClientOptions) {
+  const baseUrl = options.baseUrl ?? "";
+  const mode = options.mode;
+  if (mode !== "cookie" && mode !== "token") throw new TypeError(`mode must be "cookie" or "token"`);
+  const fetchFn: typeof fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  const sleep = options.sleep ?? defaultSleep;
+  const random = options.random ?? Math.random;
+  const newKey = options.newIdempotencyKey ?? defaultKey;
+  const clientRetry: RetryOptions = { ...defaultRetry, ...options.retry };
+
+  /** The URL that starts the browser login, coming back to returnTo (a same-origin path). */
+  function loginUrl(returnTo?: string): string {
+    return buildUrl(baseUrl, "/auth/login", returnTo === undefined ? undefined : { returnTo });
+  }
+
+  async function sessionRequired(err: BffError): Promise<void> {
+    if (options.onSessionRequired) return options.onSessionRequired(err);
+    const loc = browserLocation();
+    if (mode === "cookie" && loc) loc.assign(loginUrl(loc.pathname + loc.search));
+  }
+
+  interface Internal extends RequestOptions {
+    /** Send no session (login endpoints). */
+    anonymous?: boolean;
+    /** Do not call onSessionRequired (the caller handles SESSION_REQUIRED itself). */
+    quietSession?: boolean;
+  }
+
+  async function call<T>(method: string, path: string, opts: Internal = {}): Promise<ApiResponse<T>> {
+    method = method.toUpperCase();
+    const retry: RetryOptions =
+      opts.retry === false ? { ...clientRetry, maxAttempts: 1 } : { ...clientRetry, ...opts.retry };
+    const hasKey = opts.idempotencyKey !== undefined;
+    let waited = 0;
+    for (let attempt = 1; ; attempt++) {
+      const headers: Record<string, string> = { ...opts.headers };
+      if (mode === "cookie") {
+        if (unsafeMethods.has(method)) headers["X-CSRF"] = "1";
+      } else if (!opts.anonymous && options.getToken) {
+        const token = await options.getToken();
+        if (token) headers["Authorization"] = `Bearer ${token}`;
+      }
+      try {
+        return await send<T>(fetchFn, baseUrl, {
+          method,
+          path,
+          query: opts.query,
+          body: opts.body,
+          headers,
+          credentials: mode === "cookie" ? "include" : "omit",
+          signal: opts.signal,
+          idempotencyKey: opts.idempotencyKey,
+        });
+      } catch (err) {
+        if (!isBffError(err)) throw err;
+        if (err.code === "SESSION_REQUIRED") {
+          if (!opts.quietSession) await sessionRequired(err);
+          throw err;
+        }
+        if (attempt >= retry.maxAttempts || !mayRetry(err, method, hasKey)) throw err;
+        const delay = retryDelayMs(err, attempt, retry, random);
+        if (delay === undefined || waited + delay > retry.maxTotalDelayMs) throw err;
+        waited += delay;
+        await sleep(delay, opts.signal);
+      }
+    }
+  }
+
+  async function data<T>(method: string, path: string, opts?: Internal): Promise<T> {
+    return (await call<T>(method, path, opts)).data;
+  }
+
+  async function money<T>(path: string, body: unknown, opts: MoneyOptions = {}): Promise<MoneyResult<T>> {
+    // One key per payment, made once, before the first attempt: every retry reuses it.
+    const idempotencyKey = opts.idempotencyKey ?? newKey();
+    const init: Internal = { body, idempotencyKey };
+    if (opts.signal) init.signal = opts.signal;
+    if (opts.retry !== undefined) init.retry = opts.retry;
+    const res = await call<T>("POST", path, init);
+    return { data: res.data, status: res.status, replayed: res.replayed, idempotencyKey, requestId: res.requestId };
+  }
+
+  /** Yields the pages of a paged list, following `nextPage` until it is null. */
+  async function* pages<T>(path: string, query: Query = {}, opts: { signal?: AbortSignal } = {}): AsyncGenerator<Page<T>> {
+    let cursor: string | null | undefined = (query["nextPage"] as string | undefined) ?? undefined;
+    const seen = new Set<string>();
+    for (;;) {
+      const init: Internal = { query: { ...query, nextPage: cursor ?? undefined } };
+      if (opts.signal) init.signal = opts.signal;
+      const page = await data<Page<T>>("GET", path, init);
+      yield page;
+      cursor = page.nextPage;
+      if (cursor === null || cursor === undefined || cursor === "") return;
+      if (seen.has(cursor)) {
+        throw new BffError({
+          method: "GET", path, status: 200, code: "UNEXPECTED_RESPONSE", action: "contact_support",
+          retryable: false, detail: "The list returned a nextPage cursor it had returned before.",
+        });
+      }
+      seen.add(cursor);
+    }
+  }
+
+  return {
+    mode,
+    loginUrl,
+
+    /** Any BFF call: the parsed body with the status, headers and replay flag. */
+    request<T = unknown>(method: string, path: string, opts?: RequestOptions): Promise<ApiResponse<T>> {
+      return call<T>(method, path, opts);
+    },
+
+    /** Yields the pages of any paged list (`{items, nextPage, count}`). */
+    pages,
+
+    // ------------------------------------------------------------------ sessions
+
+    /**
+     * The current session, or null when there is none (SESSION_REQUIRED, for which
+     * onSessionRequired is not called: use it to decide whether to show the login).
+     */
+    async session(): Promise<Session | null> {
+      try {
+        return await data<Session>("GET", "/auth/session", { quietSession: true });
+      } catch (err) {
+        if (isBffError(err) && err.code === "SESSION_REQUIRED") return null;
+        throw err;
+      }
+    },
+
+    /** The caller's user's sessions on every device, oldest first. */
+    async sessions(): Promise<SessionInfo[]> {
+      return (await data<{ sessions: SessionInfo[] }>("GET", "/auth/sessions")).sessions;
+    },
+
+    /** Ends one of the user's sessions, by the `id` of `sessions()`. */
+    async revokeSession(id: string): Promise<void> {
+      await call("DELETE", `/auth/sessions/${seg(id)}`);
+    },
+
+    /**
+     * Ends this session. When the BFF answers `X-Logout-Url` (the identity provider's logout
+     * page), a browser navigates there unless navigate is false; it is returned either way. A
+     * session that had already ended counts as logged out.
+     */
+    async logout(opts: LogoutOptions = {}): Promise<LogoutResult> {
+      let logoutUrl: string | undefined;
+      try {
+        const res = await call("POST", "/auth/logout", { quietSession: true, retry: false });
+        logoutUrl = res.headers.get("X-Logout-Url") ?? undefined;
+      } catch (err) {
+        if (isBffError(err) && err.code === "SESSION_REQUIRED") return { logoutUrl: undefined };
+        throw err;
+      }
+      const loc = browserLocation();
+      if (logoutUrl && loc && opts.navigate !== false) loc.assign(logoutUrl);
+      return { logoutUrl };
+    },
+
+    /** Ends every session of the user, on every device. */
+    async logoutEverywhere(): Promise<void> {
+      await call("DELETE", "/auth/sessions");
+    },
+
+    /**
+     * Development only (`auth.mode: dev`; 404 ROUTE_NOT_FOUND otherwise): a session for userId.
+     * Cookie mode gets the cookie; token mode uses the returned `sessionToken`.
+     */
+    devLogin(userId: string): Promise<DevSession> {
+      return data<DevSession>("POST", "/auth/dev/login", { body: { userId }, anonymous: true, retry: false });
+    },
+
+    /**
+     * Native apps: the URL to open in the system browser to log in (RFC 8252); the BFF then
+     * redirects to redirectUri with `code` and `state`, for mobileToken.
+     */
+    mobileLoginUrl(p: MobileLoginParams): string {
+      return buildUrl(baseUrl, "/auth/login", {
+        client: "mobile",
+        redirect_uri: p.redirectUri,
+        code_challenge: p.codeChallenge,
+        code_challenge_method: "S256",
+        state: p.state,
+      });
+    },
+
+    /** Native apps: redeems the one-time code for a session token. */
+    mobileToken(code: string, codeVerifier: string): Promise<MobileToken> {
+      return data<MobileToken>("POST", "/auth/mobile/token", {
+        body: { code, codeVerifier },
+        anonymous: true,
+        retry: false,
+      });
+    },
+
+    // ------------------------------------------------------------------ payments
+
+    /**
+     * Creates a payment (POST /api/v2/payments) with an Idempotency-Key, made here unless given,
+     * and kept across retries: a flaky network never pays twice. On PAYMENT_OUTCOME_UNKNOWN, do
+     * not create a new payment: repeat later with `err.idempotencyKey`.
+     */
+    createPayment(body: PaymentCreate, opts?: MoneyOptions): Promise<MoneyResult<PaymentCreated>> {
+      return money<PaymentCreated>("/api/v2/payments", body, opts);
+    },
+
+    /** Starts the open-banking consent of a payment (POST /api/v2/pay/open-banking-init); money-moving, keyed like createPayment. */
+    openBankingInit(body: OpenBankingInit, opts?: MoneyOptions): Promise<MoneyResult<OpenBankingInitReply>> {
+      return money<OpenBankingInitReply>("/api/v2/pay/open-banking-init", body, opts);
+    },
+
+    payments(query: PaymentQuery = {}): Promise<PaymentPage> {
+      return data<PaymentPage>("GET", "/api/v2/payments", { query });
+    },
+    paymentPages(query: PaymentQuery = {}): AsyncGenerator<Page<Payment>> {
+      return pages<Payment>("/api/v2/payments", query);
+    },
+    payment(id: string): Promise<Payment> {
+      return data<Payment>("GET", `/api/v2/payments/${seg(id)}`);
+    },
+    /** Cancels a payment (DELETE /api/v2/payments/{id}); the answer is the payment, status CANC. */
+    cancelPayment(id: string): Promise<Payment> {
+      return data<Payment>("DELETE", `/api/v2/payments/${seg(id)}`);
+    },
+
+    // ------------------------------------------------------------------ connections and data
+
+    connections(query: ConnectionQuery = {}): Promise<ConnectionPage> {
+      return data<ConnectionPage>("GET", "/api/v2/connections", { query });
+    },
+    connectionPages(query: ConnectionQuery = {}): AsyncGenerator<Page<Connection>> {
+      return pages<Connection>("/api/v2/connections", query);
+    },
+    connection(id: string): Promise<Connection> {
+      return data<Connection>("GET", `/api/v2/connections/${seg(id)}`);
+    },
+    /** Starts connecting a bank: send the user to `connectUrl`. Not retried (no key). */
+    createConnection(body: ConnectionCreate): Promise<ConnectionCreated> {
+      return data<ConnectionCreated>("POST", "/api/v2/connections", { body });
+    },
+    /** Deletes a connection; 423 RESOURCE_LOCKED while it is younger than 90 minutes. */
+    async deleteConnection(id: string): Promise<void> {
+      await call("DELETE", `/api/v2/connections/${seg(id)}`);
+    },
+
+    accounts(query: AccountQuery = {}): Promise<AccountPage> {
+      return data<AccountPage>("GET", "/api/v2/data/accounts", { query });
+    },
+    accountPages(query: AccountQuery = {}): AsyncGenerator<Page<Account>> {
+      return pages<Account>("/api/v2/data/accounts", query);
+    },
+    account(id: string): Promise<Account> {
+      return data<Account>("GET", `/api/v2/data/accounts/${seg(id)}`);
+    },
+
+    transactions(query: TransactionQuery = {}): Promise<TransactionPage> {
+      return data<TransactionPage>("GET", "/api/v2/data/transactions", { query });
+    },
+    /** Every page of transactions: `for await (const page of client.transactionPages({limit: 500}))`. */
+    transactionPages(query: TransactionQuery = {}, opts?: { signal?: AbortSignal }): AsyncGenerator<Page<Transaction>> {
+      return pages<Transaction>("/api/v2/data/transactions", query, opts);
+    },
+    /** One transaction by its `SK` (not its `id`); the SK is percent-encoded here. */
+    transaction(sk: string): Promise<Transaction> {
+      return data<Transaction>("GET", `/api/v2/data/transactions/${seg(sk)}`);
+    },
+    updateTransaction(sk: string, patch: TransactionPatch): Promise<Transaction> {
+      return data<Transaction>("PATCH", `/api/v2/data/transactions/${seg(sk)}`, { body: patch });
+    },
+    categories(): Promise<TransactionCategory[]> {
+      return data<TransactionCategory[]>("GET", "/api/v2/data/transaction-categories");
+    },
+    providers(query: ProviderQuery = {}): Promise<Provider[]> {
+      return data<Provider[]>("GET", "/api/v2/providers", { query });
+    },
+    /**
+     * The on-demand refresh (20 credits). Not retried: REFRESH_TOO_SOON, INSUFFICIENT_CREDITS
+     * and NO_REFRESHABLE_CONNECTIONS are answers to show.
+     */
+    refresh(): Promise<RefreshReply> {
+      return data<RefreshReply>("POST", "/api/chat/chat/connections/refresh", { retry: false });
+    },
+  };
+}
+
+/** A client made by createClient. */
+export type BffClient = ReturnType<typeof createClient>;

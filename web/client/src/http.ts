@@ -1,0 +1,202 @@
+import { BffError, type ProblemAction, type ProblemBody } from "./errors.js";
+import { parseRetryAfter } from "./retry.js";
+
+/** A query string as an object: undefined and null members are left out, arrays repeat the name. */
+export type Query = Record<string, string | number | boolean | null | undefined | ReadonlyArray<string | number | boolean>>;
+
+/** A successful answer. */
+export interface ApiResponse<T> {
+  data: T;
+  status: number;
+  headers: Headers;
+  /** `Idempotent-Replayed: true`: the stored answer of an earlier request with the same key. */
+  replayed: boolean;
+  /** The `X-Request-Id` header. */
+  requestId: string | undefined;
+}
+
+export interface SendInit {
+  method: string;
+  path: string;
+  query?: Query | undefined;
+  body?: unknown;
+  headers: Record<string, string>;
+  credentials: RequestCredentials;
+  signal?: AbortSignal | undefined;
+  idempotencyKey?: string | undefined;
+}
+
+/** Whether a request may be repeated after a failure that left its outcome unknown. */
+function repeatable(method: string, idempotencyKey: string | undefined): boolean {
+  return idempotencyKey !== undefined || method === "GET" || method === "HEAD";
+}
+
+export function buildUrl(baseUrl: string, path: string, query?: Query): string {
+  if (!path.startsWith("/")) throw new TypeError(`path must start with "/": ${path}`);
+  let url = baseUrl.replace(/\/+$/, "") + path;
+  if (query) {
+    const qs = new URLSearchParams();
+    for (const [k, v] of Object.entries(query)) {
+      if (v === undefined || v === null) continue;
+      if (Array.isArray(v)) for (const item of v) qs.append(k, String(item));
+      else qs.append(k, String(v));
+    }
+    const s = qs.toString();
+    if (s) url += (url.includes("?") ? "&" : "?") + s;
+  }
+  return url;
+}
+
+function isProblem(contentType: string | null): boolean {
+  return contentType !== null && /^application\/problem\+json\s*(;|$)/i.test(contentType);
+}
+
+function isJson(contentType: string | null): boolean {
+  return contentType !== null && /^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(contentType);
+}
+
+const actions: ReadonlySet<string> = new Set([
+  "login", "fix_request", "retry_later", "wait_for_credits", "upgrade_plan",
+  "contact_support", "reconnect_bank", "check_status", "none",
+]);
+
+function num(v: unknown): number | undefined {
+  return typeof v === "number" && Number.isFinite(v) ? v : undefined;
+}
+
+function str(v: unknown): string | undefined {
+  return typeof v === "string" ? v : undefined;
+}
+
+/** The action a status implies, as the BFF derives it for an upstream error with no known type. */
+function actionForStatus(status: number): ProblemAction {
+  return status === 408 || status === 429 || status >= 500 ? "retry_later" : "fix_request";
+}
+
+/**
+ * Sends one request and reads its answer: the parsed body of a 2xx, else a BffError. It does not
+ * retry.
+ */
+export async function send<T>(fetchFn: typeof fetch, baseUrl: string, init: SendInit): Promise<ApiResponse<T>> {
+  const { method, path, idempotencyKey } = init;
+  const headers: Record<string, string> = { Accept: "application/json", ...init.headers };
+  let body: BodyInit | undefined;
+  if (init.body !== undefined) {
+    if (typeof init.body === "string") {
+      body = init.body;
+    } else {
+      body = JSON.stringify(init.body);
+      headers["Content-Type"] ??= "application/json";
+    }
+  }
+  if (idempotencyKey !== undefined) headers["Idempotency-Key"] = idempotencyKey;
+
+  const url = buildUrl(baseUrl, path, init.query);
+  const base = { method, path, idempotencyKey };
+  let res: Response;
+  try {
+    const req: RequestInit = { method, headers, credentials: init.credentials };
+    if (body !== undefined) req.body = body;
+    if (init.signal) req.signal = init.signal;
+    res = await fetchFn(url, req);
+  } catch (cause) {
+    // The caller's own abort is not a failure of the BFF: pass it on as it is.
+    if (init.signal?.aborted) throw cause;
+    throw new BffError({
+      ...base,
+      status: 0,
+      code: "NETWORK_ERROR",
+      action: "retry_later",
+      retryable: repeatable(method, idempotencyKey),
+      detail: "The BFF could not be reached; the request may or may not have arrived.",
+      cause,
+    });
+  }
+
+  const contentType = res.headers.get("Content-Type");
+  const requestId = res.headers.get("X-Request-Id") ?? undefined;
+  const replayed = res.headers.get("Idempotent-Replayed")?.trim().toLowerCase() === "true";
+  const retryAfterSeconds = parseRetryAfter(res.headers.get("Retry-After"));
+  const text = await res.text().catch(() => undefined);
+
+  if (res.ok) {
+    let data: unknown = undefined;
+    if (text !== undefined && text !== "") {
+      if (isJson(contentType)) {
+        try {
+          data = JSON.parse(text);
+        } catch (cause) {
+          throw new BffError({
+            ...base,
+            status: res.status,
+            code: "UNEXPECTED_RESPONSE",
+            // A keyed request (a payment) did succeed: its answer is what was lost.
+            action: idempotencyKey !== undefined ? "check_status" : "contact_support",
+            retryable: false,
+            detail: "The answer's JSON body could not be read.",
+            requestId,
+            replayed,
+            cause,
+          });
+        }
+      } else {
+        data = text;
+      }
+    }
+    return { data: data as T, status: res.status, headers: res.headers, replayed, requestId };
+  }
+
+  if (isProblem(contentType) && text !== undefined) {
+    let p: ProblemBody | undefined;
+    try {
+      const parsed: unknown = JSON.parse(text);
+      if (parsed && typeof parsed === "object" && typeof (parsed as ProblemBody).code === "string") {
+        p = parsed as ProblemBody;
+      }
+    } catch {
+      p = undefined;
+    }
+    if (p) {
+      const action = typeof p.action === "string" && actions.has(p.action)
+        ? (p.action as ProblemAction)
+        : actionForStatus(res.status);
+      const fields = Array.isArray(p.fields)
+        ? p.fields
+            .filter((f) => f && typeof f === "object")
+            .map((f) => ({ field: str(f.field) ?? "", message: str(f.message) ?? "" }))
+        : [];
+      return Promise.reject(
+        new BffError({
+          ...base,
+          status: res.status,
+          code: p.code as string,
+          action,
+          retryable: p.retryable === true,
+          title: str(p.title),
+          detail: str(p.detail),
+          type: str(p.type),
+          fields,
+          cost: num(p.cost),
+          balance: num(p.balance),
+          requestId: str(p.requestId) ?? requestId,
+          retryAfterSeconds,
+          replayed,
+        }),
+      );
+    }
+  }
+
+  // Not the BFF's envelope: a proxy's or load balancer's page, or an unreadable body.
+  const transient = res.status === 408 || res.status === 429 || res.status >= 500;
+  throw new BffError({
+    ...base,
+    status: res.status,
+    code: "UNEXPECTED_RESPONSE",
+    action: actionForStatus(res.status),
+    retryable: transient && repeatable(method, idempotencyKey),
+    detail: `HTTP ${res.status} without an error envelope (${contentType ?? "no Content-Type"}).`,
+    requestId,
+    retryAfterSeconds,
+    replayed,
+  });
+}

@@ -1,0 +1,14 @@
+export { createClient } from "./client.js";
+export type {
+  AuthMode, BffClient, ClientOptions, LogoutOptions, LogoutResult, MobileLoginParams,
+  MoneyOptions, MoneyResult, RequestOptions,
+} from "./client.js";
+export { BffError, isBffError } from "./errors.js";
+export type { BffErrorCode, BffErrorInit, ClientErrorCode, ProblemBody, ProblemField } from "./errors.js";
+export { problemActions, problemCodes } from "./generated/errors.js";
+export type { ProblemAction, ProblemCode } from "./generated/errors.js";
+export type { ApiResponse, Query } from "./http.js";
+export { defaultRetry, parseRetryAfter } from "./retry.js";
+export type { RetryOptions } from "./retry.js";
+export type * from "./models.js";
+export type { components, operations, paths } from "./generated/openapi.js";

@@ -1,0 +1,51 @@
+// The request and response types of the client's helpers, named after the schemas and
+// operations of api/openapi.yaml. Nothing here is written by hand beyond the names: the shapes
+// come from src/generated/openapi.ts (`npm run gen`).
+import type { components, operations } from "./generated/openapi.js";
+
+type Schemas = components["schemas"];
+
+/** The query parameters of an operation of the OpenAPI document, by its operationId. */
+export type QueryOf<Op extends keyof operations> = NonNullable<operations[Op]["parameters"]["query"]>;
+
+// Sessions
+export type Session = Schemas["Session"];
+export type SessionInfo = Schemas["SessionInfo"];
+export type DevSession = Schemas["DevSession"];
+export type MobileToken = Schemas["MobileToken"];
+
+// Payments
+export type PaymentStatus = Schemas["PaymentStatus"];
+export type PaymentInformation = Schemas["PaymentInformation"];
+export type PaymentCreate = Schemas["PaymentCreate"];
+export type PaymentCreated = Schemas["PaymentCreated"];
+export type Payment = Schemas["Payment"];
+export type PaymentPage = Schemas["PaymentPage"];
+export type PaymentQuery = QueryOf<"listPayments">;
+export type OpenBankingInit = Schemas["OpenBankingInit"];
+export type OpenBankingInitReply = Schemas["OpenBankingInitReply"];
+
+// Bank connections and their data
+export type ConnectionCreate = Schemas["ConnectionCreate"];
+export type ConnectionCreated = Schemas["ConnectionCreated"];
+export type Connection = Schemas["Connection"];
+export type ConnectionPage = Schemas["ConnectionPage"];
+export type ConnectionQuery = QueryOf<"listConnections">;
+export type RefreshReply = Schemas["RefreshReply"];
+export type Account = Schemas["Account"];
+export type AccountPage = Schemas["AccountPage"];
+export type AccountQuery = QueryOf<"listAccounts">;
+export type Transaction = Schemas["Transaction"];
+export type TransactionPage = Schemas["TransactionPage"];
+export type TransactionQuery = QueryOf<"listTransactions">;
+export type TransactionPatch = Schemas["TransactionPatch"];
+export type TransactionCategory = Schemas["TransactionCategory"];
+export type Provider = Schemas["Provider"];
+export type ProviderQuery = QueryOf<"listProviders">;
+
+/** A page of a paged list: `{items, nextPage, count}`; `nextPage` is null on the last page. */
+export interface Page<T> {
+  items: T[];
+  nextPage: string | null;
+  count?: number;
+}
