@@ -79,17 +79,20 @@ function actionForStatus(status: number): ProblemAction {
  */
 export async function send<T>(fetchFn: typeof fetch, baseUrl: string, init: SendInit): Promise<ApiResponse<T>> {
   const { method, path, idempotencyKey } = init;
-  const headers: Record<string, string> = { Accept: "application/json", ...init.headers };
+  // Headers, not a plain object: names are case-insensitive, so a caller's "content-type"
+  // replaces the default instead of being sent next to it.
+  const headers = new Headers(init.headers);
+  if (!headers.has("Accept")) headers.set("Accept", "application/json");
   let body: BodyInit | undefined;
   if (init.body !== undefined) {
     if (typeof init.body === "string") {
       body = init.body;
     } else {
       body = JSON.stringify(init.body);
-      headers["Content-Type"] ??= "application/json";
+      if (!headers.has("Content-Type")) headers.set("Content-Type", "application/json");
     }
   }
-  if (idempotencyKey !== undefined) headers["Idempotency-Key"] = idempotencyKey;
+  if (idempotencyKey !== undefined) headers.set("Idempotency-Key", idempotencyKey);
 
   const url = buildUrl(baseUrl, path, init.query);
   const base = { method, path, idempotencyKey };

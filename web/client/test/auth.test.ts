@@ -108,3 +108,18 @@ test("sessions, revokeSession, logoutEverywhere, devLogin", async () => {
   );
   assert.deepEqual(JSON.parse(calls[3]!.body!), { userId: "bob" });
 });
+
+test("caller headers: names are case-insensitive; a string body is sent as it is", async () => {
+  const { client, calls } = setup([json(200, {})]);
+  await client.request("PUT", "/api/v2/merchants/m1", {
+    body: '{"name":"x"}',
+    headers: { "content-type": "application/merge-patch+json", accept: "application/json, */*", "If-Match": '"v1"' },
+  });
+  await client.request("POST", "/api/v2/merchants", { body: { name: "y" } });
+  assert.equal(calls[0]!.headers["content-type"], "application/merge-patch+json");
+  assert.equal(calls[0]!.headers["accept"], "application/json, */*");
+  assert.equal(calls[0]!.headers["if-match"], '"v1"');
+  assert.equal(calls[0]!.body, '{"name":"x"}');
+  assert.equal(calls[1]!.headers["content-type"], "application/json");
+  assert.equal(calls[1]!.headers["accept"], "application/json");
+});

@@ -557,7 +557,7 @@ export interface components {
         ProblemField: {
             /** @description The field's name or path (`amount`, `paymentInformation.creditorAccount.iban`), or empty when the entry names no field. */
             field: string;
-            /** @description The whole entry */
+            /** @description The whole entry, cleaned. */
             message: string;
         };
         /**
@@ -624,7 +624,7 @@ export interface components {
         MobileToken: {
             /** @description Send as `Authorization: Bearer <sessionToken>`. Keep it in secure storage; never log it. */
             sessionToken: string;
-            /** @description Seconds until the session ends if unused; each use extends it */
+            /** @description Seconds until the session ends if unused; each use extends it, up to `session.absolute_timeout`. */
             expiresIn: number;
         };
         /** @description The cursor for the next page (pass it as `nextPage`); `null` on the last page. */
@@ -952,38 +952,6 @@ export interface components {
         };
     };
     responses: {
-        /** @description The headers every answer under `/api` and `/auth` carries. */
-        NoStoreHeaders: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                "Cache-Control": components["headers"]["Cache-Control"];
-                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                [name: string]: unknown;
-            };
-            content?: never;
-        };
-        /** @description Logout answers, which clear the session cookie. */
-        ClearedCookieHeaders: {
-            headers: {
-                "Set-Cookie": components["headers"]["Set-Cookie"];
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                "Cache-Control": components["headers"]["Cache-Control"];
-                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                [name: string]: unknown;
-            };
-            content?: never;
-        };
-        /** @description The success of a money-moving request. */
-        MoneyHeaders: {
-            headers: {
-                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                "Cache-Control": components["headers"]["Cache-Control"];
-                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                [name: string]: unknown;
-            };
-            content?: never;
-        };
         /** @description `BAD_REQUEST` (both a session cookie and a session token; an unreadable body; unacceptable login parameters) or another 400 of the endpoint. */
         BadRequest: {
             headers: {
@@ -1393,7 +1361,7 @@ export interface operations {
             query?: {
                 code?: string;
                 state?: string;
-                /** @description The provider's error */
+                /** @description The provider's error, when the login failed there. */
                 error?: string;
             };
             header?: never;
@@ -1418,17 +1386,7 @@ export interface operations {
              * @description `LOGIN_FAILED` (unknown, expired, used or foreign `state`; the provider's error; a
              *     failed code exchange or ID token verification). Start again from `/auth/login`.
              */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "Cache-Control": components["headers"]["Cache-Control"];
-                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
             404: components["responses"]["ModeNotEnabled"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
@@ -1461,17 +1419,7 @@ export interface operations {
                 };
             };
             /** @description `BAD_REQUEST` (the body is not `{"code", "codeVerifier"}` JSON, at most 8 KiB) or `INVALID_GRANT` (the code is unknown, used or expired, or the verifier does not match). */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "Cache-Control": components["headers"]["Cache-Control"];
-                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
             404: components["responses"]["ModeNotEnabled"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
@@ -1505,17 +1453,7 @@ export interface operations {
                 };
             };
             /** @description `VALIDATION_ERROR` with `fields` for `userId` (the body is not `{"userId": "..."}`, or the id is empty, over 256 bytes, not UTF-8 or holds a control character). */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "Cache-Control": components["headers"]["Cache-Control"];
-                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
             404: components["responses"]["ModeNotEnabled"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
@@ -1644,17 +1582,7 @@ export interface operations {
             401: components["responses"]["SessionRequired"];
             403: components["responses"]["CSRFRejected"];
             /** @description `NOT_FOUND`: not one of the caller's sessions. */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "Cache-Control": components["headers"]["Cache-Control"];
-                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            404: components["responses"]["BadRequest"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["StoreUnavailable"];
@@ -1722,17 +1650,7 @@ export interface operations {
                 content?: never;
             };
             /** @description `BAD_REQUEST`: not a form, an unreadable body, or a logout token that does not verify or is replayed. */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "Cache-Control": components["headers"]["Cache-Control"];
-                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
             404: components["responses"]["ModeNotEnabled"];
             413: components["responses"]["BodyTooLarge"];
             500: components["responses"]["Internal"];
@@ -2158,31 +2076,10 @@ export interface operations {
             403: components["responses"]["ApiForbidden"];
             404: components["responses"]["ApiNotFound"];
             /** @description `NO_REFRESHABLE_CONNECTIONS` (action `reconnect_bank`): the user has no connection that can fetch. */
-            409: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "Cache-Control": components["headers"]["Cache-Control"];
-                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            409: components["responses"]["BadRequest"];
             413: components["responses"]["BodyTooLarge"];
             /** @description `REFRESH_TOO_SOON` (within `limits.refresh_interval` of the user's last accepted refresh; `Retry-After` is the seconds left) or `RATE_LIMITED`. */
-            429: {
-                headers: {
-                    "Retry-After": components["headers"]["Retry-After-Required"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "Cache-Control": components["headers"]["Cache-Control"];
-                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            429: components["responses"]["RateLimited"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
