@@ -9,6 +9,7 @@
 //   node scripts/gen.mjs           write the files (npm run gen)
 //   node scripts/gen.mjs --check   generate into a temporary directory and fail when the
 //                                  checked-in files differ (npm run check-gen, run by CI)
+//   node scripts/gen.mjs --out DIR write the files into DIR instead of src/generated (tests)
 import { mkdtemp, readFile, rm, writeFile, mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -123,7 +124,10 @@ async function generate(outDir) {
   await writeFile(join(outDir, "openapi.ts"), types);
 }
 
-const generatedDir = join(root, "src", "generated");
+const outFlag = process.argv.indexOf("--out");
+const generatedDir = outFlag > 0 && process.argv[outFlag + 1]
+  ? resolve(process.argv[outFlag + 1])
+  : join(root, "src", "generated");
 if (process.argv.includes("--check")) {
   const tmp = await mkdtemp(join(tmpdir(), "bff-client-gen-"));
   try {
@@ -143,5 +147,5 @@ if (process.argv.includes("--check")) {
   }
 } else {
   await generate(generatedDir);
-  console.log(`gen: wrote src/generated/{${outputs.join(",")}} from ${docPath}`);
+  console.log(`gen: wrote ${generatedDir}/{${outputs.join(",")}} from ${docPath}`);
 }
