@@ -120,11 +120,28 @@ export async function send<T>(fetchFn: typeof fetch, baseUrl: string, init: Send
   const requestId = res.headers.get("X-Request-Id") ?? undefined;
   const replayed = res.headers.get("Idempotent-Replayed")?.trim().toLowerCase() === "true";
   const retryAfterSeconds = parseRetryAfter(res.headers.get("Retry-After"));
-  const text = await res.text().catch(() => undefined);
+  let text: string;
+  try {
+    text = await res.text();
+  } catch (cause) {
+    if (init.signal?.aborted) throw cause;
+    // The answer was cut off: as for no answer at all, the request may have been acted on.
+    throw new BffError({
+      ...base,
+      status: res.status,
+      code: "NETWORK_ERROR",
+      action: "retry_later",
+      retryable: repeatable(method, idempotencyKey),
+      detail: "The answer was cut off before its end.",
+      requestId,
+      replayed,
+      cause,
+    });
+  }
 
   if (res.ok) {
     let data: unknown = undefined;
-    if (text !== undefined && text !== "") {
+    if (text !== "") {
       if (isJson(contentType)) {
         try {
           data = JSON.parse(text);
@@ -149,7 +166,7 @@ export async function send<T>(fetchFn: typeof fetch, baseUrl: string, init: Send
     return { data: data as T, status: res.status, headers: res.headers, replayed, requestId };
   }
 
-  if (isProblem(contentType) && text !== undefined) {
+  if (isProblem(contentType)) {
     let p: ProblemBody | undefined;
     try {
       const parsed: unknown = JSON.parse(text);

@@ -167,3 +167,26 @@ test("the generated unions list the document's codes and actions", () => {
     ["check_status", "contact_support", "fix_request", "login", "none", "reconnect_bank", "retry_later", "upgrade_plan", "wait_for_credits"],
   );
 });
+
+test("an answer cut off mid-body is NETWORK_ERROR, retried for a GET", async () => {
+  const cut = () =>
+    new Response(
+      new ReadableStream({
+        start(c) {
+          c.enqueue(new TextEncoder().encode('{"items":['));
+          c.error(new TypeError("terminated"));
+        },
+      }),
+      { status: 200, headers: { "Content-Type": "application/json" } },
+    );
+  const { client, calls } = setup([cut, json(200, { items: [], nextPage: null })]);
+  assert.deepEqual(await client.payments(), { items: [], nextPage: null });
+  assert.equal(calls.length, 2);
+
+  const post = setup([cut]);
+  const e = await failure(post.client.createConnection({ providerIds: ["x"] }));
+  assert.equal(e.code, "NETWORK_ERROR");
+  assert.equal(e.status, 200);
+  assert.equal(e.retryable, false);
+  assert.equal(post.calls.length, 1);
+});
