@@ -176,12 +176,12 @@ export function createClient(options: ClientOptions) {
     const hasKey = opts.idempotencyKey !== undefined;
     let waited = 0;
     for (let attempt = 1; ; attempt++) {
-      const headers: Record<string, string> = { ...opts.headers };
+      const headers = new Headers(opts.headers);
       if (mode === "cookie") {
-        if (unsafeMethods.has(method)) headers["X-CSRF"] = "1";
+        if (unsafeMethods.has(method)) headers.set("X-CSRF", "1");
       } else if (!opts.anonymous && options.getToken) {
         const token = await options.getToken();
-        if (token) headers["Authorization"] = `Bearer ${token}`;
+        if (token) headers.set("Authorization", `Bearer ${token}`);
       }
       try {
         return await send<T>(fetchFn, baseUrl, {

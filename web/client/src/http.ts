@@ -20,7 +20,7 @@ export interface SendInit {
   path: string;
   query?: Query | undefined;
   body?: unknown;
-  headers: Record<string, string>;
+  headers: HeadersInit;
   credentials: RequestCredentials;
   signal?: AbortSignal | undefined;
   idempotencyKey?: string | undefined;
