@@ -12,3 +12,4 @@ export { defaultRetry, parseRetryAfter } from "./retry.js";
 export type { RetryOptions } from "./retry.js";
 export type * from "./models.js";
 export type { components, operations, paths } from "./generated/openapi.js";
+export { createPkce, pkceChallenge } from "./pkce.js";
