@@ -6,7 +6,7 @@ GO       ?= go
 BIN      := bin
 PKGS     := ./...
 
-.PHONY: all build run test test-deps lint bench bench-micro chaos fuzz check-config clean
+.PHONY: all build run test test-deps test-client lint bench bench-micro chaos fuzz check-config clean
 
 all: lint test
 
@@ -22,9 +22,19 @@ run: build
 ## test: the whole suite with the race detector, on a real Redis, a real
 ## PostgreSQL, HAProxy, headless Chromium and a real OpenID provider
 ## (oidc-provider on Node.js);
-## its fault-injection run is 15 s long (make chaos runs it longer)
+## its fault-injection run is 15 s long (make chaos runs it longer);
+## then the TypeScript client's tests and the check that its generated
+## types match api/openapi.yaml
 test: test-deps
 	./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(MAKE) test-client
+
+## test-client: the TypeScript client (web/client): unit tests on Node's
+## test runner, and its generated types checked against api/openapi.yaml
+test-client:
+	npm ci --prefix web/client --no-audit --no-fund
+	npm test --prefix web/client
+	npm run check-gen --prefix web/client
 
 test-deps:
 	@command -v node >/dev/null 2>&1 || { echo "Node.js (>= 20) is needed for the OpenID provider of the login tests: apt-get install -y nodejs npm" >&2; exit 1; }
