@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,10 +59,11 @@ var spec = sync.OnceValues(func() (*openAPISpec, error) {
 	if problem == nil || problem.Value == nil {
 		return nil, errors.New("api/openapi.yaml has no components.schemas.Problem")
 	}
-	return &openAPISpec{router: router, problem: problem.Value}, nil
+	return &openAPISpec{doc: doc, router: router, problem: problem.Value}, nil
 })
 
 type openAPISpec struct {
+	doc     *openapi3.T
 	router  routers.Router
 	problem *openapi3.Schema
 }
@@ -85,11 +87,31 @@ var strays struct {
 	list []string
 }
 
-// checked counts the answers checked, and those whose body was checked too.
-var checked struct{ answers, bodies atomic.Int64 }
+// checked counts the answers checked, those whose body was checked too,
+// and those to paths or methods the document does not describe; reached
+// holds the operations ("GET /auth/session") some answer matched.
+var checked struct {
+	answers, bodies, undocumented atomic.Int64
+	reached                       sync.Map
+}
 
+// reportStrays prints what was checked and every stray mismatch, and
+// returns 1 when there was one.
 func reportStrays() int {
-	fmt.Fprintf(os.Stderr, "api/openapi.yaml: %d answers checked, %d with their body\n", checked.answers.Load(), checked.bodies.Load())
+	fmt.Fprintf(os.Stderr, "api/openapi.yaml: %d answers checked, %d with their body, %d to paths or methods it does not describe\n",
+		checked.answers.Load(), checked.bodies.Load(), checked.undocumented.Load())
+	if s, err := spec(); err == nil && testing.Verbose() {
+		var missed []string
+		for _, path := range s.doc.Paths.InMatchingOrder() {
+			for method := range s.doc.Paths.Value(path).Operations() {
+				if _, ok := checked.reached.Load(method + " " + path); !ok {
+					missed = append(missed, method+" "+path)
+				}
+			}
+		}
+		slices.Sort(missed)
+		fmt.Fprintf(os.Stderr, "api/openapi.yaml: operations no answer reached: %s\n", strings.Join(missed, ", "))
+	}
 	strays.Lock()
 	defer strays.Unlock()
 	for _, s := range strays.list {
@@ -230,8 +252,10 @@ func checkAnswer(req *http.Request, resp *http.Response, body []byte, whole bool
 	}
 	route, params, err := s.router.FindRoute(req)
 	if err != nil {
+		checked.undocumented.Add(1)
 		return checkUndocumented(s, resp, body, whole, err)
 	}
+	checked.reached.Store(route.Method+" "+route.Path, true)
 	opts := &openapi3filter.Options{
 		IncludeResponseStatus: true, // a status the operation does not list is a mismatch
 		ExcludeResponseBody:   !whole,
