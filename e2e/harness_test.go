@@ -44,7 +44,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building bff:", err)
 		os.Exit(1)
 	}
+	// Requests that do not go through a client below (http.Get,
+	// http.DefaultClient) are checked too; their mismatches fail the run.
+	http.DefaultTransport = validate(nil, baseTransport)
 	code := m.Run()
+	if reportStrays() != 0 && code == 0 {
+		code = 1
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -316,6 +322,7 @@ ledger:
 	e.exited = make(chan error, 1)
 	go func() { e.exited <- e.cmd.Wait(); close(e.exited) }()
 	e.public, e.admin = "http://"+pub, "http://"+adm
+	registerFront(e.public)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		resp, err := http.Get(e.admin + "/readyz")
@@ -363,14 +370,16 @@ type client struct {
 	token string // when set, sent as Authorization: Bearer and no cookies are kept
 }
 
+// browser and app check every answer against api/openapi.yaml
+// (openapi_test.go): a mismatch fails the test.
 func (e *env) browser() *client {
 	jar, _ := cookiejar.New(nil)
-	return &client{e: e, http: &http.Client{Jar: jar, Timeout: 30 * time.Second,
+	return &client{e: e, http: &http.Client{Jar: jar, Timeout: 30 * time.Second, Transport: validate(e.t, nil),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
 func (e *env) app(token string) *client {
-	return &client{e: e, http: &http.Client{Timeout: 30 * time.Second}, token: token}
+	return &client{e: e, http: &http.Client{Timeout: 30 * time.Second, Transport: validate(e.t, nil)}, token: token}
 }
 
 type reply struct {

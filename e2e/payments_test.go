@@ -277,7 +277,7 @@ func TestLoadBalancerNeverResendsAPayment(t *testing.T) {
 		// POST whose reused connection closed unanswered, and this test is
 		// about the balancer.
 		c := front.app(token)
-		c.http = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		c.http = &http.Client{Timeout: 30 * time.Second, Transport: validate(t, &http.Transport{DisableKeepAlives: true})}
 		r, err := c.try("POST", "/api/v2/payments", body, "Idempotency-Key", "lb-key-1")
 		if err != nil {
 			t.Error(err)
