@@ -1179,6 +1179,23 @@ export interface components {
             };
         };
         /**
+         * @description `RATE_LIMITED`: the session is over its request budget (`limits.requests_per_second`,
+         *     `burst`), with `Retry-After`; or an upstream 429 passed on with the upstream's type
+         *     (`retry_later`), with `Retry-After` when the upstream sent one.
+         */
+        ApiTooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description `UPSTREAM_ERROR` (the upstream's 500 or 502), `UPSTREAM_UNREACHABLE` (no answer),
          *     `UPSTREAM_AUTH_FAILED` (the BFF's own upstream credentials refused; `contact_support`).
          *     `Retry-After` when the upstream sent one.
@@ -1691,7 +1708,7 @@ export interface operations {
             401: components["responses"]["SessionRequired"];
             403: components["responses"]["ApiForbidden"];
             404: components["responses"]["ApiNotFound"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -1745,7 +1762,7 @@ export interface operations {
             409: components["responses"]["IdempotencyInProgress"];
             413: components["responses"]["BodyTooLarge"];
             422: components["responses"]["IdempotencyKeyReused"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["MoneyBadGateway"];
             503: components["responses"]["MoneyServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -1780,7 +1797,7 @@ export interface operations {
             401: components["responses"]["SessionRequired"];
             403: components["responses"]["ApiForbidden"];
             404: components["responses"]["ApiNotFound"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -1821,7 +1838,7 @@ export interface operations {
             401: components["responses"]["SessionRequired"];
             403: components["responses"]["ApiForbidden"];
             404: components["responses"]["ApiNotFound"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -1875,7 +1892,7 @@ export interface operations {
             409: components["responses"]["IdempotencyInProgress"];
             413: components["responses"]["BodyTooLarge"];
             422: components["responses"]["IdempotencyKeyReused"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["MoneyBadGateway"];
             503: components["responses"]["MoneyServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -1915,7 +1932,7 @@ export interface operations {
             401: components["responses"]["SessionRequired"];
             403: components["responses"]["ApiForbidden"];
             404: components["responses"]["ApiNotFound"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -1960,7 +1977,7 @@ export interface operations {
             403: components["responses"]["ApiForbidden"];
             404: components["responses"]["ApiNotFound"];
             413: components["responses"]["BodyTooLarge"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -1995,7 +2012,7 @@ export interface operations {
             401: components["responses"]["SessionRequired"];
             403: components["responses"]["ApiForbidden"];
             404: components["responses"]["ApiNotFound"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -2035,7 +2052,7 @@ export interface operations {
             403: components["responses"]["ApiForbidden"];
             404: components["responses"]["ApiNotFound"];
             423: components["responses"]["Locked"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -2079,7 +2096,7 @@ export interface operations {
             409: components["responses"]["BadRequest"];
             413: components["responses"]["BodyTooLarge"];
             /** @description `REFRESH_TOO_SOON` (within `limits.refresh_interval` of the user's last accepted refresh; `Retry-After` is the seconds left) or `RATE_LIMITED`. */
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -2121,7 +2138,7 @@ export interface operations {
             401: components["responses"]["SessionRequired"];
             403: components["responses"]["ApiForbidden"];
             404: components["responses"]["ApiNotFound"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -2156,7 +2173,7 @@ export interface operations {
             401: components["responses"]["SessionRequired"];
             403: components["responses"]["ApiForbidden"];
             404: components["responses"]["ApiNotFound"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -2201,7 +2218,7 @@ export interface operations {
             401: components["responses"]["SessionRequired"];
             403: components["responses"]["ApiForbidden"];
             404: components["responses"]["ApiNotFound"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -2241,7 +2258,7 @@ export interface operations {
             401: components["responses"]["SessionRequired"];
             403: components["responses"]["ApiForbidden"];
             404: components["responses"]["ApiNotFound"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -2292,7 +2309,7 @@ export interface operations {
             403: components["responses"]["ApiForbidden"];
             404: components["responses"]["ApiNotFound"];
             413: components["responses"]["BodyTooLarge"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -2325,7 +2342,7 @@ export interface operations {
             401: components["responses"]["SessionRequired"];
             403: components["responses"]["ApiForbidden"];
             404: components["responses"]["ApiNotFound"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -2361,7 +2378,7 @@ export interface operations {
             401: components["responses"]["SessionRequired"];
             403: components["responses"]["ApiForbidden"];
             404: components["responses"]["ApiNotFound"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -2396,7 +2413,7 @@ export interface operations {
             401: components["responses"]["SessionRequired"];
             403: components["responses"]["ApiForbidden"];
             404: components["responses"]["ApiNotFound"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -2436,7 +2453,7 @@ export interface operations {
             401: components["responses"]["SessionRequired"];
             403: components["responses"]["ApiForbidden"];
             404: components["responses"]["ApiNotFound"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -2480,7 +2497,7 @@ export interface operations {
             403: components["responses"]["ApiForbidden"];
             404: components["responses"]["ApiNotFound"];
             413: components["responses"]["BodyTooLarge"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -2515,7 +2532,7 @@ export interface operations {
             401: components["responses"]["SessionRequired"];
             403: components["responses"]["ApiForbidden"];
             404: components["responses"]["ApiNotFound"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -2561,7 +2578,7 @@ export interface operations {
             403: components["responses"]["ApiForbidden"];
             404: components["responses"]["ApiNotFound"];
             413: components["responses"]["BodyTooLarge"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -2600,7 +2617,7 @@ export interface operations {
             401: components["responses"]["SessionRequired"];
             403: components["responses"]["ApiForbidden"];
             404: components["responses"]["ApiNotFound"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
