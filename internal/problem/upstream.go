@@ -201,10 +201,7 @@ func forbidden(r reply) *Problem {
 // action and retryability by status.
 func generic(status int, r reply) *Problem {
 	code := r.typ
-	if _, own := specs[code]; code == "" || (own && !KnownUpstreamType(code)) {
-		// No type, or one that names an answer of the BFF's own (such as
-		// RATE_LIMITED or PAYMENT_OUTCOME_UNKNOWN): passing that on would
-		// tell the client something the BFF did not say.
+	if code == "" {
 		code = CodeUpstreamError
 	}
 	title := http.StatusText(status)
