@@ -3,14 +3,17 @@
 // references them. The BFF serves dist/ (static_dir): hashed files are cached
 // for a year, index.html is revalidated, so a new build is seen on the next load.
 import * as esbuild from "esbuild";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const out = join(here, "dist");
-rmSync(out, { recursive: true, force: true });
+// Empty dist/ but keep the directory itself: a running BFF holds it open
+// (static_dir), so removing and recreating it would leave the BFF serving a
+// deleted directory until restarted. Rebuilding in place is picked up at once.
 mkdirSync(out, { recursive: true });
+for (const f of readdirSync(out)) rmSync(join(out, f), { recursive: true, force: true });
 
 const result = await esbuild.build({
   entryPoints: { app: join(here, "src/main.ts") },

@@ -160,7 +160,8 @@ function loginPage(): void {
     form,
     h("p", { class: "muted" },
       "Personas of the upstream simulator: a user id persona-<name>[-anything] gets that persona's data, " +
-      "e.g. persona-busy (many transactions), persona-new (no data yet), persona-troubled, persona-free. " +
+      "e.g. persona-busy (9 accounts, 10,000 transactions), persona-new (no data), persona-troubled " +
+      "(expired and failing bank connections), persona-free (the Free plan: data calls refused). " +
       "Any other id is the default persona."),
     out,
     h("p", {}, "With an OpenID provider (auth.mode: oidc): ",
