@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 # The example web app: install its one dev dependency (esbuild) when the lock
 # file is newer than what is installed, then build dist/ (well under a second).
 APP=web/app
-app_url="open http://localhost:8080 (the example web app; sign in as alice)"
+app_line="Then open http://localhost:8080: the example web app (sign in as alice)."
 if command -v npm >/dev/null 2>&1; then
   if [ ! -f "$APP/node_modules/.package-lock.json" ] || [ "$APP/package-lock.json" -nt "$APP/node_modules/.package-lock.json" ]; then
     npm ci --prefix "$APP" --no-audit --no-fund
@@ -18,7 +18,7 @@ if command -v npm >/dev/null 2>&1; then
   export BFF_STATIC_DIR="${BFF_STATIC_DIR:-$APP/dist}"
 else
   echo "npm not found: starting without the example web app (install Node.js >= 20 for it)" >&2
-  app_url="no web app at / (npm not found)"
+  app_line="No web app at / (npm not found): install Node.js >= 20 for it."
 fi
 
 SIM_LISTEN="${SIM_LISTEN:-127.0.0.1:8081}"
@@ -36,7 +36,7 @@ cat <<TXT
   The BFF listens on http://localhost:8080 (admin: http://localhost:9090),
   in front of the upstream simulator on http://$SIM_LISTEN.
 
-  Then $app_url.
+  $app_line
 
   Or try the API, in another terminal:
 
