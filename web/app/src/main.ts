@@ -202,7 +202,7 @@ function homePage(): void {
       for (const t of page.items) {
         txBody.append(h("tr", {},
           h("td", {}, t.date?.transactionDate ?? ""),
-          h("td", { dir: "auto" }, t.merchantName || t.description?.description || ""),
+          h("td", {}, h("bdi", {}, t.merchantName || t.description?.description || "")),
           h("td", {}, t.category?.main ?? ""),
           h("td", { class: "num" }, txAmount(t)),
         ));
@@ -260,7 +260,7 @@ function homePage(): void {
       for await (const page of bff.accountPages({})) {
         for (const a of page.items) {
           rows.push(h("tr", {},
-            h("td", { dir: "auto" }, a.product ?? a.accountType ?? ""),
+            h("td", {}, h("bdi", {}, a.product ?? a.accountType ?? "")),
             h("td", {}, a.providerId ?? ""),
             h("td", { class: "mono" }, a.accountNumber ?? ""),
             h("td", { class: "num" }, balanceOf(a)),
