@@ -1,7 +1,8 @@
-# The BFF's developer commands. Everything needs Go only, except `make test`
-# and `make chaos`, which need a Redis (a throwaway redis-server is started
-# when none answers), a PostgreSQL (the local cluster is started when it does
-# not answer), Node.js and HAProxy.
+# The BFF's developer commands. Everything needs Go only, except `make run`'s
+# example web app (Node.js; without it the BFF runs with no app at /), and
+# `make test` and `make chaos`, which need a Redis (a throwaway redis-server
+# is started when none answers), a PostgreSQL (the local cluster is started
+# when it does not answer), Node.js and HAProxy.
 GO       ?= go
 BIN      := bin
 PKGS     := ./...
@@ -15,7 +16,8 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/bff ./cmd/bff
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/upstream-sim ./cmd/upstream-sim
 
-## run: the BFF with its local upstream simulator, dev login, in-process store
+## run: the BFF with its local upstream simulator, dev login, in-process store,
+## and the example web app (web/app, built with npm) at http://localhost:8080
 run: build
 	./scripts/run-dev.sh
 

@@ -1,8 +1,25 @@
 #!/usr/bin/env bash
 # `make run`: the upstream simulator and the BFF with the development config
-# (dev login, in-process store, plain-http cookie). Needs Go only.
+# (dev login, in-process store, plain-http cookie), serving the example web
+# app (web/app) at http://localhost:8080 through static_dir. Needs Go, and
+# Node.js (>= 20) for the web app: without npm the BFF runs with no app at /.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# The example web app: install its one dev dependency (esbuild) when the lock
+# file is newer than what is installed, then build dist/ (well under a second).
+APP=web/app
+app_line="Then open http://localhost:8080: the example web app (sign in as alice)."
+if command -v npm >/dev/null 2>&1; then
+  if [ ! -f "$APP/node_modules/.package-lock.json" ] || [ "$APP/package-lock.json" -nt "$APP/node_modules/.package-lock.json" ]; then
+    npm ci --prefix "$APP" --no-audit --no-fund
+  fi
+  npm run build --prefix "$APP" --silent
+  export BFF_STATIC_DIR="${BFF_STATIC_DIR:-$APP/dist}"
+else
+  echo "npm not found: starting without the example web app (install Node.js >= 20 for it)" >&2
+  app_line="No web app at / (npm not found): install Node.js >= 20 for it."
+fi
 
 SIM_LISTEN="${SIM_LISTEN:-127.0.0.1:8081}"
 ./bin/upstream-sim -listen "$SIM_LISTEN" -control -client-id dev-client -client-secret dev-secret &
@@ -18,7 +35,10 @@ cat <<TXT
 
   The BFF listens on http://localhost:8080 (admin: http://localhost:9090),
   in front of the upstream simulator on http://$SIM_LISTEN.
-  Try, in another terminal:
+
+  $app_line
+
+  Or try the API, in another terminal:
 
     curl -s -c /tmp/bff.jar -H 'Content-Type: application/json' \\
          -d '{"userId":"alice"}' http://localhost:8080/auth/dev/login

@@ -1,0 +1,62 @@
+// Builds dist/: app-[hash].js and app-[hash].css (bundled by esbuild, the client
+// package's TypeScript included from ../client/src) and an index.html that
+// references them. The BFF serves dist/ (static_dir): hashed files are cached
+// for a year, index.html is revalidated, so a new build is seen on the next load.
+import * as esbuild from "esbuild";
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const out = join(here, "dist");
+// Empty dist/ but keep the directory itself: a running BFF holds it open
+// (static_dir), so removing and recreating it would leave the BFF serving a
+// deleted directory until restarted. Rebuilding in place is picked up at once.
+mkdirSync(out, { recursive: true });
+for (const f of readdirSync(out)) rmSync(join(out, f), { recursive: true, force: true });
+
+const result = await esbuild.build({
+  entryPoints: { app: join(here, "src/main.ts") },
+  bundle: true,
+  format: "esm",
+  target: "es2022",
+  minify: true,
+  sourcemap: false,
+  entryNames: "[name]-[hash]",
+  outdir: out,
+  metafile: true,
+  logLevel: "warning",
+});
+
+let js = "";
+let css = "";
+for (const [file, meta] of Object.entries(result.metafile.outputs)) {
+  if (!meta.entryPoint && !file.endsWith(".css")) continue;
+  if (file.endsWith(".js")) js = basename(file);
+  if (file.endsWith(".css")) css = basename(file);
+}
+if (!js || !css) throw new Error(`build: expected one .js and one .css output, got ${Object.keys(result.metafile.outputs)}`);
+
+// No inline script or style: the BFF's Content-Security-Policy allows neither.
+const html = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>BFF example app</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/${css}">
+<script type="module" src="/${js}"></script>
+</head>
+<body>
+<header class="top">
+<strong class="brand">BFF example app</strong>
+<nav id="nav"></nav>
+<span id="who"></span>
+</header>
+<main id="main"><p>Loading…</p></main>
+</body>
+</html>
+`;
+writeFileSync(join(out, "index.html"), html);
+console.log(`dist/index.html -> /${js}, /${css}`);
