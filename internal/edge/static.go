@@ -57,15 +57,20 @@ const (
 	revalidate = "no-cache"
 )
 
-// fingerprinted matches a build tool's content-hashed file name, such as
-// index-B4x9_kQz.js or app.3f2a9c1e.css: a run of at least 8 name
-// characters, one a digit, before the extension. Only these are cached for
-// long; index.html and everything else is revalidated on every load.
-var fingerprinted = regexp.MustCompile(`[.-][A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*\.[A-Za-z0-9]+$`)
+// fingerprinted finds the segment before the extension that a build tool
+// puts a content hash in, such as index-B4x9_kQz.js, app.3f2a9c1e.css or
+// esbuild's app-TEVIXJDC.js.
+var fingerprinted = regexp.MustCompile(`[.-]([A-Za-z0-9_]{8,})\.[A-Za-z0-9]+$`)
 
+var digit, upperOnly = regexp.MustCompile(`[0-9]`), regexp.MustCompile(`^[A-Z0-9]+$`)
+
+// isFingerprinted reports a content-hashed file name: a segment of at least
+// 8 characters before the extension that holds a digit or is all capitals
+// (base32). Only these are cached for long; index.html and everything else
+// is revalidated on every load.
 func isFingerprinted(name string) bool {
-	m := fingerprinted.FindString(path.Base(name))
-	return len(m) > 0 && len(m)-len(path.Ext(m))-1 >= 8
+	m := fingerprinted.FindStringSubmatch(path.Base(name))
+	return m != nil && (digit.MatchString(m[1]) || upperOnly.MatchString(m[1]))
 }
 
 // handler serves GET and HEAD for every path the other routes do not take.

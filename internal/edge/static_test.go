@@ -152,7 +152,8 @@ func TestOpenStaticNeedsABuiltApp(t *testing.T) {
 func TestIsFingerprinted(t *testing.T) {
 	for name, want := range map[string]bool{
 		"assets/index-B4x9_kQz.js": true, "app.3f2a9c1e.css": true, "chunk-0123abcd.mjs": true,
-		"index.html": false, "logo.svg": false, "chunk-abcdefgh.js": false, "a-1.js": false, "v1.2.js": false,
+		"app-TEVIXJDC.js": true, "index.html": false, "logo.svg": false, "chunk-abcdefgh.js": false, "a-1.js": false,
+		"v1.2.js": false, "my-component.js": false,
 	} {
 		if got := isFingerprinted(name); got != want {
 			t.Errorf("isFingerprinted(%q) = %v, want %v", name, got, want)
