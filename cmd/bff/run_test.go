@@ -26,20 +26,8 @@ func freePort(t *testing.T) string {
 // run serves until its context ends, /readyz turns 503 while draining, and
 // it returns nil after a clean shutdown.
 func TestRunServesAndShutsDownCleanly(t *testing.T) {
-	pub, adm := freePort(t), freePort(t)
-	cfg := filepath.Join(t.TempDir(), "c.yaml")
-	err := os.WriteFile(cfg, []byte(`env: development
-listen: "`+pub+`"
-admin_listen: "`+adm+`"
-shutdown_delay: 2s
-upstream: { base_url: "http://127.0.0.1:1", client_id: c, client_secret: run-test-secret }
-redis: { url: "" }
-session: { secure_cookie: false }
-auth: { mode: dev }
-`), 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
+	adm := freePort(t)
+	cfg := devConfig(t, adm, "shutdown_delay: 2s\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stdout, stderr syncbuf.Buffer
@@ -105,22 +93,30 @@ func TestRunRejectsBadConfig(t *testing.T) {
 // A static_dir that is not a built app stops the BFF at start, naming the key.
 func TestRunRefusesStaticDirWithoutApp(t *testing.T) {
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "c.yaml")
+	cfg := devConfig(t, freePort(t), `static_dir: "`+dir+`"`+"\n")
+	var out, errOut syncbuf.Buffer
+	err := run(context.Background(), []string{"bff", "-config", cfg}, nil, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "static_dir: ") || !strings.Contains(err.Error(), "index.html") {
+		t.Fatalf("got %v, want an error naming static_dir and index.html", err)
+	}
+}
+
+// devConfig writes a development config (dev login, in-process store, an
+// unreachable upstream) listening on a free port with its admin listener
+// on adm, plus extra YAML lines, and returns its path.
+func devConfig(t *testing.T, adm, extra string) string {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
 	err := os.WriteFile(cfg, []byte(`env: development
 listen: "`+freePort(t)+`"
-admin_listen: "`+freePort(t)+`"
-static_dir: "`+dir+`"
+admin_listen: "`+adm+`"
 upstream: { base_url: "http://127.0.0.1:1", client_id: c, client_secret: run-test-secret }
 redis: { url: "" }
 session: { secure_cookie: false }
 auth: { mode: dev }
-`), 0o600)
+`+extra), 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out, errOut syncbuf.Buffer
-	err = run(context.Background(), []string{"bff", "-config", cfg}, nil, &out, &errOut)
-	if err == nil || !strings.Contains(err.Error(), "static_dir: ") || !strings.Contains(err.Error(), "index.html") {
-		t.Fatalf("got %v, want an error naming static_dir and index.html", err)
-	}
+	return cfg
 }
