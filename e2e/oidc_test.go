@@ -92,6 +92,61 @@ func TestOIDCBrowserLogin(t *testing.T) {
 	}
 }
 
+// Logins started in several tabs of one browser can each finish: each
+// has its own binding cookie. A fifth one under way drops the oldest
+// bindings, and their callbacks answer LOGIN_FAILED.
+func TestOIDCLoginsInSeveralTabs(t *testing.T) {
+	e, _ := oidcEnv(t)
+	b := e.browser()
+	first := beginLogin(t, b, "?returnTo=/first")
+	second := beginLogin(t, b, "?returnTo=/second")
+	cbFirst := opLogin(t, b.http, first, "tabby")
+	cbSecond := opLogin(t, b.http, second, "tabby")
+	for _, tt := range []struct{ cb, want string }{{cbFirst, "/first"}, {cbSecond, "/second"}} {
+		r := b.follow(t, tt.cb)
+		if r.status != 302 || r.header.Get("Location") != tt.want {
+			t.Fatalf("callback: got %d Location %q %s, want 302 to %s", r.status, r.header.Get("Location"), r.body, tt.want)
+		}
+	}
+	if v := b.do("GET", "/auth/session", "").json(t); v["userId"] != "tabby" {
+		t.Fatalf("got session %v, want tabby", v)
+	}
+	if n := bindingCookies(t, e, b); n != 0 {
+		t.Fatalf("%d login binding cookies left after both logins finished, want 0", n)
+	}
+
+	var started []string
+	for i := 0; i < 6; i++ {
+		started = append(started, beginLogin(t, b, ""))
+	}
+	if n := bindingCookies(t, e, b); n != 4 {
+		t.Fatalf("%d login binding cookies after 6 starts, want at most 4", n)
+	}
+	finished := 0
+	for _, auth := range started {
+		if r := b.follow(t, opLogin(t, b.http, auth, "tabby")); r.status == 302 {
+			finished++
+		} else {
+			wantProblem(t, r, 400, "LOGIN_FAILED")
+		}
+	}
+	if finished != 4 {
+		t.Fatalf("%d of 6 concurrent logins finished, want the 4 kept", finished)
+	}
+}
+
+// bindingCookies counts the login binding cookies in the client's jar.
+func bindingCookies(t *testing.T, e *env, c *client) int {
+	t.Helper()
+	n := 0
+	for _, ck := range c.http.Jar.Cookies(mustURL(t, e.public)) {
+		if strings.HasPrefix(ck.Name, "bff_login_") {
+			n++
+		}
+	}
+	return n
+}
+
 // A new login in a browser that still has a session gets a new id, and the
 // old session is over (no fixation).
 func TestOIDCLoginReplacesTheOldSession(t *testing.T) {
@@ -298,7 +353,7 @@ func TestOIDCNoSecretsInLogsOrRedis(t *testing.T) {
 	authURL := beginLogin(t, b, "")
 	var bindingCookie string
 	for _, ck := range b.http.Jar.Cookies(mustURL(t, e.public)) {
-		if ck.Name == "bff_login" {
+		if strings.HasPrefix(ck.Name, "bff_login_") {
 			bindingCookie = ck.Value
 		}
 	}

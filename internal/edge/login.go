@@ -2,6 +2,8 @@ package edge
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -10,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -91,7 +94,10 @@ func loginStart(d loginDeps, mobileURIs []string) echo.HandlerFunc {
 		if err != nil {
 			return loginProblem(err)
 		}
-		ck, err := d.binding.New(state)
+		for _, stale := range pendingBindings(c.Request(), d.binding, maxPendingLogins-1) {
+			c.SetCookie(stale)
+		}
+		ck, err := d.binding.Named(bindingSuffix(state)).New(state)
 		if err != nil {
 			return problem.Wrap(problem.CodeInternal, "the login could not be started", err)
 		}
@@ -107,11 +113,16 @@ func loginCallback(d loginDeps) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		q := c.QueryParams()
-		c.SetCookie(d.binding.Clear())
 		c.Response().Header().Set("Cache-Control", "no-store")
 		// The state must be the one this browser started (login CSRF).
+		binding := d.binding.Named(bindingSuffix(q.Get("state")))
+		c.SetCookie(binding.Clear())
 		bound := ""
-		if ck, err := r.Cookie(d.binding.Name()); err == nil {
+		if ck, err := r.Cookie(binding.Name()); err == nil {
+			bound, _ = binding.ID(ck.Value)
+		} else if ck, err := r.Cookie(d.binding.Name()); err == nil {
+			// A login started before an upgrade, under the one unsuffixed name.
+			c.SetCookie(d.binding.Clear())
 			bound, _ = d.binding.ID(ck.Value)
 		}
 		if bound == "" || bound != q.Get("state") {
@@ -141,6 +152,38 @@ func loginCallback(d loginDeps) echo.HandlerFunc {
 		}
 		return c.Redirect(http.StatusFound, res.ReturnTo)
 	}
+}
+
+// maxPendingLogins bounds the logins one browser has under way at once (a
+// tab each); starting one more drops the binding of the others, whose
+// callbacks then answer LOGIN_FAILED "start again". It keeps the Cookie
+// header of a user who keeps clicking "sign in" small.
+const maxPendingLogins = 4
+
+// bindingSuffix names a pending login's binding cookie after its state, so
+// logins started in several tabs of one browser each keep their own and
+// each can finish (one cookie for all would let only the last one finish).
+// The state is random; a hash of it keeps the name short and token-safe.
+func bindingSuffix(state string) string {
+	sum := sha256.Sum256([]byte(state))
+	return "_" + base64.RawURLEncoding.EncodeToString(sum[:6])
+}
+
+// pendingBindings returns deletions for the binding cookies r carries
+// beyond keep, so a new one can be added within maxPendingLogins.
+func pendingBindings(r *http.Request, binding *session.Cookies, keep int) []*http.Cookie {
+	var out []*http.Cookie
+	n := 0
+	for _, ck := range r.Cookies() {
+		suffix, ok := strings.CutPrefix(ck.Name, binding.Name())
+		if !ok || !strings.HasPrefix(suffix, "_") {
+			continue
+		}
+		if n++; n > keep {
+			out = append(out, binding.Named(suffix).Clear())
+		}
+	}
+	return out
 }
 
 // endOldSession ends the session a browser still carries when it logs in

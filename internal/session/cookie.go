@@ -78,6 +78,15 @@ func NewCookies(o CookieOptions) (*Cookies, error) {
 // Name is the cookie's name.
 func (c *Cookies) Name() string { return c.name }
 
+// Named returns the same codec for the cookie named Name()+suffix. The name
+// is the associated data of every value, so a value made under one name
+// does not open under another.
+func (c *Cookies) Named(suffix string) *Cookies {
+	n := *c
+	n.name = c.name + suffix
+	return &n
+}
+
 // New returns the cookie that carries id. It is a session cookie for the
 // browser (no Max-Age): the server enforces the timeouts.
 func (c *Cookies) New(id string) (*http.Cookie, error) {
