@@ -5,7 +5,7 @@
 // or style, and the data (merchant names, Hebrew products) is not trusted.
 import "./app.css";
 import { createClient, isBffError } from "../../client/src/index.ts";
-import type { Account, BffError, Payment, Transaction } from "../../client/src/index.ts";
+import type { Account, BffError, Connection, Payment, SessionInfo, Transaction } from "../../client/src/index.ts";
 
 const bff = createClient({
   mode: "cookie",
@@ -50,6 +50,13 @@ function errorBox(err: unknown): HTMLElement {
   );
 }
 
+/** A date-time for display: "" when absent, as given when it is not a date. */
+function when(s: string | null | undefined): string {
+  if (!s) return "";
+  const d = new Date(s);
+  return Number.isNaN(d.getTime()) ? s : d.toLocaleString();
+}
+
 function money(m: { amount?: string | number; currency?: string } | undefined): string {
   if (!m || m.amount === undefined || m.amount === "") return "";
   const n = typeof m.amount === "number" ? m.amount : Number(m.amount);
@@ -80,6 +87,9 @@ function link(path: string, text: string): HTMLElement {
 }
 
 let who: string | null = null;
+// Counts route() calls, so that an older one whose session check answers late
+// (a click during a slow check, a back-forward cache restore) renders nothing.
+let routing = 0;
 
 function renderNav(): void {
   const nav = document.getElementById("nav")!;
@@ -90,18 +100,25 @@ function renderNav(): void {
     return;
   }
   nav.replaceChildren(
-    link("/", "Accounts"), link("/pay", "New payment"), link("/sessions", "Sessions"),
+    link("/", "Accounts"), link("/connections", "Banks"), link("/pay", "New payment"),
+    link("/payments", "Payments"), link("/sessions", "Sessions"),
   );
   whoEl.textContent = "Signed in as " + who;
 }
 
 async function route(): Promise<void> {
+  const seq = ++routing;
   const path = location.pathname;
+  // The previous page (or one restored from the back-forward cache after a
+  // logout) must not stay on screen while the session is checked.
+  render(h("p", {}, "Loading…"));
   if (path !== "/login") {
     try {
       const me = await bff.session();
+      if (seq !== routing) return;
       who = me ? me.userId : null;
     } catch (err) {
+      if (seq !== routing) return;
       renderNav();
       render(h("h1", {}, "Cannot reach the BFF"), errorBox(err));
       return;
@@ -115,12 +132,20 @@ async function route(): Promise<void> {
     case "/login": return loginPage();
     case "/pay": return payPage();
     case "/payment-done": return paymentDonePage();
+    case "/payments": return paymentsPage();
+    case "/connections": return connectionsPage();
+    case "/connection-done": return connectionDonePage();
     case "/sessions": return sessionsPage();
     default: return homePage();
   }
 }
 
 window.addEventListener("popstate", () => void route());
+// A page restored from the back-forward cache runs no script: check the
+// session again, so the back button after a logout shows no data.
+window.addEventListener("pageshow", (ev) => {
+  if ((ev as PageTransitionEvent).persisted) void route();
+});
 void route();
 
 // ---- Sign in ---------------------------------------------------------------
@@ -280,13 +305,9 @@ function homePage(): void {
 // ---- New payment -----------------------------------------------------------
 
 function payPage(): void {
-  const fields: Record<string, { input: HTMLInputElement; msg: HTMLElement; path: string }> = {};
-  function field(name: string, path: string, label: string, value: string, extra: Attrs = {}): HTMLElement {
-    const input = h("input", { id: name, name, value, ...extra }) as HTMLInputElement;
-    const msg = h("div", { class: "field-error", id: name + "-error" });
-    fields[name] = { input, msg, path };
-    return h("div", { class: "field" }, h("label", { for: name }, label), input, msg);
-  }
+  const fields: Fields = {};
+  const field = (name: string, path: string, label: string, value: string, extra: Attrs = {}) =>
+    formField(fields, name, path, label, value, extra);
   const out = h("div");
   const submit = h("button", { type: "submit" }, "Pay") as HTMLButtonElement;
 
@@ -298,7 +319,7 @@ function payPage(): void {
       onsubmit: async (ev: Event) => {
         ev.preventDefault();
         out.replaceChildren();
-        for (const f of Object.values(fields)) { f.msg.textContent = ""; f.input.removeAttribute("aria-invalid"); }
+        clearFieldErrors(fields);
         submit.disabled = true;
         try {
           const res = await bff.createPayment({
@@ -316,15 +337,7 @@ function payPage(): void {
           location.assign(res.data.payUrl);
         } catch (err) {
           submit.disabled = false;
-          if (isBffError(err) && err.fields.length > 0) {
-            const unplaced = showFieldErrors(err, fields);
-            out.replaceChildren(h("div", { class: "error", role: "alert", "data-code": err.code },
-              h("strong", {}, err.code), " (action: " + err.action + "): please correct the marked fields.",
-              ...unplaced.map((m) => h("div", {}, m)),
-              err.requestId ? h("div", { class: "muted" }, "Request id: " + err.requestId) : null));
-          } else {
-            out.replaceChildren(errorBox(err));
-          }
+          out.replaceChildren(formError(err, fields));
         }
       },
     },
@@ -342,11 +355,42 @@ function payPage(): void {
   );
 }
 
+// ---- Forms -----------------------------------------------------------------
+
+/** A form's inputs by name, each with its error line and the request body path it fills. */
+type Fields = Record<string, { input: HTMLInputElement; msg: HTMLElement; path: string }>;
+
+function formField(fields: Fields, name: string, path: string, label: string, value: string, extra: Attrs = {}): HTMLElement {
+  const input = h("input", { id: name, name, value, ...extra }) as HTMLInputElement;
+  const msg = h("div", { class: "field-error", id: name + "-error" });
+  fields[name] = { input, msg, path };
+  return h("div", { class: "field" }, h("label", { for: name }, label), input, msg);
+}
+
+function clearFieldErrors(fields: Fields): void {
+  for (const f of Object.values(fields)) { f.msg.textContent = ""; f.input.removeAttribute("aria-invalid"); }
+}
+
+/** The box for a failed submit: a validation error's messages go next to their inputs. */
+function formError(err: unknown, fields: Fields): HTMLElement {
+  if (!isBffError(err) || err.fields.length === 0) return errorBox(err);
+  const unplaced = showFieldErrors(err, fields);
+  return h("div", { class: "error", role: "alert", "data-code": err.code },
+    h("strong", {}, err.code), " (action: " + err.action + "): please correct the marked fields.",
+    ...unplaced.map((m) => h("div", {}, m)),
+    err.requestId ? h("div", { class: "muted" }, "Request id: " + err.requestId) : null);
+}
+
+/** Whether an error's field names the path: itself, its last part, or an item of it (`providerIds[0]`). */
+function namesPath(field: string, path: string): boolean {
+  return field !== "" && (path === field || path.endsWith("." + field) || field.startsWith(path + "["));
+}
+
 /** Puts each field error next to its input; returns the messages that match no input. */
-function showFieldErrors(err: BffError, fields: Record<string, { input: HTMLInputElement; msg: HTMLElement; path: string }>): string[] {
+function showFieldErrors(err: BffError, fields: Fields): string[] {
   const unplaced: string[] = [];
   for (const fe of err.fields) {
-    const f = Object.values(fields).find((x) => fe.field !== "" && (x.path === fe.field || x.path.endsWith("." + fe.field)));
+    const f = Object.values(fields).find((x) => namesPath(fe.field, x.path));
     if (!f) { unplaced.push(fe.message); continue; }
     f.msg.textContent = fe.message;
     f.input.setAttribute("aria-invalid", "true");
@@ -368,7 +412,7 @@ function paymentDonePage(): void {
     h("h1", {}, "Payment"),
     h("p", { class: "muted" }, "The bank sent you back with status " + (said ?? "(none)") + "; the BFF's answer is what counts:"),
     box,
-    h("p", {}, link("/pay", "Make another payment"), " · ", link("/", "Accounts")),
+    h("p", {}, link("/pay", "Make another payment"), " · ", link("/payments", "All payments"), " · ", link("/", "Accounts")),
   );
   if (!id) {
     box.replaceChildren(h("div", { class: "error" }, "No paymentId in the address."));
@@ -384,6 +428,164 @@ function paymentDonePage(): void {
         h("div", {}, `${money({ amount: p.paymentInformation?.amount, currency: p.paymentInformation?.currency })} ` +
           (p.paymentInformation?.remittanceInformation ? `· ${p.paymentInformation.remittanceInformation}` : "")),
         h("div", { class: "muted mono" }, "Payment id: " + p.id)));
+    } catch (err) {
+      box.replaceChildren(errorBox(err));
+    }
+  })();
+}
+
+// ---- Payments --------------------------------------------------------------
+
+function paymentRow(p: Payment): HTMLElement {
+  const pi = p.paymentInformation;
+  return h("tr", { "data-payment-id": p.id, "data-status": p.status },
+    h("td", {}, when(p.createdAt)),
+    h("td", { class: "num" }, money({ amount: pi?.amount, currency: pi?.currency })),
+    h("td", {}, h("bdi", {}, pi?.remittanceInformation ?? "")),
+    h("td", { class: "mono" }, p.status),
+  );
+}
+
+function paymentsPage(): void {
+  const body = h("tbody");
+  const table = h("table", { id: "payments-table" },
+    h("thead", {}, h("tr", {}, h("th", {}, "Created"), h("th", { class: "num" }, "Amount"), h("th", {}, "Remittance information"), h("th", {}, "Status"))),
+    body);
+  table.hidden = true;
+  const msg = h("div");
+  const more = h("button", { id: "payments-more", type: "button" }, "Load more") as HTMLButtonElement;
+  more.hidden = true;
+  let nextPage: string | null = null;
+  let count = 0;
+
+  async function load(): Promise<void> {
+    more.disabled = true;
+    msg.replaceChildren("Loading…");
+    try {
+      const page = await bff.payments({ limit: 20, sort: -1, ...(nextPage ? { nextPage } : {}) });
+      for (const p of page.items) body.append(paymentRow(p));
+      count += page.items.length;
+      nextPage = page.nextPage ?? null;
+      more.hidden = !nextPage;
+      table.hidden = count === 0;
+      msg.replaceChildren(count === 0 && !nextPage
+        ? h("p", { id: "payments-empty" }, "No payments yet.")
+        : `${count} shown` + (nextPage ? "" : " (all)"));
+    } catch (err) {
+      msg.replaceChildren(errorBox(err));
+    } finally {
+      more.disabled = false;
+    }
+  }
+  more.addEventListener("click", () => void load());
+
+  render(
+    h("h1", {}, "Payments"),
+    h("p", { class: "muted" }, "Newest first. ", link("/pay", "New payment")),
+    table,
+    msg,
+    more,
+  );
+  void load();
+}
+
+// ---- Bank connections ------------------------------------------------------
+
+/** The connection's error, "CODE: message", or "". */
+function connectionError(c: Connection): string {
+  return c.error ? [c.error.code, c.error.message].filter(Boolean).join(": ") : "";
+}
+
+function connectionRow(c: Connection): HTMLElement {
+  return h("tr", { "data-connection-id": c.id ?? "", "data-status": c.status ?? "" },
+    h("td", {}, c.providerId ?? c.providerIds?.join(", ") ?? ""),
+    h("td", { class: "mono" }, c.status ?? ""),
+    h("td", {}, when(c.createdAt)),
+    h("td", {}, h("bdi", {}, connectionError(c))),
+  );
+}
+
+function connectionsPage(): void {
+  const list = h("div", { id: "connections" }, "Loading…");
+  const fields: Fields = {};
+  const out = h("div");
+  const submit = h("button", { id: "connect", type: "submit" }, "Connect a bank") as HTMLButtonElement;
+  const form = h(
+    "form",
+    {
+      id: "connect-form",
+      novalidate: true,
+      onsubmit: async (ev: Event) => {
+        ev.preventDefault();
+        out.replaceChildren();
+        clearFieldErrors(fields);
+        submit.disabled = true;
+        try {
+          const res = await bff.createConnection({
+            providerIds: [fields.provider!.input.value.trim()],
+            redirectUrl: location.origin + "/connection-done",
+          });
+          out.replaceChildren(h("p", {}, "Connection " + res.id + " created; going to the bank to approve it…"));
+          location.assign(res.connectUrl);
+        } catch (err) {
+          submit.disabled = false;
+          out.replaceChildren(formError(err, fields));
+        }
+      },
+    },
+    formField(fields, "provider", "providerIds", "Bank (provider id)", "demobank-sandbox", { autocomplete: "off" }),
+    submit,
+  );
+  render(
+    h("h1", {}, "Banks"),
+    list,
+    h("h2", {}, "Connect a bank"),
+    h("p", { class: "muted" }, "demobank-sandbox is the upstream simulator: you approve or reject the connection on the bank's consent page and come back here."),
+    form,
+    out,
+  );
+  void (async () => {
+    try {
+      const rows: HTMLElement[] = [];
+      for await (const page of bff.connectionPages({})) rows.push(...page.items.map(connectionRow));
+      list.replaceChildren(rows.length === 0 ? h("p", { id: "connections-empty" }, "No banks connected yet.") : h("table", { id: "connections-table" },
+        h("thead", {}, h("tr", {}, h("th", {}, "Bank"), h("th", {}, "Status"), h("th", {}, "Created"), h("th", {}, "Error"))),
+        h("tbody", {}, ...rows)));
+    } catch (err) {
+      list.replaceChildren(errorBox(err));
+    }
+  })();
+}
+
+function connectionDonePage(): void {
+  const q = new URLSearchParams(location.search);
+  const id = q.get("connectionId");
+  const said = q.get("status");
+  const box = h("div", { id: "connection-outcome" }, "Checking the connection…");
+  render(
+    h("h1", {}, "Bank connection"),
+    h("p", { class: "muted" }, "The bank sent you back with status " + (said ?? "(none)") + "; the BFF's answer is what counts:"),
+    box,
+    h("p", {}, link("/connections", "Banks"), " · ", link("/", "Accounts")),
+  );
+  if (!id) {
+    box.replaceChildren(h("div", { class: "error" }, "No connectionId in the address."));
+    return;
+  }
+  void (async () => {
+    try {
+      const c = await bff.connection(id);
+      const status = c.status ?? "";
+      const [cls, words] = status === "ACTIVE" ? ["ok", "Bank connected"]
+        : status === "PENDING" ? ["pending", "Bank connection still pending"]
+        : ["error", "Bank not connected: " + (status || "(no status)")];
+      box.className = cls;
+      box.setAttribute("data-status", status);
+      box.replaceChildren(
+        h("strong", {}, words),
+        h("div", {}, c.providerId ?? c.providerIds?.join(", ") ?? ""),
+        h("div", {}, h("bdi", {}, connectionError(c))),
+        h("div", { class: "muted mono" }, "Connection id: " + (c.id ?? id)));
     } catch (err) {
       box.replaceChildren(errorBox(err));
     }
@@ -415,26 +617,44 @@ function sessionsPage(): void {
       } catch (err) { out.replaceChildren(errorBox(err)); }
     },
   }, "Log out everywhere");
+  function sessionRow(s: SessionInfo): HTMLElement {
+    const revoke = h("button", {
+      class: "revoke", type: "button",
+      onclick: async () => {
+        revoke.disabled = true;
+        out.replaceChildren();
+        try {
+          await bff.revokeSession(s.id);
+          await load();
+        } catch (err) {
+          revoke.disabled = false;
+          out.replaceChildren(errorBox(err));
+        }
+      },
+    }, "End this session") as HTMLButtonElement;
+    return h("tr", { "data-session-id": s.id, "data-current": s.current && "true" },
+      h("td", {}, s.method),
+      h("td", {}, when(s.createdAt)),
+      h("td", {}, when(s.lastSeenAt)),
+      h("td", {}, when(s.expiresAt)),
+      h("td", {}, s.current ? "this browser" : revoke),
+    );
+  }
+  async function load(): Promise<void> {
+    try {
+      const ss = await bff.sessions();
+      list.replaceChildren(h("table", {},
+        h("thead", {}, h("tr", {}, h("th", {}, "Method"), h("th", {}, "Signed in"), h("th", {}, "Last seen"), h("th", {}, "Expires"), h("th", {}, ""))),
+        h("tbody", {}, ...ss.map(sessionRow))));
+    } catch (err) {
+      list.replaceChildren(errorBox(err));
+    }
+  }
   render(
     h("h1", {}, "Sessions"),
     list,
     h("div", { class: "row" }, logoutBtn, everywhereBtn),
     out,
   );
-  void (async () => {
-    try {
-      const ss = await bff.sessions();
-      list.replaceChildren(h("table", {},
-        h("thead", {}, h("tr", {}, h("th", {}, "Method"), h("th", {}, "Signed in"), h("th", {}, "Last seen"), h("th", {}, "Expires"), h("th", {}, ""))),
-        h("tbody", {}, ...ss.map((s) => h("tr", {},
-          h("td", {}, s.method),
-          h("td", {}, new Date(s.createdAt).toLocaleString()),
-          h("td", {}, new Date(s.lastSeenAt).toLocaleString()),
-          h("td", {}, new Date(s.expiresAt).toLocaleString()),
-          h("td", {}, s.current ? "this browser" : ""),
-        )))));
-    } catch (err) {
-      list.replaceChildren(errorBox(err));
-    }
-  })();
+  void load();
 }
