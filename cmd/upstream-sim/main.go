@@ -50,7 +50,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	credits := fs.Int("credits", 100, "starting credit balance")
 	accountCap := fs.Int("account-cap", 5, "corporate-account (connection) cap")
 	lock := fs.Bool("bigquery-lock", true, "refuse (423) deleting connections younger than 90 minutes")
-	redirects := fs.String("allowed-redirect-urls", "https://app.example.com/payment-done,http://localhost:8080/payment-done",
+	redirects := fs.String("allowed-redirect-urls", strings.Join(upstreamsim.DefaultRedirectURLs, ","),
 		"comma-separated redirect url allow-list")
 	publicURL := fs.String("public-url", "",
 		"where a browser reaches this simulator, for payUrl and connectUrl (default: the scheme and Host each API request came to)")

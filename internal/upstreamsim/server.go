@@ -39,6 +39,14 @@ const (
 // specification requires its trailing slash.
 const DefaultMCPResource = "https://mcp.open-finance.test/mcp/"
 
+// DefaultRedirectURLs is the redirect allow-list when none is given: the
+// example web app's return pages under make run (http://localhost:8080)
+// and at the documentation's example origin.
+var DefaultRedirectURLs = []string{
+	"https://app.example.com/payment-done", "https://app.example.com/connection-done",
+	"http://localhost:8080/payment-done", "http://localhost:8080/connection-done",
+}
+
 // Options configures a Server. The zero value is usable: every field has
 // the default given in its comment. Server.UpdateSettings changes most of
 // them at run time; Reset restores them.
@@ -63,8 +71,7 @@ type Options struct {
 	// minutes answer 423. Nil means true.
 	BigQueryLock *bool
 	// AllowedRedirectURLs is the organization's redirect allow-list of
-	// absolute URLs without query or fragment (nil: the default
-	// https://app.example.com/payment-done and http://localhost:8080/payment-done;
+	// absolute URLs without query or fragment (nil: DefaultRedirectURLs;
 	// empty and non-nil: no redirect url is allowed).
 	AllowedRedirectURLs []string
 	// Control enables the /_sim/ control API (default off).
@@ -128,7 +135,7 @@ func (o Options) withDefaults() Options {
 		o.BigQueryLock = Bool(true)
 	}
 	if o.AllowedRedirectURLs == nil {
-		o.AllowedRedirectURLs = []string{"https://app.example.com/payment-done", "http://localhost:8080/payment-done"}
+		o.AllowedRedirectURLs = slices.Clone(DefaultRedirectURLs)
 	}
 	if o.Now == nil {
 		o.Now = time.Now

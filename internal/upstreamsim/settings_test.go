@@ -17,7 +17,7 @@ func TestUpdateSettings(t *testing.T) {
 	h := newHarness(t, Options{})
 	if got := h.sim.Settings(); got.UnauthorizedShape != Shape401Message || got.ExpiresInUnit != UnitSeconds ||
 		got.TokenTTL != time.Hour || got.AccountCap != 5 || !got.BigQueryLock || got.Plan != PlanPro ||
-		got.ProductionAccess || got.Credits != 100 || len(got.AllowedRedirectURLs) != 2 {
+		got.ProductionAccess || got.Credits != 100 || !slices.Equal(got.AllowedRedirectURLs, DefaultRedirectURLs) {
 		t.Fatalf("defaults: got %+v", got)
 	}
 	tok := h.token("alice")
