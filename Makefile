@@ -41,8 +41,9 @@ test-client:
 test-deps:
 	@command -v node >/dev/null 2>&1 || { echo "Node.js (>= 20) is needed for the OpenID provider of the login tests: apt-get install -y nodejs npm" >&2; exit 1; }
 	@command -v haproxy >/dev/null 2>&1 || { echo "HAProxy is needed for the load-balancer tests: apt-get install -y haproxy" >&2; exit 1; }
-	@command -v chromium >/dev/null 2>&1 || { echo "Chromium is needed for the simulator's consent page browser test: apt-get install -y chromium" >&2; exit 1; }
+	@command -v chromium >/dev/null 2>&1 || { echo "Chromium is needed for the browser tests (the example app, the consent pages): apt-get install -y chromium" >&2; exit 1; }
 	@[ -d e2e/oidcprovider/node_modules/oidc-provider ] || npm ci --prefix e2e/oidcprovider --no-audit --no-fund
+	@[ -d web/app/node_modules/esbuild ] || npm ci --prefix web/app --no-audit --no-fund
 
 ## lint: gofmt, go vet and staticcheck
 lint:

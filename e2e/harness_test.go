@@ -141,6 +141,9 @@ type options struct {
 	drainDelay string              // shutdown_delay; default 0s
 	env        map[string]string   // BFF_* variables, over the file's values
 	limitsYAML string              // default: every limit off
+	// secureCookie sets session.secure_cookie: the cookies are then
+	// Secure and named __Host-… (browsers take them from http://127.0.0.1).
+	secureCookie bool
 	// noAdminToken leaves admin_token_file unset: the admin listener's
 	// mutating endpoints then do not exist.
 	noAdminToken bool
@@ -298,13 +301,13 @@ redis:
   key_prefix: %q
   encryption_key: %q
 session:
-  secure_cookie: false
+  secure_cookie: %t
   keys: [%q]
 ledger:
   postgres_url: %q
 %s
 %s
-%s`, adminLine, pub, adm, pub, drainDelay, e.simURL, o.sim.ClientID, secretLine, o.upstream, redisYAML, e.prefix, e.encKey, e.cookieKey, e.ledgerURL, limitsYAML, authYAML, o.extraYAML)
+%s`, adminLine, pub, adm, pub, drainDelay, e.simURL, o.sim.ClientID, secretLine, o.upstream, redisYAML, e.prefix, e.encKey, o.secureCookie, e.cookieKey, e.ledgerURL, limitsYAML, authYAML, o.extraYAML)
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -24,7 +24,17 @@ const (
 // oidcEnv is the BFF in auth.mode: oidc against the real OpenID provider.
 func oidcEnv(t *testing.T) (*env, *OP) {
 	t.Helper()
-	pub := freeAddr(t)
+	return oidcEnvWith(t, options{})
+}
+
+// oidcEnvWith is oidcEnv with more options; o.authYAML is set here, and
+// o.publicAddr when empty.
+func oidcEnvWith(t *testing.T, o options) (*env, *OP) {
+	t.Helper()
+	pub := o.publicAddr
+	if pub == "" {
+		pub = freeAddr(t)
+	}
 	base := "http://" + pub
 	op := startOP(t, OPClient{
 		ID: opClientID, Secret: opClientSecret,
@@ -32,7 +42,8 @@ func oidcEnv(t *testing.T) (*env, *OP) {
 		PostLogoutRedirectURIs: []string{base + "/"},
 		BackchannelLogoutURI:   base + "/auth/backchannel-logout",
 	})
-	e := start(t, options{publicAddr: pub, authYAML: fmt.Sprintf(`auth:
+	o.publicAddr = pub
+	o.authYAML = fmt.Sprintf(`auth:
   mode: oidc
   oidc:
     issuer: %q
@@ -41,8 +52,8 @@ func oidcEnv(t *testing.T) (*env, *OP) {
     redirect_url: %q
     scopes: [openid, profile, email]
     user_id_claim: sub
-  mobile_redirect_uris: [%q]`, op.Issuer, opClientID, opClientSecret, base+"/auth/callback", mobileRedirect)})
-	return e, op
+  mobile_redirect_uris: [%q]`, op.Issuer, opClientID, opClientSecret, base+"/auth/callback", mobileRedirect)
+	return start(t, o), op
 }
 
 // beginLogin asks the BFF to start a login and returns where it sent the

@@ -4,105 +4,29 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/fintech-bff/bff/internal/browsertest"
 )
-
-// browserTimeout bounds each journey in the browser, and browserStart the
-// browser's start; chromium starts in about a second here, pages load in
-// milliseconds, so these only end a hung run.
-const (
-	browserTimeout = 30 * time.Second
-	browserStart   = 60 * time.Second
-)
-
-// chromiumPath finds Debian's chromium. Without it the test fails: the
-// consent pages are only proven by a real browser, which enforces their
-// CSP (a form-action that misses the redirect origin blocks the 303).
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "/usr/bin/chromium"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("chromium is needed for the consent page browser test: apt-get install -y chromium")
-	return ""
-}
-
-// startBrowser starts one headless chromium for the whole test and returns
-// its context; the browser ends with the test.
-func startBrowser(t *testing.T) context.Context {
-	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromiumPath(t)),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Headless,
-		chromedp.NoSandbox, // the tests run as root, where chromium's sandbox cannot start
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
-	}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	browser, cancelBrowser := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancelBrowser)
-	within(t, browserStart, "starting chromium", func() error { return chromedp.Do(browser) })
-	return browser
-}
-
-// within runs first, the first call on a new chromedp context, failing t
-// if it errs or takes longer than d. That first call cannot take a timeout
-// context: chromedp ties the browser's or tab's life to it.
-func within(t *testing.T, d time.Duration, what string, first func() error) {
-	t.Helper()
-	errc := make(chan error, 1)
-	go func() { errc <- first() }()
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	case <-time.After(d):
-		t.Fatalf("%s: not done within %s", what, d)
-	}
-}
 
 // journey opens link in a new tab of browser, clicks the button with the
 // given id and returns the URL the browser lands on once it shows wantID.
 func journey(t *testing.T, browser context.Context, link, button, wantID string) string {
 	t.Helper()
-	tab, closeTab := chromedp.NewContext(browser)
-	defer closeTab()
-	within(t, browserTimeout, "opening a tab", func() error { return chromedp.Do(tab) })
-	ctx, cancel := context.WithTimeout(tab, browserTimeout)
-	defer cancel()
-	err := chromedp.Do(ctx,
+	tab := browsertest.Tab(t, browser)
+	// A CSP that blocks the redirect leaves the browser on the consent page,
+	// which the failure names.
+	browsertest.Do(t, tab, link+" then "+button+", waiting for #"+wantID,
 		chromedp.Navigate(link),
 		chromedp.WaitVisible(chromedp.ID(button)),
 		chromedp.Click(chromedp.ID(button)),
 		chromedp.WaitVisible(chromedp.ID(wantID)),
 	)
-	if err != nil {
-		// A CSP that blocks the redirect leaves the browser on the consent page.
-		lctx, cancelL := context.WithTimeout(tab, 5*time.Second)
-		defer cancelL()
-		at, _ := chromedp.Run(lctx, chromedp.Location())
-		t.Fatalf("%s then %s, waiting for #%s: %v (the browser is at %s)", link, button, wantID, err, at)
-	}
-	landed, err := chromedp.Run(ctx, chromedp.Location())
-	if err != nil {
-		t.Fatalf("reading the location: %v", err)
-	}
-	return landed
+	return browsertest.Get(t, tab, "reading the location", chromedp.Location())
 }
 
 // TestConsentInBrowser drives the consent pages in headless chromium: the
@@ -116,7 +40,7 @@ func TestConsentInBrowser(t *testing.T) {
 	t.Cleanup(app.Close)
 	done := app.URL + "/done"
 	h := newHarness(t, Options{AllowedRedirectURLs: []string{done}})
-	browser := startBrowser(t)
+	browser := browsertest.Start(t)
 	start := time.Now()
 
 	payments := []struct{ button, want string }{

@@ -4,11 +4,13 @@
 // for a year, index.html is revalidated, so a new build is seen on the next load.
 import * as esbuild from "esbuild";
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const out = join(here, "dist");
+// `node build.mjs [outdir]`: dist/ by default; the browser tests build into
+// their own temporary directory.
+const out = process.argv[2] ? resolve(process.argv[2]) : join(here, "dist");
 // Empty dist/ but keep the directory itself: a running BFF holds it open
 // (static_dir), so removing and recreating it would leave the BFF serving a
 // deleted directory until restarted. Rebuilding in place is picked up at once.
@@ -59,4 +61,4 @@ const html = `<!doctype html>
 </html>
 `;
 writeFileSync(join(out, "index.html"), html);
-console.log(`dist/index.html -> /${js}, /${css}`);
+console.log(`${join(out, "index.html")} -> /${js}, /${css}`);

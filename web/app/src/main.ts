@@ -601,8 +601,16 @@ function sessionsPage(): void {
     id: "logout", type: "button",
     onclick: async () => {
       try {
-        await bff.logout(); // after an OpenID login, the browser goes on to the provider's logout page
+        const { logoutUrl } = await bff.logout();
         who = null;
+        renderNav();
+        if (logoutUrl) {
+          // After an OpenID login the browser is on its way to the provider's
+          // logout page: leave nothing of the user's on this page, and no
+          // extra history entry, behind it.
+          render(h("p", {}, "Signing you out at your identity provider…"));
+          return;
+        }
         go("/login");
       } catch (err) { out.replaceChildren(errorBox(err)); }
     },

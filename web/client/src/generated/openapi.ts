@@ -13,8 +13,9 @@ export interface paths {
          * Start a login (browser, or a native app with client=mobile)
          * @description `auth.mode: oidc` only. OpenID Connect authorization-code flow with PKCE, `state` and
          *     `nonce`. Reach it by a top-level navigation, not `fetch`. The answer is 302 to the
-         *     identity provider with the login cookie (`__Host-bff_login`, or `bff_login` with
-         *     `session.secure_cookie: false`) that binds the pending login to this browser.
+         *     identity provider with a login cookie (`__Host-bff_login_<hash>`, or `bff_login_<hash>`
+         *     with `session.secure_cookie: false`) that binds the pending login to this browser; one
+         *     per pending login, so logins started in several tabs each finish (at most 4 at once).
          *
          *     Native apps (RFC 8252) add `client=mobile`, `redirect_uri` (one of
          *     `auth.mobile_redirect_uris`), their PKCE `code_challenge` and an optional `state`; after
