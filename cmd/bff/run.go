@@ -565,9 +565,9 @@ func openLogin(ctx context.Context, cfg *config.Config, store login.Store, keys 
 	if err != nil {
 		return nil, nil, fmt.Errorf("auth.oidc.issuer: %w", err)
 	}
-	name := "bff_login"
+	name := config.LoginCookiePrefix
 	if cfg.Session.SecureCookie {
-		name = "__Host-bff_login"
+		name = "__Host-" + config.LoginCookiePrefix
 	}
 	binding, err := session.NewCookies(session.CookieOptions{Name: name, Secure: cfg.Session.SecureCookie, Keys: keys, MaxAge: login.StateTTL})
 	if err != nil {

@@ -14,6 +14,10 @@ const (
 	// PlainCookieName is the session cookie's name when cookie_name is
 	// empty and secure_cookie is false.
 	PlainCookieName = "bff_session"
+	// LoginCookiePrefix starts the name of every pending login's binding
+	// cookie (after __Host- when secure_cookie is true); the session
+	// cookie's name may not start with it.
+	LoginCookiePrefix = "bff_login"
 )
 
 // Defaults returns the configuration with every default filled in. The

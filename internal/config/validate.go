@@ -319,6 +319,8 @@ func (s *Session) validate(v *validator, prod bool) {
 		v.addf("session.cookie_name", "%q is not a valid cookie name", name)
 	case !s.SecureCookie && (strings.HasPrefix(name, "__Host-") || strings.HasPrefix(name, "__Secure-")):
 		v.addf("session.cookie_name", "%q needs secure_cookie: true (browsers drop __Host- and __Secure- cookies without Secure)", name)
+	case strings.HasPrefix(strings.TrimPrefix(strings.TrimPrefix(name, "__Host-"), "__Secure-"), LoginCookiePrefix):
+		v.addf("session.cookie_name", "%q starts like the login cookies' names (%s…), which a login start may delete", name, LoginCookiePrefix)
 	case prod && !strings.HasPrefix(name, "__Host-"):
 		v.addf("session.cookie_name", "%q must start with __Host- when env is production (the browser then refuses the cookie without Secure, with a Domain, or with a Path other than /)", name)
 	}

@@ -167,6 +167,7 @@ func TestValidate(t *testing.T) {
 		{name: "session key short", env: map[string]string{"BFF_SESSION_KEYS": "[" + sessionKey + ", " + short + "]"}, want: `session.keys[1]: decodes to 31 bytes, want at least 32`},
 		{name: "session key bad base64", env: map[string]string{"BFF_SESSION_KEYS": "['" + sessionKey + "*']"}, want: `session.keys[0]: not valid base64`},
 		{name: "cookie __Host- insecure", base: devEnv(), env: map[string]string{"BFF_SESSION_SECURE_COOKIE": "false", "BFF_SESSION_COOKIE_NAME": "__Host-sid"}, want: `session.cookie_name: "__Host-sid" needs secure_cookie: true`},
+		{name: "cookie named like the login cookies", base: devEnv(), env: map[string]string{"BFF_SESSION_COOKIE_NAME": "bff_login_x"}, want: `session.cookie_name: "bff_login_x" starts like the login cookies' names`},
 		{name: "cookie __Secure- insecure", base: devEnv(), env: map[string]string{"BFF_SESSION_SECURE_COOKIE": "false", "BFF_SESSION_COOKIE_NAME": "__Secure-sid"}, want: `session.cookie_name: "__Secure-sid" needs secure_cookie: true`},
 		{name: "cookie __Secure- secure", base: devEnv(), env: map[string]string{"BFF_SESSION_COOKIE_NAME": "__Secure-sid"}},
 		{name: "cookie __Secure- in production", env: map[string]string{"BFF_SESSION_COOKIE_NAME": "__Secure-sid"}, want: `session.cookie_name: "__Secure-sid" must start with __Host- when env is production`},

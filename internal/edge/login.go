@@ -94,7 +94,7 @@ func loginStart(d loginDeps, mobileURIs []string) echo.HandlerFunc {
 		if err != nil {
 			return loginProblem(err)
 		}
-		for _, stale := range pendingBindings(c.Request(), d.binding, maxPendingLogins-1) {
+		for _, stale := range evictBindings(c.Request(), d.binding, maxPendingLogins-1) {
 			c.SetCookie(stale)
 		}
 		ck, err := d.binding.Named(bindingSuffix(state)).New(state)
@@ -115,13 +115,21 @@ func loginCallback(d loginDeps) echo.HandlerFunc {
 		q := c.QueryParams()
 		c.Response().Header().Set("Cache-Control", "no-store")
 		// The state must be the one this browser started (login CSRF).
+		if len(q.Get("state")) > maxStateLen {
+			d.metrics.login("unknown", "state")
+			return loginProblem(login.ErrState)
+		}
 		binding := d.binding.Named(bindingSuffix(q.Get("state")))
 		c.SetCookie(binding.Clear())
 		bound := ""
 		if ck, err := r.Cookie(binding.Name()); err == nil {
 			bound, _ = binding.ID(ck.Value)
 		} else if ck, err := r.Cookie(d.binding.Name()); err == nil {
-			// A login started before an upgrade, under the one unsuffixed name.
+			// A login started before the upgrade to one cookie per login,
+			// under the one unsuffixed name. Remove this branch a release
+			// later: logins live StateTTL (10 minutes). A login started on
+			// an upgraded instance and finished on an old one during a
+			// rolling upgrade answers LOGIN_FAILED "start again".
 			c.SetCookie(d.binding.Clear())
 			bound, _ = d.binding.ID(ck.Value)
 		}
@@ -155,10 +163,19 @@ func loginCallback(d loginDeps) echo.HandlerFunc {
 }
 
 // maxPendingLogins bounds the logins one browser has under way at once (a
-// tab each); starting one more drops the binding of the others, whose
-// callbacks then answer LOGIN_FAILED "start again". It keeps the Cookie
-// header of a user who keeps clicking "sign in" small.
-const maxPendingLogins = 4
+// tab each); starting one more drops the oldest's binding, whose callback
+// then answers LOGIN_FAILED "start again". It keeps the Cookie header of a
+// user who keeps clicking "sign in" small. maxBindingDeletions bounds the
+// Set-Cookie headers one answer spends on deleting them (a sibling
+// subdomain can plant cookies without the __Host- prefix, in development).
+const (
+	maxPendingLogins    = 4
+	maxBindingDeletions = 8
+)
+
+// maxStateLen bounds the state a callback hashes; the BFF's own are 43
+// characters.
+const maxStateLen = 128
 
 // bindingSuffix names a pending login's binding cookie after its state, so
 // logins started in several tabs of one browser each keep their own and
@@ -169,19 +186,29 @@ func bindingSuffix(state string) string {
 	return "_" + base64.RawURLEncoding.EncodeToString(sum[:6])
 }
 
-// pendingBindings returns deletions for the binding cookies r carries
-// beyond keep, so a new one can be added within maxPendingLogins.
-func pendingBindings(r *http.Request, binding *session.Cookies, keep int) []*http.Cookie {
-	var out []*http.Cookie
-	n := 0
+// evictBindings returns deletions for the binding cookies r carries beyond
+// keep, so a new one can be added within maxPendingLogins: unreadable or
+// expired ones first, then the oldest by issue time (the Cookie header's
+// order is not one to rely on), at most maxBindingDeletions.
+func evictBindings(r *http.Request, binding *session.Cookies, keep int) []*http.Cookie {
+	type pending struct {
+		codec  *session.Cookies
+		issued time.Time // zero: unreadable
+	}
+	var all []pending
 	for _, ck := range r.Cookies() {
 		suffix, ok := strings.CutPrefix(ck.Name, binding.Name())
 		if !ok || !strings.HasPrefix(suffix, "_") {
 			continue
 		}
-		if n++; n > keep {
-			out = append(out, binding.Named(suffix).Clear())
-		}
+		codec := binding.Named(suffix)
+		issued, _ := codec.Issued(ck.Value)
+		all = append(all, pending{codec, issued})
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].issued.Before(all[j].issued) })
+	var out []*http.Cookie
+	for i := 0; i < len(all)-keep && len(out) < maxBindingDeletions; i++ {
+		out = append(out, all[i].codec.Clear())
 	}
 	return out
 }

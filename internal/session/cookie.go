@@ -78,9 +78,10 @@ func NewCookies(o CookieOptions) (*Cookies, error) {
 // Name is the cookie's name.
 func (c *Cookies) Name() string { return c.name }
 
-// Named returns the same codec for the cookie named Name()+suffix. The name
-// is the associated data of every value, so a value made under one name
-// does not open under another.
+// Named returns the same codec for the cookie named Name()+suffix: it
+// shares the keys and, like c, is safe for concurrent use. The name is the
+// associated data of every value, so a value made under one name does not
+// open under another.
 func (c *Cookies) Named(suffix string) *Cookies {
 	n := *c
 	n.name = c.name + suffix
@@ -117,6 +118,18 @@ func (c *Cookies) ID(value string) (string, error) {
 		return "", ErrBadCookie
 	}
 	return id, nil
+}
+
+// Issued decodes a cookie value as ID does and returns when it was made.
+func (c *Cookies) Issued(value string) (time.Time, error) {
+	if len(value) == 0 || len(value) > maxCookieLen {
+		return time.Time{}, ErrBadCookie
+	}
+	_, issued, err := c.open(value)
+	if err != nil || !c.fresh(issued) {
+		return time.Time{}, ErrBadCookie
+	}
+	return issued, nil
 }
 
 // fresh checks a cookie's issue time against MaxAge (and clock skew).

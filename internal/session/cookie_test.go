@@ -125,3 +125,37 @@ func TestCookieMaxAge(t *testing.T) {
 		t.Fatal("a cookie of another name decoded: the name must be bound")
 	}
 }
+
+// Named codecs share the keys but not the name: a value opens under its
+// own name only, and Issued reports when it was made.
+func TestCookieNamed(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	base, err := session.NewCookies(session.CookieOptions{Name: "bff_login", Keys: [][]byte{key(1)}, MaxAge: 10 * time.Minute,
+		Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := base.Named("_a"), base.Named("_b")
+	if a.Name() != "bff_login_a" || base.Name() != "bff_login" {
+		t.Fatalf("names: %q and %q", a.Name(), base.Name())
+	}
+	ck, _ := a.New("state-1")
+	if ck.Name != "bff_login_a" {
+		t.Fatalf("cookie name %q", ck.Name)
+	}
+	if id, err := a.ID(ck.Value); err != nil || id != "state-1" {
+		t.Fatalf("own name: got %q %v", id, err)
+	}
+	for _, other := range []*session.Cookies{b, base} {
+		if _, err := other.ID(ck.Value); !errors.Is(err, session.ErrBadCookie) {
+			t.Errorf("a value made as %s opened as %s", a.Name(), other.Name())
+		}
+	}
+	if issued, err := a.Issued(ck.Value); err != nil || !issued.Equal(now) {
+		t.Fatalf("Issued: got %v %v, want %v", issued, err, now)
+	}
+	now = now.Add(11 * time.Minute)
+	if _, err := a.Issued(ck.Value); !errors.Is(err, session.ErrBadCookie) {
+		t.Fatalf("Issued past MaxAge: got %v, want ErrBadCookie", err)
+	}
+}
