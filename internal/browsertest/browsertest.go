@@ -118,6 +118,8 @@ func Get[T any](t testing.TB, tab context.Context, what string, action chromedp.
 	defer cancel()
 	v, err := chromedp.Run(ctx, action)
 	if err != nil {
+		// The location only names the page in the failure; a tab too busy
+		// to answer within a few seconds is reported without it.
 		lctx, cancelL := context.WithTimeout(tab, 5*time.Second)
 		defer cancelL()
 		at, _ := chromedp.Run(lctx, chromedp.Location())
@@ -135,14 +137,16 @@ func Until(t testing.TB, tab context.Context, what, expr string) {
 	deadline := time.Now().Add(Step)
 	var last error
 	for time.Now().Before(deadline) {
+		// One evaluation takes microseconds; one that hangs on a page
+		// being torn down is given up after a second and tried again.
 		ctx, cancel := context.WithTimeout(tab, time.Second)
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("Boolean(" + expr + ")"))
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("Boolean("+expr+")"))
 		cancel()
 		if err == nil && ok {
 			return
 		}
 		last = err
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // the poll interval: fine enough for a person's pace
 	}
 	lctx, cancel := context.WithTimeout(tab, 5*time.Second)
 	defer cancel()

@@ -11,11 +11,15 @@ const here = dirname(fileURLToPath(import.meta.url));
 // `node build.mjs [outdir]`: dist/ by default; the browser tests build into
 // their own temporary directory.
 const out = process.argv[2] ? resolve(process.argv[2]) : join(here, "dist");
-// Empty dist/ but keep the directory itself: a running BFF holds it open
-// (static_dir), so removing and recreating it would leave the BFF serving a
-// deleted directory until restarted. Rebuilding in place is picked up at once.
+// Remove the last build's files but keep the directory itself: a running BFF
+// holds it open (static_dir), so removing and recreating it would leave the
+// BFF serving a deleted directory until restarted. Rebuilding in place is
+// picked up at once. Only this script's own outputs go, whatever the
+// directory given.
 mkdirSync(out, { recursive: true });
-for (const f of readdirSync(out)) rmSync(join(out, f), { recursive: true, force: true });
+for (const f of readdirSync(out)) {
+  if (f === "index.html" || /^app-[A-Za-z0-9]+\.(js|css)$/.test(f)) rmSync(join(out, f), { force: true });
+}
 
 const result = await esbuild.build({
   entryPoints: { app: join(here, "src/main.ts") },

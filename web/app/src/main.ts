@@ -608,7 +608,8 @@ function sessionsPage(): void {
           // After an OpenID login the browser is on its way to the provider's
           // logout page: leave nothing of the user's on this page, and no
           // extra history entry, behind it.
-          render(h("p", {}, "Signing you out at your identity provider…"));
+          render(h("p", {}, "Signing you out at your identity provider… ",
+            h("a", { href: logoutUrl }, "Continue"), " if nothing happens."));
           return;
         }
         go("/login");
