@@ -367,12 +367,8 @@ func TestBrowserJourney(t *testing.T) {
 		browsertest.Do(t, tab, "paying",
 			setInput("iban", "IL620108000000099999999"),
 			setInput("remittance", "Browser journey"),
-			chromedp.Click(chromedp.CSS(`#pay-form button[type="submit"]`)),
-			chromedp.WaitVisible(chromedp.ID("approve")))
-		shots.Take(t, tab, "bank-payment-consent")
-		browsertest.Do(t, tab, "approving at the bank",
-			chromedp.Click(chromedp.ID("approve")),
-			chromedp.WaitVisible(chromedp.CSS(`#payment-outcome [data-status="ACSC"]`)))
+			chromedp.Click(chromedp.CSS(`#pay-form button[type="submit"]`)))
+		approveAtBank(t, tab, shots, "bank-payment-consent", `#payment-outcome [data-status="ACSC"]`)
 		shots.Take(t, tab, "payment-done")
 		loc := browsertest.Get(t, tab, "location", chromedp.Location())
 		paymentID = mustURL(t, loc).Query().Get("paymentId")
@@ -392,12 +388,8 @@ func TestBrowserJourney(t *testing.T) {
 		browsertest.Do(t, tab, "connecting",
 			chromedp.Click(chromedp.CSS(`#nav a[href="/connections"]`)),
 			chromedp.WaitVisible(chromedp.ID("connect-form")),
-			chromedp.Click(chromedp.ID("connect")),
-			chromedp.WaitVisible(chromedp.ID("approve")))
-		shots.Take(t, tab, "bank-connection-consent")
-		browsertest.Do(t, tab, "approving the connection",
-			chromedp.Click(chromedp.ID("approve")),
-			chromedp.WaitVisible(chromedp.CSS(`#connection-outcome[data-status="ACTIVE"]`)))
+			chromedp.Click(chromedp.ID("connect")))
+		approveAtBank(t, tab, shots, "bank-connection-consent", `#connection-outcome[data-status="ACTIVE"]`)
 		shots.Take(t, tab, "bank-connected")
 	})
 
@@ -519,6 +511,18 @@ func TestBrowserJourney(t *testing.T) {
 		goBack(t, tab, 1, "/payments")
 	})
 	t.Logf("browser journey took %s", time.Since(began).Round(time.Millisecond))
+}
+
+// approveAtBank waits for the simulator's consent page in tab, takes its
+// screenshot as shot, approves, and waits for want on the app's page the
+// bank sends the browser back to.
+func approveAtBank(t *testing.T, tab context.Context, shots *browsertest.Shots, shot, want string) {
+	t.Helper()
+	browsertest.Do(t, tab, "at the bank's consent page", chromedp.WaitVisible(chromedp.ID("approve")))
+	shots.Take(t, tab, shot)
+	browsertest.Do(t, tab, "approving at the bank",
+		chromedp.Click(chromedp.ID("approve")),
+		chromedp.WaitVisible(chromedp.CSS(want)))
 }
 
 // goBack goes steps back in tab's history to the app's page at path, which

@@ -70,19 +70,21 @@ func Start(t testing.TB) context.Context {
 // the test.
 func Tab(t testing.TB, browser context.Context) context.Context {
 	t.Helper()
-	tab, closeTab := chromedp.NewContext(browser)
-	t.Cleanup(closeTab)
-	Within(t, Step, "opening a tab", func() error { return chromedp.Do(tab) })
-	return tab
+	return open(t, browser, "opening a tab")
 }
 
 // Profile opens a tab in a new browser context of browser: a separate
 // cookie jar, as another device or a private window is.
 func Profile(t testing.TB, browser context.Context) context.Context {
 	t.Helper()
-	tab, closeTab := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+	return open(t, browser, "opening a profile", chromedp.WithNewBrowserContext())
+}
+
+func open(t testing.TB, browser context.Context, what string, opts ...chromedp.ContextOption) context.Context {
+	t.Helper()
+	tab, closeTab := chromedp.NewContext(browser, opts...)
 	t.Cleanup(closeTab)
-	Within(t, Step, "opening a profile", func() error { return chromedp.Do(tab) })
+	Within(t, Step, what, func() error { return chromedp.Do(tab) })
 	return tab
 }
 

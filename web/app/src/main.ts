@@ -316,30 +316,21 @@ function payPage(): void {
     {
       id: "pay-form",
       novalidate: true,
-      onsubmit: async (ev: Event) => {
-        ev.preventDefault();
-        out.replaceChildren();
-        clearFieldErrors(fields);
-        submit.disabled = true;
-        try {
-          const res = await bff.createPayment({
-            paymentInformation: {
-              amount: fields.amount!.input.value.trim(),
-              currency: fields.currency!.input.value.trim(),
-              creditorAccount: { iban: fields.iban!.input.value.replace(/\s+/g, "") },
-              remittanceInformation: fields.remittance!.input.value,
-            },
-            providerIds: ["demobank-sandbox"],
-            includeFakeProviders: true,
-            redirectUrl: location.origin + "/payment-done",
-          });
-          out.replaceChildren(h("p", {}, "Payment " + res.data.id + " created; going to the bank to approve it…"));
-          location.assign(res.data.payUrl);
-        } catch (err) {
-          submit.disabled = false;
-          out.replaceChildren(formError(err, fields));
-        }
-      },
+      onsubmit: submitter(fields, out, submit, async () => {
+        const res = await bff.createPayment({
+          paymentInformation: {
+            amount: fields.amount!.input.value.trim(),
+            currency: fields.currency!.input.value.trim(),
+            creditorAccount: { iban: fields.iban!.input.value.replace(/\s+/g, "") },
+            remittanceInformation: fields.remittance!.input.value,
+          },
+          providerIds: ["demobank-sandbox"],
+          includeFakeProviders: true,
+          redirectUrl: location.origin + "/payment-done",
+        });
+        out.replaceChildren(h("p", {}, "Payment " + res.data.id + " created; going to the bank to approve it…"));
+        location.assign(res.data.payUrl);
+      }),
     },
     field("amount", "paymentInformation.amount", "Amount", "12.50", { inputmode: "decimal" }),
     field("currency", "paymentInformation.currency", "Currency", "ILS", { readonly: true }),
@@ -372,6 +363,25 @@ function clearFieldErrors(fields: Fields): void {
 }
 
 /** The box for a failed submit: a validation error's messages go next to their inputs. */
+/**
+ * A form's submit handler: clears the last errors, disables the button while send runs,
+ * and on failure shows each field error at its field (formError) and enables it again.
+ */
+function submitter(fields: Fields, out: HTMLElement, submit: HTMLButtonElement, send: () => Promise<void>) {
+  return async (ev: Event) => {
+    ev.preventDefault();
+    out.replaceChildren();
+    clearFieldErrors(fields);
+    submit.disabled = true;
+    try {
+      await send();
+    } catch (err) {
+      submit.disabled = false;
+      out.replaceChildren(formError(err, fields));
+    }
+  };
+}
+
 function formError(err: unknown, fields: Fields): HTMLElement {
   if (!isBffError(err) || err.fields.length === 0) return errorBox(err);
   const unplaced = showFieldErrors(err, fields);
@@ -515,23 +525,14 @@ function connectionsPage(): void {
     {
       id: "connect-form",
       novalidate: true,
-      onsubmit: async (ev: Event) => {
-        ev.preventDefault();
-        out.replaceChildren();
-        clearFieldErrors(fields);
-        submit.disabled = true;
-        try {
-          const res = await bff.createConnection({
-            providerIds: [fields.provider!.input.value.trim()],
-            redirectUrl: location.origin + "/connection-done",
-          });
-          out.replaceChildren(h("p", {}, "Connection " + res.id + " created; going to the bank to approve it…"));
-          location.assign(res.connectUrl);
-        } catch (err) {
-          submit.disabled = false;
-          out.replaceChildren(formError(err, fields));
-        }
-      },
+      onsubmit: submitter(fields, out, submit, async () => {
+        const res = await bff.createConnection({
+          providerIds: [fields.provider!.input.value.trim()],
+          redirectUrl: location.origin + "/connection-done",
+        });
+        out.replaceChildren(h("p", {}, "Connection " + res.id + " created; going to the bank to approve it…"));
+        location.assign(res.connectUrl);
+      }),
     },
     formField(fields, "provider", "providerIds", "Bank (provider id)", "demobank-sandbox", { autocomplete: "off" }),
     submit,
