@@ -72,12 +72,7 @@ type CacheOptions struct {
 	// MintTimeout bounds one mint; the cross-instance lock lives a little
 	// longer. Default 15s.
 	MintTimeout time.Duration
-	// Reload re-reads the client secret (from its file) and reports whether
-	// it changed. It is called when the token endpoint refuses the
-	// credentials and when another instance announces a rotation, so a
-	// secret file replaced before SIGHUP is picked up without a lost request.
-	Reload func() (secret string, changed bool)
-	Now    func() time.Time
+	Now         func() time.Time
 	// Observe, when set, is told of lookups, mints and lock waits (metrics).
 	Observe Observer
 	Logger  *slog.Logger
@@ -120,7 +115,7 @@ type Cache struct {
 	now     func() time.Time
 	observe Observer
 	log     *slog.Logger
-	reload  func() (string, bool)
+	secret  *Secret
 	id      string
 
 	group   singleflight.Group
@@ -134,10 +129,13 @@ type Cache struct {
 
 var _ Source = (*Cache)(nil)
 
-// NewCache returns a cache in front of source. secret is the current client
-// secret: its keyed fingerprint scopes every key, so tokens minted under an
-// older secret are never served once SetSecret is given a new one.
-func NewCache(store Store, source Source, secret string, o CacheOptions) (*Cache, error) {
+// NewCache returns a cache in front of source, subscribed to secret (the
+// one source itself mints with): the secret's keyed fingerprint scopes every
+// key, so tokens minted under an older secret are never served once the
+// secret changes. The cache re-reads secret when the token endpoint refuses
+// the credentials and when another instance announces a rotation, so a
+// secret file replaced before SIGHUP is picked up without a lost request.
+func NewCache(store Store, source Source, secret *Secret, o CacheOptions) (*Cache, error) {
 	box, err := seal.New(o.EncryptionKey)
 	if err != nil {
 		return nil, fmt.Errorf("tokens: encryption key: %w", err)
@@ -154,9 +152,6 @@ func NewCache(store Store, source Source, secret string, o CacheOptions) (*Cache
 	if o.MintTimeout <= 0 {
 		o.MintTimeout = 15 * time.Second
 	}
-	if o.Reload == nil {
-		o.Reload = func() (string, bool) { return "", false }
-	}
 	mk := hmac.New(sha256.New, o.EncryptionKey)
 	mk.Write([]byte("bff token cache key derivation"))
 	var id [8]byte
@@ -164,10 +159,10 @@ func NewCache(store Store, source Source, secret string, o CacheOptions) (*Cache
 	c := &Cache{
 		store: store, source: source, box: box, macKey: mk.Sum(nil),
 		before: o.RefreshBefore, maxTTL: o.MaxTTL, mintTTL: o.MintTimeout, now: o.Now,
-		observe: o.Observe, log: o.Logger, reload: o.Reload, id: hex.EncodeToString(id[:]),
+		observe: o.Observe, log: o.Logger, secret: secret, id: hex.EncodeToString(id[:]),
 		local: lru.New[localKey, localEntry](o.LocalEntries),
 	}
-	c.SetSecret(secret)
+	secret.subscribe(c)
 	return c, nil
 }
 
@@ -192,10 +187,11 @@ func (c *Cache) Run(ctx context.Context) {
 // layer is in use.
 func (c *Cache) Live() bool { return c.live.Load() }
 
-// SetSecret switches to a new client secret generation. Every instance
-// given the same secret computes the same generation, and none serves a
-// token minted under another.
-func (c *Cache) SetSecret(secret string) {
+// setSecret switches to a new client secret generation; only the Secret
+// the cache subscribed to calls it. Every instance given the same secret
+// computes the same generation, and none serves a token minted under
+// another.
+func (c *Cache) setSecret(secret string) {
 	g := c.fingerprint("secret", secret, 12)
 	if old := c.gen.Load(); old != nil && *old == g {
 		return

@@ -8,8 +8,9 @@ import (
 // channel carries the cache's events between instances.
 const channel = "tokens:events"
 
-// AnnounceRotation tells every other instance to re-read its secret.
-func (c *Cache) AnnounceRotation(ctx context.Context) error {
+// announceRotation tells every other instance to re-read its secret
+// (Secret.Rotate).
+func (c *Cache) announceRotation(ctx context.Context) error {
 	return c.publish(ctx, "rot", "-")
 }
 
@@ -37,8 +38,7 @@ func (c *Cache) onMessage(msg string) {
 		if from == c.id {
 			return
 		}
-		if s, changed := c.reload(); changed {
-			c.SetSecret(s)
+		if changed, _ := c.secret.Reload(); changed {
 			c.log.Info("client secret re-read after another instance announced a rotation")
 		}
 	}

@@ -83,10 +83,8 @@ func (c *Cache) mintLocked(ctx context.Context, userID string, gen *string, k ke
 	if err != nil {
 		var me *MintError
 		if errors.As(err, &me) && me.Kind == KindAuth {
-			if s, changed := c.reload(); changed {
+			if changed, _ := c.secret.Rotate(ctx); changed {
 				c.log.Warn("the token endpoint refused the client secret; a new one was found in client_secret_file and is used from now on")
-				c.SetSecret(s)
-				_ = c.AnnounceRotation(ctx)
 				return Token{}, errSecretChanged
 			}
 			if c.alerted.CompareAndSwap(false, true) {
