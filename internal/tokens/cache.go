@@ -72,7 +72,10 @@ type CacheOptions struct {
 	// MintTimeout bounds one mint; the cross-instance lock lives a little
 	// longer. Default 15s.
 	MintTimeout time.Duration
-	Now         func() time.Time
+	// Now is the clock token lifetimes are measured on (serve-until,
+	// refresh-ahead, the local layer's age); default time.Now. The mint
+	// lock's waits use real time (see mintShared).
+	Now func() time.Time
 	// Observe, when set, is told of lookups, mints and lock waits (metrics).
 	Observe Observer
 	Logger  *slog.Logger

@@ -24,6 +24,13 @@ var errSecretChanged = errors.New("tokens: client secret changed")
 func (c *Cache) mintShared(ctx context.Context, userID string, gen *string, k keys) (Token, error) {
 	wake := c.waiters.add(k.tok)
 	defer c.waiters.remove(k.tok, wake)
+	// The deadline, the lock waits and the latencies reported to Observe
+	// (here and in mintLocked, refreshAhead) are in real time, not on
+	// CacheOptions.Now: they bound real waits (timers, a mint under
+	// context.WithTimeout) for a lock whose TTL Redis counts in real time,
+	// while Now is the clock token lifetimes are measured on. A test clock
+	// that is frozen or moved by hours must neither keep a waiter here for
+	// ever nor end its wait at once.
 	deadline := time.Now().Add(c.mintTTL + 2*time.Second)
 	var waitStart time.Time
 	for {
