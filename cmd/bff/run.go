@@ -115,7 +115,12 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 	if cfg.Auth.Mode == config.AuthModeDev {
 		log.Warn("DEVELOPMENT LOGIN ENABLED: auth.mode is dev, anyone can log in as any user id; never run this in production")
 	}
-	secret, err := newSecretHolder(cfg.Upstream.LoadClientSecret, log)
+	// The client secret's one owner: the minter sends it, the token cache
+	// subscribes to it, SIGHUP and POST /reload-secret rotate it.
+	secret, err := tokens.NewSecret(func() (string, error) {
+		s, err := cfg.Upstream.LoadClientSecret()
+		return s.Reveal(), err
+	}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -151,14 +156,14 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 	upstreamTransport := proxy.NewTransport(cfg.Upstream.Timeout)
 	minter := tokens.NewMinter(tokens.MinterOptions{
 		BaseURL: cfg.Upstream.BaseURL, ClientID: cfg.Upstream.ClientID,
-		Secret:        secret.Current,
+		Secret:        secret,
 		ExpiresInUnit: cfg.Upstream.ExpiresInDuration(),
 		Client:        &http.Client{Transport: upstreamTransport, Timeout: cfg.Upstream.Timeout},
 	})
-	cache, err := tokens.NewCache(store, minter, secret.Current(), tokens.CacheOptions{
+	cache, err := tokens.NewCache(store, minter, secret, tokens.CacheOptions{
 		EncryptionKey: encKey, RefreshBefore: cfg.Upstream.RefreshBefore, MaxTTL: cfg.Upstream.MaxTokenTTL,
 		LocalEntries: cfg.Upstream.TokenCacheEntries, MintTimeout: cfg.Upstream.Timeout,
-		Reload: secret.reload, Observe: tokens.NewMetrics(reg), Logger: log,
+		Observe: tokens.NewMetrics(reg), Logger: log,
 	})
 	if err != nil {
 		return nil, err
@@ -234,15 +239,12 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		}
 		return 1
 	}))
+	// rotate is what SIGHUP and POST /reload-secret do (how names which).
 	rotate := func(how string) (bool, error) {
-		v, changed, err := secret.Reload()
-		if err != nil || !changed {
+		changed, err := secret.Rotate(context.Background())
+		if !changed {
 			log.Info(how+": client secret unchanged", slog.Bool("readError", err != nil))
 			return false, err
-		}
-		cache.SetSecret(v)
-		if err := cache.AnnounceRotation(context.Background()); err != nil {
-			log.Warn(how+": could not tell the other instances about the rotation", slog.String("error", err.Error()))
 		}
 		log.Info(how + ": client secret rotated; tokens minted under the old one are no longer used")
 		return true, nil
@@ -366,53 +368,6 @@ func shutdown(public, admin *http.Server, a app, wg *sync.WaitGroup, delay, time
 	a.release()
 	log.Info("stopped")
 	return cause
-}
-
-// secretHolder keeps the current client secret and re-reads it (from
-// client_secret_file) on demand. Safe for concurrent use.
-type secretHolder struct {
-	load func() (config.Secret, error)
-	log  *slog.Logger
-	mu   sync.Mutex // serialises reloads
-	cur  atomic.Pointer[string]
-}
-
-func newSecretHolder(load func() (config.Secret, error), log *slog.Logger) (*secretHolder, error) {
-	s, err := load()
-	if err != nil {
-		return nil, err
-	}
-	h := &secretHolder{load: load, log: log}
-	v := s.Reveal()
-	h.cur.Store(&v)
-	return h, nil
-}
-
-// Current returns the secret in use.
-func (h *secretHolder) Current() string { return *h.cur.Load() }
-
-// Reload re-reads the secret and reports whether it changed; on a read
-// error the current secret stays.
-func (h *secretHolder) Reload() (string, bool, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	s, err := h.load()
-	if err != nil {
-		h.log.Error("the client secret could not be re-read; keeping the current one", slog.String("error", err.Error()))
-		return h.Current(), false, err
-	}
-	v := s.Reveal()
-	if v == h.Current() {
-		return v, false, nil
-	}
-	h.cur.Store(&v)
-	return v, true, nil
-}
-
-// reload is Reload for the token cache, which only needs the outcome.
-func (h *secretHolder) reload() (string, bool) {
-	v, changed, _ := h.Reload()
-	return v, changed
 }
 
 // sharedStore is everything the BFF keeps in Redis (or in process).

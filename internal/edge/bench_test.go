@@ -51,7 +51,11 @@ func benchmarkSteadyState(b *testing.B, budget *limits.Budget) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	store, sessions, cookies := liveSessions(ctx, b)
-	cache, err := tokens.NewCache(store, staticSource{}, "secret", tokens.CacheOptions{
+	secret, err := tokens.NewSecret(func() (string, error) { return "secret", nil }, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cache, err := tokens.NewCache(store, staticSource{}, secret, tokens.CacheOptions{
 		EncryptionKey: make([]byte, 32), RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalEntries: 100,
 	})
 	if err != nil {

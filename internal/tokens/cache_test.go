@@ -56,7 +56,12 @@ var encKey = []byte("0123456789abcdef0123456789abcdef")
 
 func newCache(t testing.TB, store tokens.Store, src tokens.Source, clk *testclock.Clock) *tokens.Cache {
 	t.Helper()
-	c, err := tokens.NewCache(store, src, testSecret, tokens.CacheOptions{
+	return newCacheWith(t, store, src, fixedSecret(t, testSecret), clk)
+}
+
+func newCacheWith(t testing.TB, store tokens.Store, src tokens.Source, secret *tokens.Secret, clk *testclock.Clock) *tokens.Cache {
+	t.Helper()
+	c, err := tokens.NewCache(store, src, secret, tokens.CacheOptions{
 		EncryptionKey: encKey, RefreshBefore: time.Minute, MaxTTL: time.Hour, Now: clk.Now,
 	})
 	if err != nil {
@@ -152,9 +157,16 @@ func cacheSuite(t *testing.T, newStore func(clk *testclock.Clock) tokens.Store) 
 		}
 	})
 	t.Run("a new secret never serves an old token", func(t *testing.T) {
-		c, src, _ := setup(time.Hour)
+		clk := testclock.New(time.Unix(1_700_000_000, 0))
+		src := &fakeSource{now: clk.Now, life: time.Hour}
+		file := &secretFile{v: testSecret}
+		secret := newSecret(t, file, nil)
+		c := newCacheWith(t, newStore(clk), src, secret, clk)
 		a, _ := c.Token(ctx, "alice")
-		c.SetSecret("rotated-secret")
+		file.set("rotated-secret", nil)
+		if changed, err := secret.Reload(); !changed || err != nil {
+			t.Fatalf("Reload: got %v, %v, want true, nil", changed, err)
+		}
 		b, _ := c.Token(ctx, "alice")
 		if a.Value == b.Value || src.count("alice") != 2 {
 			t.Fatalf("got %q then %q after rotation, want a fresh token", a.Value, b.Value)
@@ -251,7 +263,7 @@ func TestRedisHoldsOnlyCiphertext(t *testing.T) {
 }
 
 func TestNewCacheRejectsBadKey(t *testing.T) {
-	_, err := tokens.NewCache(kv.NewMemory(nil), &fakeSource{}, "s", tokens.CacheOptions{EncryptionKey: []byte("short")})
+	_, err := tokens.NewCache(kv.NewMemory(nil), &fakeSource{}, fixedSecret(t, "s"), tokens.CacheOptions{EncryptionKey: []byte("short")})
 	if err == nil {
 		t.Fatal("got nil error for a 5-byte key, want an error")
 	}
@@ -266,7 +278,7 @@ func BenchmarkCacheHitRedis(b *testing.B) { benchmarkHit(b, 0) }
 func benchmarkHit(b *testing.B, localEntries int) {
 	rc, prefix := redistest.Client(b)
 	clk := testclock.New(time.Now())
-	c, err := tokens.NewCache(kv.NewRedis(rc, prefix), &fakeSource{now: clk.Now, life: time.Hour}, testSecret, tokens.CacheOptions{
+	c, err := tokens.NewCache(kv.NewRedis(rc, prefix), &fakeSource{now: clk.Now, life: time.Hour}, fixedSecret(b, testSecret), tokens.CacheOptions{
 		EncryptionKey: encKey, RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalEntries: localEntries, Now: clk.Now,
 	})
 	if err != nil {

@@ -43,6 +43,7 @@ type cluster struct {
 	sim       *upstreamsim.Server
 	simURL    string
 	instances []*tokens.Cache
+	secrets   []*tokens.Secret // instances[i]'s client secret
 	observer  *countingObserver
 	logs      *syncbuf.Buffer
 	rc        *redis.Client
@@ -50,17 +51,19 @@ type cluster struct {
 }
 
 // newCluster is n instances on the test Redis.
-func newCluster(t *testing.T, n int, simOpts upstreamsim.Options, reload func() (string, bool)) *cluster {
+func newCluster(t *testing.T, n int, simOpts upstreamsim.Options, load func() (string, error)) *cluster {
 	t.Helper()
 	rc, prefix := redistest.Client(t)
-	c := newClusterOn(t, kv.NewRedis(rc, prefix), n, simOpts, reload)
+	c := newClusterOn(t, kv.NewRedis(rc, prefix), n, simOpts, load)
 	c.rc, c.prefix = rc, prefix
 	return c
 }
 
 // newClusterOn is n instances sharing store and one simulated upstream, on
-// the simulator's clock; reload, when set, is each instance's secret re-read.
-func newClusterOn(t *testing.T, store tokens.Store, n int, simOpts upstreamsim.Options, reload func() (string, bool)) *cluster {
+// the simulator's clock. load, when set, reads each instance's client
+// secret (a file every instance reads its own copy of); else it is
+// simOpts.ClientSecret for good.
+func newClusterOn(t *testing.T, store tokens.Store, n int, simOpts upstreamsim.Options, load func() (string, error)) *cluster {
 	t.Helper()
 	if simOpts.ClientSecret == "" {
 		simOpts.ClientID, simOpts.ClientSecret = "cid", testSecret
@@ -72,33 +75,28 @@ func newClusterOn(t *testing.T, store tokens.Store, n int, simOpts upstreamsim.O
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	log := slog.New(slog.NewJSONHandler(c.logs, nil))
+	if load == nil {
+		load = func() (string, error) { return simOpts.ClientSecret, nil }
+	}
 	for i := 0; i < n; i++ {
-		secret := simOpts.ClientSecret
-		var mu sync.Mutex
+		secret, err := tokens.NewSecret(load, log)
+		if err != nil {
+			t.Fatal(err)
+		}
 		m := tokens.NewMinter(tokens.MinterOptions{
-			BaseURL: srv.URL, ClientID: simOpts.ClientID,
-			Secret: func() string { mu.Lock(); defer mu.Unlock(); return secret },
+			BaseURL: srv.URL, ClientID: simOpts.ClientID, Secret: secret,
 			Client: &http.Client{Timeout: 5 * time.Second}, Now: sim.Now,
 		})
-		rl := reload
-		if rl != nil {
-			rl = func() (string, bool) {
-				s, changed := reload()
-				mu.Lock()
-				secret = s
-				mu.Unlock()
-				return s, changed
-			}
-		}
-		cache, err := tokens.NewCache(store, m, simOpts.ClientSecret, tokens.CacheOptions{
+		cache, err := tokens.NewCache(store, m, secret, tokens.CacheOptions{
 			EncryptionKey: encKey, RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalEntries: 1000,
-			MintTimeout: 5 * time.Second, Now: sim.Now, Observe: c.observer, Logger: log, Reload: rl,
+			MintTimeout: 5 * time.Second, Now: sim.Now, Observe: c.observer, Logger: log,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		go cache.Run(ctx)
 		c.instances = append(c.instances, cache)
+		c.secrets = append(c.secrets, secret)
 	}
 	// Wait until every subscription is live, so the local layer is in use.
 	waitFor(t, func() bool {
@@ -306,23 +304,15 @@ func TestBrokenCredentialsAreNotHammered(t *testing.T) {
 // A secret file replaced before SIGHUP is picked up when the token endpoint
 // refuses the old secret: no request is lost.
 func TestRefusedSecretIsReloaded(t *testing.T) {
-	var mu sync.Mutex
-	fileSecret := testSecret
-	reload := func() (string, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		return fileSecret, fileSecret != testSecret
-	}
-	c := newCluster(t, 2, upstreamsim.Options{TokenTTL: time.Hour}, reload)
+	file := &secretFile{v: testSecret}
+	c := newCluster(t, 2, upstreamsim.Options{TokenTTL: time.Hour}, file.load)
 	ctx := context.Background()
 	old, err := c.instances[0].Token(ctx, "lee")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.sim.RotateSecret("the-new-secret")
-	mu.Lock()
-	fileSecret = "the-new-secret"
-	mu.Unlock()
+	file.set("the-new-secret", nil)
 	// The cached token is still served (the cache cannot know the upstream
 	// purged it); the proxy's 401 path invalidates it:
 	if err := c.instances[1].InvalidateToken(ctx, "lee", old.Value); err != nil {

@@ -79,9 +79,10 @@ func (e *MintError) Unwrap() error { return e.Err }
 type MinterOptions struct {
 	BaseURL  string // the upstream base URL; the token endpoint is BaseURL + "/oauth/token"
 	ClientID string
-	// Secret returns the current client secret; it is called for every mint
-	// so a rotated secret (SIGHUP) takes effect at once.
-	Secret func() string
+	// Secret is the client secret (the one the Cache in front subscribes
+	// to); its Current value is sent with every mint, so a rotated secret
+	// (SIGHUP) takes effect at once.
+	Secret *Secret
 	// ExpiresInUnit is the unit of expiresIn when the token is not a JWT
 	// with an exp claim: time.Second or time.Millisecond.
 	ExpiresInUnit time.Duration
@@ -93,7 +94,7 @@ type MinterOptions struct {
 type Minter struct {
 	url      string
 	clientID string
-	secret   func() string
+	secret   *Secret
 	unit     time.Duration
 	client   *http.Client
 	now      func() time.Time
@@ -132,7 +133,7 @@ type mintReply struct {
 
 // Token mints a new token for userID.
 func (m *Minter) Token(ctx context.Context, userID string) (Token, error) {
-	body, err := json.Marshal(mintRequest{ClientID: m.clientID, ClientSecret: m.secret(), UserID: userID})
+	body, err := json.Marshal(mintRequest{ClientID: m.clientID, ClientSecret: m.secret.Current(), UserID: userID})
 	if err != nil {
 		return Token{}, &MintError{Kind: KindUpstream, Err: err}
 	}

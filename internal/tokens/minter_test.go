@@ -52,7 +52,7 @@ func TestMinterRequestAndExpiry(t *testing.T) {
 			}))
 			defer srv.Close()
 			m := tokens.NewMinter(tokens.MinterOptions{
-				BaseURL: srv.URL + "/base/", ClientID: "cid", Secret: func() string { return testSecret },
+				BaseURL: srv.URL + "/base/", ClientID: "cid", Secret: fixedSecret(t, testSecret),
 				ExpiresInUnit: tc.unit, Now: func() time.Time { return now },
 			})
 			tok, err := m.Token(context.Background(), "user-1")
@@ -91,7 +91,7 @@ func TestMinterFailures(t *testing.T) {
 				_, _ = w.Write([]byte(tc.body))
 			}))
 			defer srv.Close()
-			m := tokens.NewMinter(tokens.MinterOptions{BaseURL: srv.URL, ClientID: "cid", Secret: func() string { return testSecret }})
+			m := tokens.NewMinter(tokens.MinterOptions{BaseURL: srv.URL, ClientID: "cid", Secret: fixedSecret(t, testSecret)})
 			_, err := m.Token(context.Background(), "u")
 			var me *tokens.MintError
 			if !errors.As(err, &me) || me.Kind != tc.want {
@@ -109,7 +109,7 @@ func TestMinterTransportFailures(t *testing.T) {
 		ln, _ := net.Listen("tcp", "127.0.0.1:0")
 		addr := ln.Addr().String()
 		ln.Close()
-		m := tokens.NewMinter(tokens.MinterOptions{BaseURL: "http://" + addr, ClientID: "c", Secret: func() string { return testSecret }})
+		m := tokens.NewMinter(tokens.MinterOptions{BaseURL: "http://" + addr, ClientID: "c", Secret: fixedSecret(t, testSecret)})
 		_, err := m.Token(context.Background(), "u")
 		var me *tokens.MintError
 		if !errors.As(err, &me) || me.Kind != tokens.KindUnreachable {
@@ -125,7 +125,7 @@ func TestMinterTransportFailures(t *testing.T) {
 		defer srv.Close()
 		defer close(release)
 		m := tokens.NewMinter(tokens.MinterOptions{
-			BaseURL: srv.URL, ClientID: "c", Secret: func() string { return testSecret },
+			BaseURL: srv.URL, ClientID: "c", Secret: fixedSecret(t, testSecret),
 			Client: &http.Client{Timeout: 50 * time.Millisecond},
 		})
 		_, err := m.Token(context.Background(), "u")

@@ -87,7 +87,7 @@ func TestTokensSurviveSentinelFailover(t *testing.T) {
 	defer cancel()
 	var instances []*tokens.Cache
 	for range 2 {
-		c, err := tokens.NewCache(store, src, testSecret, tokens.CacheOptions{
+		c, err := tokens.NewCache(store, src, fixedSecret(t, testSecret), tokens.CacheOptions{
 			EncryptionKey: encKey, RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalEntries: 1000, MintTimeout: 5 * time.Second,
 		})
 		if err != nil {
