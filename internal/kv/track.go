@@ -41,16 +41,32 @@ var ErrTrackingUnsupported = errors.New("kv: key tracking needs a single Redis (
 // stops that silently) and that its subscription answers a PING. It
 // blocks; run it in a goroutine. With a Cluster client it returns
 // ErrTrackingUnsupported at once.
+//
+// Not yet a time bound: a connection that goes half-open, or an instance
+// cut off from Redis, is noticed only after the checks' timeouts (about
+// 1–2 s), and after a Sentinel switch the tracker may keep following the
+// old master while it stays reachable. A caller that must bound how long
+// a change can go unseen needs more than onReady: a lease renewed by a
+// write through the main client whose invalidation comes back (issue 14).
 func (r *Redis) Track(ctx context.Context, prefixes []string, onKey func(string), onReady func(bool)) error {
 	base, ok := r.client.(*redis.Client)
 	if !ok {
 		return ErrTrackingUnsupported
 	}
+	t := &tracker{r: r, base: base.Options(), prefixes: prefixes, onKey: onKey, onReady: onReady}
+	defer t.closeClient()
+	t.run(ctx)
+	return nil
+}
+
+// newClient makes the tracker's own client, under a name no earlier
+// attempt used: CLIENT LIST then finds this attempt's subscription, never
+// an older one the server still holds (a half-open connection).
+func (t *tracker) newClient() {
 	var id [6]byte
 	_, _ = rand.Read(id[:])
-	opt := *base.Options()
-	// Its own name finds the subscription's connection in CLIENT LIST; two
-	// connections: the subscription and the one that turns tracking on.
+	opt := *t.base
+	// Two connections: the subscription and the one that turns tracking on.
 	opt.ClientName = "bff-track-" + hex.EncodeToString(id[:])
 	opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = 2, 0, 2
 	// RESP2: the invalidations then come as messages on trackChannel,
@@ -59,17 +75,21 @@ func (r *Redis) Track(ctx context.Context, prefixes []string, onKey func(string)
 	// register their handlers twice).
 	opt.Protocol = 2
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	tc := redis.NewClient(&opt)
-	defer tc.Close()
-	t := &tracker{r: r, client: tc, name: opt.ClientName, prefixes: prefixes, onKey: onKey, onReady: onReady}
-	t.run(ctx)
-	return nil
+	t.client, t.name = redis.NewClient(&opt), opt.ClientName
+}
+
+func (t *tracker) closeClient() {
+	if t.client != nil {
+		_ = t.client.Close()
+		t.client = nil
+	}
 }
 
 // tracker is one Track call's state; only its goroutine uses it.
 type tracker struct {
 	r        *Redis
-	client   *redis.Client
+	base     *redis.Options // the main client's, copied for each attempt
+	client   *redis.Client  // this attempt's; nil between attempts
 	name     string
 	prefixes []string
 	onKey    func(string)
@@ -87,6 +107,9 @@ func (t *tracker) run(ctx context.Context) {
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
 		if t.ps == nil {
+			if t.client == nil {
+				t.newClient()
+			}
 			t.ps = t.client.Subscribe(ctx, trackChannel)
 		}
 		m, err := t.ps.ReceiveTimeout(ctx, trackCheckEvery)
@@ -150,12 +173,16 @@ func (t *tracker) deliver(m *redis.Message) {
 // setUp turns tracking on, redirected to the subscription, once the
 // subscription is confirmed, and marks the tracking live.
 func (t *tracker) setUp(ctx context.Context) error {
+	// Changes between here and TRACKING ON go unseen: not live meanwhile.
+	t.down()
 	id, err := t.subscriberID(ctx)
 	if err != nil {
 		return err
 	}
 	if t.conn == nil {
-		t.conn = t.client.Conn()
+		// Ephemeral: closed, the connection is discarded, not pooled with
+		// tracking still on.
+		t.conn = t.client.EphemeralConn()
 	}
 	args := []any{"CLIENT", "TRACKING", "ON", "REDIRECT", id, "BCAST"}
 	for _, p := range t.prefixes {
@@ -213,6 +240,10 @@ func (t *tracker) check(ctx context.Context) bool {
 	if !t.pinged.IsZero() && time.Since(t.pinged) > 2*trackCheckEvery {
 		return false // the subscription stopped answering
 	}
+	// Bounded, so a Redis that stopped answering is noticed within about
+	// two check periods rather than the client's read timeout.
+	ctx, cancel := context.WithTimeout(ctx, trackCheckEvery)
+	defer cancel()
 	info, err := t.conn.Do(ctx, "CLIENT", "TRACKINGINFO").Result()
 	if err != nil || !trackingOK(info, t.redirect) {
 		return false
@@ -259,10 +290,17 @@ func trackingOK(info any, redirect int64) bool {
 	return on && bcast && to == redirect
 }
 
-// reset marks the tracking lost and drops both connections, so the next
-// round subscribes and turns tracking on afresh.
+// reset marks the tracking lost and drops this attempt's client and both
+// its connections, so the next round starts afresh under a new name. The
+// old subscription is killed on the server too, should it linger there
+// half-open.
 func (t *tracker) reset() {
 	t.down()
+	if t.redirect != 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), trackCheckEvery)
+		_ = t.r.client.Do(ctx, "CLIENT", "KILL", "ID", t.redirect).Err()
+		cancel()
+	}
 	if t.ps != nil {
 		_ = t.ps.Close()
 		t.ps = nil
@@ -271,6 +309,7 @@ func (t *tracker) reset() {
 		_ = t.conn.Close()
 		t.conn = nil
 	}
+	t.closeClient()
 	t.redirect = 0
 	t.pinged = time.Time{}
 }
