@@ -125,6 +125,13 @@ type Cache struct {
 	gen     atomic.Pointer[string]
 	local   *lru.Cache[localKey, localEntry]
 	live    atomic.Bool // the invalidation subscription is up
+	// tracked: Redis reports every change of a token key (Tracker), so a
+	// local copy is served until its serve-until time instead of
+	// localMaxAge. changes counts the reported changes and resets; mu
+	// orders remember's check of it against the drops.
+	tracked atomic.Bool
+	changes atomic.Uint64
+	mu      sync.Mutex
 	waiters waiters
 	alerted atomic.Bool
 	refresh sync.Map // store key -> struct{}: refresh-ahead in flight here
@@ -173,11 +180,19 @@ func NewCache(store Store, source Source, secret *Secret, o CacheOptions) (*Cach
 // other instances drop local entries and wake waiters. While it is down
 // the local layer is bypassed (and cleared), never trusted.
 func (c *Cache) Run(ctx context.Context) {
-	// Entries that would not be served any more (older than localMaxAge or
-	// past their serve-until time) go, so the heap holds active users only.
+	// Entries that would not be served any more (older than localMaxAge
+	// while untracked, or past their serve-until time) go, so the heap
+	// holds active users only.
 	go c.local.PruneEvery(ctx, pruneEvery, c.now, func(now time.Time, e localEntry) bool {
-		return now.Sub(e.added) >= localMaxAge || !now.Before(e.until)
+		return (!c.tracked.Load() && now.Sub(e.added) >= localMaxAge) || !now.Before(e.until)
 	})
+	if t, ok := c.store.(Tracker); ok {
+		go func() {
+			if err := t.Track(ctx, []string{"tok:"}, c.onChange, c.onTracking); err != nil {
+				c.log.Info("token keys are not tracked; local tokens are re-read from the store every "+localMaxAge.String(), slog.String("reason", err.Error()))
+			}
+		}()
+	}
 	c.store.Subscribe(ctx, channel, c.onMessage, func(up bool) {
 		c.live.Store(false)
 		c.local.Clear()
@@ -186,9 +201,44 @@ func (c *Cache) Run(ctx context.Context) {
 	c.live.Store(false)
 }
 
+// Tracker is a store that reports every change of the keys under some
+// prefixes (kv.Redis.Track): onKey with the key ("" for all of them),
+// onReady(false) when changes may go unseen, onReady(true) once they are
+// reported again. It returns an error at once when it cannot track.
+type Tracker interface {
+	Track(ctx context.Context, prefixes []string, onKey func(string), onReady func(bool)) error
+}
+
+// onChange drops the local copy of a changed token key.
+func (c *Cache) onChange(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.changes.Add(1)
+	if key == "" {
+		c.local.Clear()
+		return
+	}
+	c.local.DropStoreKey(key)
+}
+
+// onTracking drops every local copy whenever tracking goes down or up: a
+// copy kept meanwhile may be of a changed token.
+func (c *Cache) onTracking(up bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.changes.Add(1)
+	c.tracked.Store(false)
+	c.local.Clear()
+	c.tracked.Store(up)
+}
+
 // Live reports whether the invalidation subscription is up, so the local
 // layer is in use.
 func (c *Cache) Live() bool { return c.live.Load() }
+
+// Tracked reports whether the store reports every change of a token key,
+// so local copies are served until they expire rather than localMaxAge.
+func (c *Cache) Tracked() bool { return c.tracked.Load() }
 
 // setSecret switches to a new client secret generation; only the Secret
 // the cache subscribed to calls it. Every instance given the same secret
@@ -210,7 +260,7 @@ func (c *Cache) Token(ctx context.Context, userID string) (Token, error) {
 		now := c.now()
 		if c.live.Load() {
 			if e, ok := c.local.Get(localKey{gen, userID}); ok {
-				if now.Before(e.until) && now.Sub(e.added) < localMaxAge {
+				if now.Before(e.until) && (c.tracked.Load() || now.Sub(e.added) < localMaxAge) {
 					c.observe.CacheLookup("local")
 					if !now.Before(e.refreshAt) {
 						c.refreshAhead(userID, gen, e.storeKey)
@@ -253,9 +303,13 @@ type stored struct {
 	tok       Token
 	until     time.Time // served until then
 	refreshAt time.Time // refreshed in the background from then
+	// seen is the count of tracked changes before the value was read or
+	// written: remember keeps it only if none came since.
+	seen uint64
 }
 
 func (c *Cache) read(ctx context.Context, key, userID string) (stored, bool, error) {
+	seen := c.changes.Load()
 	b, err := c.store.Get(ctx, key)
 	if errors.Is(err, kv.ErrNotFound) {
 		return stored{}, false, nil
@@ -270,11 +324,20 @@ func (c *Cache) read(ctx context.Context, key, userID string) (stored, bool, err
 	if !c.now().Before(v.until) { // the store's TTL is the safety net; this is the rule
 		return stored{}, false, nil
 	}
+	v.seen = seen
 	return v, true, nil
 }
 
+// remember keeps v in the local layer, unless a tracked change came since
+// it was read or written: it may be of a token changed meanwhile, which a
+// tracked copy would otherwise serve until it expires.
 func (c *Cache) remember(gen *string, userID, storeKey string, v stored) {
 	if !c.live.Load() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.changes.Load() != v.seen {
 		return
 	}
 	c.local.Put(localKey{gen, userID}, storeKey, localEntry{

@@ -22,13 +22,19 @@ import (
 	"github.com/fintech-bff/bff/internal/upstreamsim"
 )
 
-// countingObserver counts lock-wait timeouts and errors.
+// countingObserver counts lock-wait timeouts, refreshes and the lookups
+// that read the store.
 type countingObserver struct {
 	timeouts  atomic.Int64
 	refreshes atomic.Int64
+	storeHits atomic.Int64
 }
 
-func (o *countingObserver) CacheLookup(string)          {}
+func (o *countingObserver) CacheLookup(r string) {
+	if r == "redis" {
+		o.storeHits.Add(1)
+	}
+}
 func (o *countingObserver) Minted(error, time.Duration) {}
 func (o *countingObserver) LockWait(r string, _ time.Duration) {
 	if r == "timeout" {
@@ -231,6 +237,51 @@ func TestInvalidationReachesEveryInstance(t *testing.T) {
 	}
 	if got := c.sim.Mints("ivy"); got != 2 {
 		t.Fatalf("got %d mints, want 2", got)
+	}
+}
+
+// With the token keys tracked by Redis, a local copy is served past
+// localMaxAge without reading the store, and a token deleted without any
+// message (its deleter died before publishing) stops being served at once
+// on every instance: Redis itself reports the delete.
+func TestTrackedTokensNeedNoMessage(t *testing.T) {
+	c := newCluster(t, 2, upstreamsim.Options{TokenTTL: time.Hour}, nil)
+	a, b := c.instances[0], c.instances[1]
+	waitFor(t, func() bool { return a.Tracked() && b.Tracked() })
+	ctx := context.Background()
+	old, _ := a.Token(ctx, "tia")
+	// B reads it from the store, then serves it locally.
+	waitFor(t, func() bool {
+		before := c.observer.storeHits.Load()
+		got, _ := b.Token(ctx, "tia")
+		return got.Value == old.Value && c.observer.storeHits.Load() == before
+	})
+	c.sim.Advance(30 * time.Second) // past localMaxAge (10 s)
+	before := c.observer.storeHits.Load()
+	for range 10 {
+		if got, _ := b.Token(ctx, "tia"); got.Value != old.Value {
+			t.Fatal("a tracked copy changed without a change in the store")
+		}
+	}
+	if n := c.observer.storeHits.Load() - before; n != 0 {
+		t.Fatalf("a tracked copy older than localMaxAge read the store %d times, want 0", n)
+	}
+	keys := redistest.Keys(ctx, c.rc, c.prefix+"tok:")
+	if len(keys) != 1 {
+		t.Fatalf("token keys %v, want one", keys)
+	}
+	if err := c.rc.Del(ctx, keys[0]).Err(); err != nil { // no message published
+		t.Fatal(err)
+	}
+	start := time.Now()
+	waitFor(t, func() bool {
+		got, _ := b.Token(ctx, "tia")
+		return got.Value != old.Value
+	})
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("the deleted token was served for %v, want under 1s", took)
+	} else {
+		t.Logf("a delete with no message reached the other instance in %v", took)
 	}
 }
 
