@@ -121,10 +121,10 @@ type Cache struct {
 	secret  *Secret
 	id      string
 
-	group   singleflight.Group
-	gen     atomic.Pointer[string]
-	local   *lru.Cache[localKey, localEntry]
-	live    atomic.Bool // the invalidation subscription is up
+	group singleflight.Group
+	gen   atomic.Pointer[string]
+	local *lru.Cache[localKey, localEntry]
+	live  atomic.Bool // the invalidation subscription is up
 	// tracked: Redis reports every change of a token key (Tracker), so a
 	// local copy is served until its serve-until time instead of
 	// localMaxAge. changes counts the reported changes and resets; mu
