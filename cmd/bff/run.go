@@ -178,7 +178,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 	a.stopBackground = stopCache
 	sessions := session.NewManager(store, session.Options{
 		IdleTimeout: cfg.Session.IdleTimeout, AbsoluteTimeout: cfg.Session.AbsoluteTimeout,
-		LocalEntries: cfg.Session.CacheEntries, MaxPerUser: cfg.Limits.SessionsPerUser, OnCreate: sessionsCreated.Inc,
+		LocalEntries: cfg.Session.CacheEntries, MaxPerUser: cfg.Limits.SessionsPerUser, OnCreate: sessionsCreated.Inc, Logger: log,
 	})
 	go sessions.Run(cacheCtx)
 	cookies, err := session.NewCookies(session.CookieOptions{

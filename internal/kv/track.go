@@ -23,6 +23,15 @@ const trackChannel = "__redis__:invalidate"
 // a change it cannot see is seen within about twice this.
 const trackCheckEvery = 500 * time.Millisecond
 
+// Tracker is a store that reports every change of the keys under some
+// prefixes: Redis's Track. The in-process Memory store is not one (a
+// single process needs no such reports).
+type Tracker interface {
+	Track(ctx context.Context, prefixes []string, onKey func(string), onReady func(bool)) error
+}
+
+var _ Tracker = (*Redis)(nil)
+
 // ErrTrackingUnsupported is Track's answer for a Redis Cluster client:
 // tracking there is per node, and Track does not follow the slots.
 var ErrTrackingUnsupported = errors.New("kv: key tracking needs a single Redis (a URL or Sentinel), not a Cluster")

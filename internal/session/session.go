@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	mrand "math/rand/v2"
 	"slices"
 	"strings"
@@ -118,6 +119,7 @@ type Options struct {
 	MaxPerUser int
 	Now        func() time.Time // time.Now when nil
 	OnCreate   func()           // called after each session is created (metrics)
+	Logger     *slog.Logger     // discarded when nil
 }
 
 // Manager creates, finds and ends sessions. It is safe for concurrent use.
@@ -128,10 +130,15 @@ type Manager struct {
 	touchEvery time.Duration
 	now        func() time.Time
 	onCreate   func()
+	log        *slog.Logger
 	maxPerUser int
 	id         string // this instance, to skip its own messages
 	local      *lru.Cache[string, cached]
 	live       atomic.Bool
+	// tracked: the store reports every change of a session key
+	// (kv.Tracker), so a local copy is trusted until it is reported
+	// changed, instead of for localTTL.
+	tracked atomic.Bool
 
 	// invalidations counts the drops from the local layer (a session
 	// ended here or elsewhere, the subscription reset). A Lookup keeps
@@ -158,8 +165,11 @@ func NewManager(store Store, o Options) *Manager {
 	if o.OnCreate == nil {
 		o.OnCreate = func() {}
 	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
 	return &Manager{store: store, idle: o.IdleTimeout, absolute: o.AbsoluteTimeout, touchEvery: touchInterval(o.IdleTimeout),
-		now: o.Now, onCreate: o.OnCreate, maxPerUser: max(o.MaxPerUser, 0), id: NewID()[:16], local: lru.New[string, cached](o.LocalEntries)}
+		now: o.Now, onCreate: o.OnCreate, log: o.Logger, maxPerUser: max(o.MaxPerUser, 0), id: NewID()[:16], local: lru.New[string, cached](o.LocalEntries)}
 }
 
 // Run keeps the invalidation subscription until ctx ends: a session ended
@@ -169,7 +179,16 @@ func (m *Manager) Run(ctx context.Context) {
 	// Copies older than localTTL would be re-read anyway: dropping them
 	// keeps only the sessions active in the last second in the heap (a
 	// small heap for the GC to mark).
-	go m.local.PruneEvery(ctx, localTTL, m.now, func(now time.Time, c cached) bool { return now.Sub(c.fetched) >= localTTL })
+	go m.local.PruneEvery(ctx, localTTL, m.now, func(now time.Time, c cached) bool {
+		return (!m.tracked.Load() && now.Sub(c.fetched) >= localTTL) || !now.Before(m.ExpiresAt(c.rec))
+	})
+	if t, ok := m.store.(kv.Tracker); ok {
+		go func() {
+			if err := t.Track(ctx, []string{"sess:"}, m.onChange, m.onTracking); err != nil {
+				m.log.Info("session keys are not tracked; local sessions are re-read from the store every "+localTTL.String(), slog.String("reason", err.Error()))
+			}
+		}()
+	}
 	m.store.Subscribe(ctx, channel, func(msg string) {
 		from, handle, ok := strings.Cut(msg, " ")
 		if ok && from != m.id {
@@ -185,6 +204,32 @@ func (m *Manager) Run(ctx context.Context) {
 	})
 	m.live.Store(false)
 }
+
+// onChange drops the local copy of a changed session key ("": all).
+func (m *Manager) onChange(key string) {
+	if key == "" {
+		m.onTracking(m.tracked.Load())
+		return
+	}
+	if handle, ok := strings.CutPrefix(key, "sess:"); ok {
+		m.invalidate(handle)
+	}
+}
+
+// onTracking drops every local copy whenever tracking goes down or up: a
+// copy kept meanwhile may be of a changed session.
+func (m *Manager) onTracking(up bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.invalidations.Add(1)
+	m.tracked.Store(false)
+	m.local.Clear()
+	m.tracked.Store(up)
+}
+
+// Tracked reports whether the store reports every change of a session
+// key, so local copies are trusted until reported changed.
+func (m *Manager) Tracked() bool { return m.tracked.Load() }
 
 // invalidate drops the session with this handle from the local layer.
 func (m *Manager) invalidate(handle string) {
@@ -426,7 +471,7 @@ func (m *Manager) Lookup(ctx context.Context, id string) (Record, error) {
 	seen := m.invalidations.Load()
 	now := m.now()
 	c, ok := m.local.Get(id)
-	fresh := ok && m.live.Load() && now.Sub(c.fetched) < localTTL && now.Before(m.ExpiresAt(c.rec))
+	fresh := ok && m.live.Load() && (m.tracked.Load() || now.Sub(c.fetched) < localTTL) && now.Before(m.ExpiresAt(c.rec))
 	if !fresh {
 		handle := Handle(id)
 		rec, err := m.get(ctx, handle)

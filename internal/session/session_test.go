@@ -460,8 +460,8 @@ func (failingStore) Subscribe(ctx context.Context, _ string, _ func(string), _ f
 }
 
 // With the local layer, a session ended on one instance is refused by the
-// others as soon as the message arrives (measured), and within localTTL
-// (one second) even if no message came at all.
+// others as soon as the message arrives (measured), and as soon as Redis
+// reports the key's delete even if no message came at all.
 func TestRevocationReachesOtherInstances(t *testing.T) {
 	c, prefix := redistest.Client(t)
 	ctx := context.Background()
@@ -493,22 +493,66 @@ func TestRevocationReachesOtherInstances(t *testing.T) {
 	}
 	t.Logf("a logout reached the other instance in at most %v over 20 tries", worst)
 
-	// No message at all: the key vanishes behind b's back (as if the
-	// message were lost); b refuses the session once localTTL has passed.
+	// No message at all: the key vanishes behind b's back (its deleter
+	// died before publishing). Redis tracks the session keys and reports
+	// the delete itself: b refuses the session at once, while a copy
+	// older than localTTL that nothing changed is still served.
 	clk := testclock.New(time.Unix(1_700_000_000, 0))
 	opts.Now = clk.Now
 	b2 := session.NewManager(kv.NewRedis(c, prefix), opts)
 	startRun(t, b2)
+	waitUntil(t, "session keys tracked", b2.Tracked)
 	id, _, _ := a.Create(ctx, session.New{UserID: "rev2", Method: session.MethodDev})
 	if _, err := b2.Lookup(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	redistest.DeletePrefix(ctx, c, prefix+"sess:")
+	clk.Advance(10 * time.Second)
 	if _, err := b2.Lookup(ctx, id); err != nil {
+		t.Fatalf("a tracked copy past localTTL, unchanged: got %v, want the session", err)
+	}
+	redistest.DeletePrefix(ctx, c, prefix+"sess:")
+	start := time.Now()
+	waitUntil(t, "the deleted session refused", func() bool {
+		_, err := b2.Lookup(ctx, id)
+		return errors.Is(err, session.ErrNotFound)
+	})
+	t.Logf("a delete with no message reached the other instance in %v", time.Since(start))
+}
+
+// Without key tracking (the in-process store here; a Redis Cluster), a
+// session deleted with no message is still served from the local copy
+// for at most localTTL.
+func TestUntrackedLostMessageIsBoundedByLocalTTL(t *testing.T) {
+	ctx := context.Background()
+	clk := testclock.New(time.Unix(1_700_000_000, 0))
+	store := kv.NewMemory(clk.Now)
+	opts := session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalEntries: 100, Now: clk.Now}
+	a, b := session.NewManager(store, opts), session.NewManager(store, opts)
+	startRun(t, b)
+	id, _, _ := a.Create(ctx, session.New{UserID: "rev3", Method: session.MethodDev})
+	if _, err := b.Lookup(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Del(ctx, "sess:"+session.Handle(id)); err != nil { // no message
+		t.Fatal(err)
+	}
+	if _, err := b.Lookup(ctx, id); err != nil {
 		t.Fatalf("within localTTL: got %v, want the local copy", err)
 	}
 	clk.Advance(time.Second)
-	if _, err := b2.Lookup(ctx, id); !errors.Is(err, session.ErrNotFound) {
+	if _, err := b.Lookup(ctx, id); !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("after localTTL: got %v, want ErrNotFound", err)
+	}
+}
+
+// waitUntil polls cond for up to 5 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 5s", what)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

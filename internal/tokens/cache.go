@@ -186,7 +186,7 @@ func (c *Cache) Run(ctx context.Context) {
 	go c.local.PruneEvery(ctx, pruneEvery, c.now, func(now time.Time, e localEntry) bool {
 		return (!c.tracked.Load() && now.Sub(e.added) >= localMaxAge) || !now.Before(e.until)
 	})
-	if t, ok := c.store.(Tracker); ok {
+	if t, ok := c.store.(kv.Tracker); ok {
 		go func() {
 			if err := t.Track(ctx, []string{"tok:"}, c.onChange, c.onTracking); err != nil {
 				c.log.Info("token keys are not tracked; local tokens are re-read from the store every "+localMaxAge.String(), slog.String("reason", err.Error()))
@@ -199,14 +199,6 @@ func (c *Cache) Run(ctx context.Context) {
 		c.live.Store(up)
 	})
 	c.live.Store(false)
-}
-
-// Tracker is a store that reports every change of the keys under some
-// prefixes (kv.Redis.Track): onKey with the key ("" for all of them),
-// onReady(false) when changes may go unseen, onReady(true) once they are
-// reported again. It returns an error at once when it cannot track.
-type Tracker interface {
-	Track(ctx context.Context, prefixes []string, onKey func(string), onReady func(bool)) error
 }
 
 // onChange drops the local copy of a changed token key.
