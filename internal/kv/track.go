@@ -6,8 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,17 +21,61 @@ import (
 // whose tracking is redirected (RESP2).
 const trackChannel = "__redis__:invalidate"
 
-// trackCheckEvery is how often Track checks, when no invalidation comes,
-// that Redis still tracks for it and that its subscription still answers:
-// a change it cannot see is seen within about twice this.
+// trackCheckEvery is how often Track checks that Redis still tracks for
+// it and that its subscription still answers.
 const trackCheckEvery = 500 * time.Millisecond
+
+// canaryEvery is how often Track writes a canary key through the main
+// client: its invalidation coming back confirms every change made on
+// that Redis before it was written (a Redis sends one client its
+// invalidations in order). canaryTTL lets each canary key go by itself.
+const (
+	canaryEvery = 200 * time.Millisecond
+	canaryTTL   = 2 * time.Second
+	// canaryPrefix holds the canary keys (under the key prefix), tracked
+	// too, apart from the callers' keys.
+	canaryPrefix = "track-canary:"
+)
 
 // Tracker is a store that reports every change of the keys under some
 // prefixes: Redis's Track. The in-process Memory store is not one (a
 // single process needs no such reports).
 type Tracker interface {
-	Track(ctx context.Context, prefixes []string, onKey func(string), onReady func(bool)) error
+	Track(ctx context.Context, prefixes []string, onKey func(string), onReady func(bool), onConfirmed func(time.Time)) error
 }
+
+// Lease turns Track's confirmations into a time bound: a local copy kept
+// under tracking may be trusted only while Fresh, that is while every
+// change made more than For ago is known to have been reported. Safe for
+// concurrent use; the zero value is never fresh.
+type Lease struct {
+	confirmed atomic.Int64 // Unix ns of the last confirmed canary write
+}
+
+// LeaseFor is how recent the last confirmation must be: a change can go
+// unseen for at most about this long (plus its delivery), within the
+// product's one second for a revocation; canaries come every 200 ms.
+const LeaseFor = 800 * time.Millisecond
+
+// Confirmed records a confirmation (Track's onConfirmed).
+func (l *Lease) Confirmed(at time.Time) {
+	n := at.UnixNano()
+	for {
+		old := l.confirmed.Load()
+		if n <= old || l.confirmed.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+// Fresh reports whether the last confirmation is within LeaseFor.
+func (l *Lease) Fresh() bool {
+	c := l.confirmed.Load()
+	return c != 0 && time.Since(time.Unix(0, c)) < LeaseFor
+}
+
+// Reset forgets every confirmation (the tracking went down).
+func (l *Lease) Reset() { l.confirmed.Store(0) }
 
 var _ Tracker = (*Redis)(nil)
 
@@ -51,21 +98,79 @@ var ErrTrackingUnsupported = errors.New("kv: key tracking needs a single Redis (
 // blocks; run it in a goroutine. With a Cluster client it returns
 // ErrTrackingUnsupported at once.
 //
-// Not yet a time bound: a connection that goes half-open, or an instance
-// cut off from Redis, is noticed only after the checks' timeouts (about
-// 1–2 s), and after a Sentinel switch the tracker may keep following the
-// old master while it stays reachable. A caller that must bound how long
-// a change can go unseen needs more than onReady: a lease renewed by a
-// write through the main client whose invalidation comes back (issue 14).
-func (r *Redis) Track(ctx context.Context, prefixes []string, onKey func(string), onReady func(bool)) error {
+// onReady alone is not a time bound: a connection that goes half-open,
+// or an instance cut off from Redis, is noticed only after the checks'
+// timeouts, and after a Sentinel switch the tracker may follow the old
+// master while it stays reachable. onConfirmed is the bound: while live,
+// Track writes a canary key through the main client every canaryEvery,
+// and when its invalidation
+// comes back calls onConfirmed with the time it was written: every change
+// made on the main client's Redis before then has been reported. A
+// caller trusts what it kept only while the last confirmation is recent
+// (Lease). The canaries are keys under canaryPrefix, never reported.
+func (r *Redis) Track(ctx context.Context, prefixes []string, onKey func(string), onReady func(bool), onConfirmed func(time.Time)) error {
 	base, ok := r.client.(*redis.Client)
 	if !ok {
 		return ErrTrackingUnsupported
 	}
-	t := &tracker{r: r, base: base.Options(), prefixes: prefixes, onKey: onKey, onReady: onReady}
+	var id [6]byte
+	_, _ = rand.Read(id[:])
+	t := &tracker{r: r, base: base.Options(), prefixes: prefixes, onKey: onKey, onReady: onReady, onConfirmed: onConfirmed,
+		canary: canaryPrefix + hex.EncodeToString(id[:]) + ":", sent: map[uint64]time.Time{}}
 	defer t.closeClient()
+	go t.canaries(ctx)
 	t.run(ctx)
 	return nil
+}
+
+// canaries writes a canary key every canaryEvery while the tracking is
+// live, noting when each was written.
+func (t *tracker) canaries(ctx context.Context) {
+	tick := time.NewTicker(canaryEvery)
+	defer tick.Stop()
+	var seq uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if !t.liveFlag.Load() {
+			continue
+		}
+		seq++
+		t.mu.Lock()
+		for s, at := range t.sent { // never answered: forget
+			if time.Since(at) > canaryTTL {
+				delete(t.sent, s)
+			}
+		}
+		t.sent[seq] = time.Now()
+		t.mu.Unlock()
+		wctx, cancel := context.WithTimeout(ctx, canaryEvery)
+		_ = t.r.client.Set(wctx, t.r.prefix+t.canary+strconv.FormatUint(seq, 10), "1", canaryTTL).Err()
+		cancel()
+	}
+}
+
+// confirm reports the write time of the canary named by key when it is
+// one of this tracker's (other trackers' canaries are tracked too).
+func (t *tracker) confirm(key string) {
+	rest, ok := strings.CutPrefix(key, t.canary)
+	if !ok {
+		return
+	}
+	seq, err := strconv.ParseUint(rest, 10, 64)
+	if err != nil {
+		return
+	}
+	t.mu.Lock()
+	at, ok := t.sent[seq]
+	delete(t.sent, seq) // its expiry, later, confirms nothing new
+	t.mu.Unlock()
+	if ok && t.live {
+		t.onConfirmed(at)
+	}
 }
 
 // newClient makes the tracker's own client, under a name no earlier
@@ -94,15 +199,22 @@ func (t *tracker) closeClient() {
 	}
 }
 
-// tracker is one Track call's state; only its goroutine uses it.
+// tracker is one Track call's state; only its goroutine uses it, except
+// mu, sent and liveFlag, shared with the canary goroutine.
 type tracker struct {
-	r        *Redis
-	base     *redis.Options // the main client's, copied for each attempt
-	client   *redis.Client  // this attempt's; nil between attempts
-	name     string
-	prefixes []string
-	onKey    func(string)
-	onReady  func(bool)
+	r           *Redis
+	base        *redis.Options // the main client's, copied for each attempt
+	client      *redis.Client  // this attempt's; nil between attempts
+	name        string
+	prefixes    []string
+	onKey       func(string)
+	onReady     func(bool)
+	onConfirmed func(time.Time)
+
+	canary   string // the canary keys' prefix (under prefixes[0]), then a sequence number
+	mu       sync.Mutex
+	sent     map[uint64]time.Time // canaries written, not yet seen back
+	liveFlag atomic.Bool          // live, for the canary goroutine
 
 	ps       *redis.PubSub
 	conn     *redis.Conn // tracking is turned on on this connection
@@ -114,6 +226,7 @@ type tracker struct {
 func (t *tracker) run(ctx context.Context) {
 	defer t.down()
 	backoff := 50 * time.Millisecond
+	nextCheck := time.Now().Add(trackCheckEvery)
 	for ctx.Err() == nil {
 		if t.ps == nil {
 			if t.client == nil {
@@ -121,16 +234,25 @@ func (t *tracker) run(ctx context.Context) {
 			}
 			t.ps = t.client.Subscribe(ctx, trackChannel)
 		}
-		m, err := t.ps.ReceiveTimeout(ctx, trackCheckEvery)
+		// The checks run on time however busy the subscription is.
+		if t.live && !time.Now().Before(nextCheck) {
+			nextCheck = time.Now().Add(trackCheckEvery)
+			if !t.check(ctx) {
+				t.reset()
+				continue
+			}
+		}
+		wait := trackCheckEvery
+		if t.live {
+			wait = max(time.Until(nextCheck), time.Millisecond)
+		}
+		m, err := t.ps.ReceiveTimeout(ctx, wait)
 		if ctx.Err() != nil {
 			return
 		}
 		var nerr interface{ Timeout() bool }
 		switch {
 		case errors.As(err, &nerr) && nerr.Timeout():
-			if !t.check(ctx) {
-				t.reset()
-			}
 			continue
 		case err != nil && strings.Contains(err.Error(), "unsupported pubsub message payload: <nil>"):
 			// A null invalidation: the database was flushed. go-redis
@@ -173,7 +295,12 @@ func (t *tracker) deliver(m *redis.Message) {
 		keys = []string{m.Payload}
 	}
 	for _, k := range keys {
-		if rest, ok := strings.CutPrefix(k, t.r.prefix); ok {
+		rest, ok := strings.CutPrefix(k, t.r.prefix)
+		switch {
+		case !ok:
+		case strings.HasPrefix(rest, canaryPrefix):
+			t.confirm(rest)
+		default:
 			t.onKey(rest)
 		}
 	}
@@ -194,7 +321,7 @@ func (t *tracker) setUp(ctx context.Context) error {
 		t.conn = t.client.EphemeralConn()
 	}
 	args := []any{"CLIENT", "TRACKING", "ON", "REDIRECT", id, "BCAST"}
-	for _, p := range t.prefixes {
+	for _, p := range append(slices.Clone(t.prefixes), canaryPrefix) {
 		args = append(args, "PREFIX", t.r.prefix+p)
 	}
 	// OFF first: ON with another redirect or other prefixes is refused
@@ -208,6 +335,7 @@ func (t *tracker) setUp(ctx context.Context) error {
 	t.redirect = id
 	if !t.live {
 		t.live = true
+		t.liveFlag.Store(true)
 		t.onReady(true)
 	}
 	return nil
@@ -326,6 +454,7 @@ func (t *tracker) reset() {
 func (t *tracker) down() {
 	if t.live {
 		t.live = false
+		t.liveFlag.Store(false)
 		t.onReady(false)
 	}
 }

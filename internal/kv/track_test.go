@@ -15,14 +15,14 @@ import (
 )
 
 // trackEvents runs Track on r and returns what it reports, in order:
-// "key <key>" and "ready <bool>".
-func trackEvents(t *testing.T, r *kv.Redis, prefixes ...string) <-chan string {
+// "key <key>" and "ready <bool>"; its confirmations go to lease.
+func trackEvents(t *testing.T, r *kv.Redis, lease *kv.Lease, prefixes ...string) <-chan string {
 	t.Helper()
 	events := make(chan string, 256)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- r.Track(ctx, prefixes, func(k string) { events <- "key " + k }, func(up bool) { events <- fmt.Sprint("ready ", up) })
+		done <- r.Track(ctx, prefixes, func(k string) { events <- "key " + k }, func(up bool) { events <- fmt.Sprint("ready ", up) }, lease.Confirmed)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -54,7 +54,7 @@ func TestTrackReportsEveryChange(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = c.Close() })
 	r := kv.NewRedis(c, "app:")
-	events := trackEvents(t, r, "sess:", "tok:")
+	events := trackEvents(t, r, &kv.Lease{}, "sess:", "tok:")
 	next(t, events, "ready true")
 	ctx := context.Background()
 
@@ -91,7 +91,7 @@ func TestTrackRecoversFromKilledConnections(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = c.Close() })
 	r := kv.NewRedis(c, "app:")
-	events := trackEvents(t, r, "sess:")
+	events := trackEvents(t, r, &kv.Lease{}, "sess:")
 	next(t, events, "ready true")
 	ctx := context.Background()
 
@@ -139,7 +139,7 @@ func TestTrackRecoversFromKilledConnections(t *testing.T) {
 func TestTrackRefusesCluster(t *testing.T) {
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
 	t.Cleanup(func() { _ = c.Close() })
-	err := kv.NewRedis(c, "").Track(context.Background(), []string{"x"}, func(string) {}, func(bool) {})
+	err := kv.NewRedis(c, "").Track(context.Background(), []string{"x"}, func(string) {}, func(bool) {}, func(time.Time) {})
 	if !errors.Is(err, kv.ErrTrackingUnsupported) {
 		t.Fatalf("got %v, want ErrTrackingUnsupported", err)
 	}
@@ -151,7 +151,7 @@ func TestTrackSurvivesARestart(t *testing.T) {
 	srv := redistest.StartServer(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = c.Close() })
-	events := trackEvents(t, kv.NewRedis(c, "app:"), "sess:")
+	events := trackEvents(t, kv.NewRedis(c, "app:"), &kv.Lease{}, "sess:")
 	next(t, events, "ready true")
 	srv.Restart(t)
 	next(t, events, "ready false")
@@ -160,4 +160,47 @@ func TestTrackSurvivesARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	next(t, events, "key sess:after")
+}
+
+// The lease is a time bound on what Track may have missed: confirmations
+// keep it fresh while canary writes come back, and it lapses within
+// kv.LeaseFor once they stop (writes paused here), though the tracking
+// itself still looks healthy; it is fresh again once they resume.
+func TestTrackLeaseLapsesWhenConfirmationsStop(t *testing.T) {
+	srv := redistest.StartServer(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	var lease kv.Lease
+	events := trackEvents(t, kv.NewRedis(c, "app:"), &lease, "sess:")
+	next(t, events, "ready true")
+	waitLease(t, &lease, true)
+	ctx := context.Background()
+	paused := time.Now()
+	if err := c.Do(ctx, "CLIENT", "PAUSE", 3000, "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitLease(t, &lease, false)
+	if took := time.Since(paused); took > kv.LeaseFor+500*time.Millisecond {
+		t.Fatalf("the lease lapsed %v after confirmations stopped, want within %v", took, kv.LeaseFor)
+	}
+	if err := c.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitLease(t, &lease, true)
+	select {
+	case e := <-events:
+		t.Fatalf("unexpected event %q: the canaries must not be reported, nor the pause end the tracking", e)
+	default:
+	}
+}
+
+func waitLease(t *testing.T, l *kv.Lease, fresh bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for l.Fresh() != fresh {
+		if time.Now().After(deadline) {
+			t.Fatalf("lease fresh %t, want %t within 5s", l.Fresh(), fresh)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -139,6 +139,7 @@ type Manager struct {
 	// (kv.Tracker), so a local copy is trusted until it is reported
 	// changed, instead of for localTTL.
 	tracked atomic.Bool
+	lease   kv.Lease // tracked copies are trusted only while it is fresh
 
 	// invalidations counts the drops from the local layer (a session
 	// ended here or elsewhere, the subscription reset). A Lookup keeps
@@ -180,11 +181,11 @@ func (m *Manager) Run(ctx context.Context) {
 	// keeps only the sessions active in the last second in the heap (a
 	// small heap for the GC to mark).
 	go m.local.PruneEvery(ctx, localTTL, m.now, func(now time.Time, c cached) bool {
-		return (!m.tracked.Load() && now.Sub(c.fetched) >= localTTL) || !now.Before(m.ExpiresAt(c.rec))
+		return (!m.Tracked() && now.Sub(c.fetched) >= localTTL) || !now.Before(m.ExpiresAt(c.rec))
 	})
 	if t, ok := m.store.(kv.Tracker); ok {
 		go func() {
-			if err := t.Track(ctx, []string{"sess:"}, m.onChange, m.onTracking); err != nil {
+			if err := t.Track(ctx, []string{"sess:"}, m.onChange, m.onTracking, m.lease.Confirmed); err != nil {
 				m.log.Info("session keys are not tracked; local sessions are re-read from the store every "+localTTL.String(), slog.String("reason", err.Error()))
 			}
 		}()
@@ -223,13 +224,15 @@ func (m *Manager) onTracking(up bool) {
 	defer m.mu.Unlock()
 	m.invalidations.Add(1)
 	m.tracked.Store(false)
+	m.lease.Reset()
 	m.local.Clear()
 	m.tracked.Store(up)
 }
 
-// Tracked reports whether the store reports every change of a session
-// key, so local copies are trusted until reported changed.
-func (m *Manager) Tracked() bool { return m.tracked.Load() }
+// Tracked reports whether local copies are trusted until reported
+// changed: the store reports every change of a session key, and confirmed
+// it did so within kv.LeaseFor.
+func (m *Manager) Tracked() bool { return m.tracked.Load() && m.lease.Fresh() }
 
 // invalidate drops the session with this handle from the local layer.
 func (m *Manager) invalidate(handle string) {
@@ -471,7 +474,7 @@ func (m *Manager) Lookup(ctx context.Context, id string) (Record, error) {
 	seen := m.invalidations.Load()
 	now := m.now()
 	c, ok := m.local.Get(id)
-	fresh := ok && m.live.Load() && (m.tracked.Load() || now.Sub(c.fetched) < localTTL) && now.Before(m.ExpiresAt(c.rec))
+	fresh := ok && m.live.Load() && (m.Tracked() || now.Sub(c.fetched) < localTTL) && now.Before(m.ExpiresAt(c.rec))
 	if !fresh {
 		handle := Handle(id)
 		rec, err := m.get(ctx, handle)

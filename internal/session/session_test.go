@@ -499,7 +499,8 @@ func TestRevocationReachesOtherInstances(t *testing.T) {
 	// older than localTTL that nothing changed is still served.
 	clk := testclock.New(time.Unix(1_700_000_000, 0))
 	opts.Now = clk.Now
-	b2 := session.NewManager(kv.NewRedis(c, prefix), opts)
+	store := &countingGets{Redis: kv.NewRedis(c, prefix)}
+	b2 := session.NewManager(store, opts)
 	startRun(t, b2)
 	waitUntil(t, "session keys tracked", b2.Tracked)
 	id, _, _ := a.Create(ctx, session.New{UserID: "rev2", Method: session.MethodDev})
@@ -507,8 +508,12 @@ func TestRevocationReachesOtherInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Advance(10 * time.Second)
+	gets := store.gets.Load()
 	if _, err := b2.Lookup(ctx, id); err != nil {
 		t.Fatalf("a tracked copy past localTTL, unchanged: got %v, want the session", err)
+	}
+	if n := store.gets.Load() - gets; n != 0 {
+		t.Fatalf("a tracked copy past localTTL read the store %d times, want 0", n)
 	}
 	redistest.DeletePrefix(ctx, c, prefix+"sess:")
 	start := time.Now()
@@ -516,7 +521,23 @@ func TestRevocationReachesOtherInstances(t *testing.T) {
 		_, err := b2.Lookup(ctx, id)
 		return errors.Is(err, session.ErrNotFound)
 	})
-	t.Logf("a delete with no message reached the other instance in %v", time.Since(start))
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("a session deleted with no message was served for %v, want under 1s", took)
+	} else {
+		t.Logf("a delete with no message reached the other instance in %v", took)
+	}
+}
+
+// countingGets is a Redis store that counts its GETs; it is still a
+// kv.Tracker (the embedded Redis's Track).
+type countingGets struct {
+	*kv.Redis
+	gets atomic.Int64
+}
+
+func (s *countingGets) Get(ctx context.Context, key string) ([]byte, error) {
+	s.gets.Add(1)
+	return s.Redis.Get(ctx, key)
 }
 
 // Without key tracking (the in-process store here; a Redis Cluster), a

@@ -130,6 +130,7 @@ type Cache struct {
 	// localMaxAge. changes counts the reported changes and resets; mu
 	// orders remember's check of it against the drops.
 	tracked atomic.Bool
+	lease   kv.Lease // tracked copies are trusted only while it is fresh
 	changes atomic.Uint64
 	mu      sync.Mutex
 	waiters waiters
@@ -184,11 +185,11 @@ func (c *Cache) Run(ctx context.Context) {
 	// while untracked, or past their serve-until time) go, so the heap
 	// holds active users only.
 	go c.local.PruneEvery(ctx, pruneEvery, c.now, func(now time.Time, e localEntry) bool {
-		return (!c.tracked.Load() && now.Sub(e.added) >= localMaxAge) || !now.Before(e.until)
+		return (!c.Tracked() && now.Sub(e.added) >= localMaxAge) || !now.Before(e.until)
 	})
 	if t, ok := c.store.(kv.Tracker); ok {
 		go func() {
-			if err := t.Track(ctx, []string{"tok:"}, c.onChange, c.onTracking); err != nil {
+			if err := t.Track(ctx, []string{"tok:"}, c.onChange, c.onTracking, c.lease.Confirmed); err != nil {
 				c.log.Info("token keys are not tracked; local tokens are re-read from the store every "+localMaxAge.String(), slog.String("reason", err.Error()))
 			}
 		}()
@@ -220,6 +221,7 @@ func (c *Cache) onTracking(up bool) {
 	defer c.mu.Unlock()
 	c.changes.Add(1)
 	c.tracked.Store(false)
+	c.lease.Reset()
 	c.local.Clear()
 	c.tracked.Store(up)
 }
@@ -228,9 +230,10 @@ func (c *Cache) onTracking(up bool) {
 // layer is in use.
 func (c *Cache) Live() bool { return c.live.Load() }
 
-// Tracked reports whether the store reports every change of a token key,
-// so local copies are served until they expire rather than localMaxAge.
-func (c *Cache) Tracked() bool { return c.tracked.Load() }
+// Tracked reports whether local copies are served until they expire: the
+// store reports every change of a token key, and confirmed it did so
+// within kv.LeaseFor.
+func (c *Cache) Tracked() bool { return c.tracked.Load() && c.lease.Fresh() }
 
 // setSecret switches to a new client secret generation; only the Secret
 // the cache subscribed to calls it. Every instance given the same secret
@@ -252,7 +255,7 @@ func (c *Cache) Token(ctx context.Context, userID string) (Token, error) {
 		now := c.now()
 		if c.live.Load() {
 			if e, ok := c.local.Get(localKey{gen, userID}); ok {
-				if now.Before(e.until) && (c.tracked.Load() || now.Sub(e.added) < localMaxAge) {
+				if now.Before(e.until) && (c.Tracked() || now.Sub(e.added) < localMaxAge) {
 					c.observe.CacheLookup("local")
 					if !now.Before(e.refreshAt) {
 						c.refreshAhead(userID, gen, e.storeKey)

@@ -227,7 +227,7 @@ func TestRedisHoldsOnlyCiphertext(t *testing.T) {
 	c := newCache(t, kv.NewRedis(rc, prefix), src, clk)
 	alice, _ := c.Token(ctx, "alice")
 	bob, _ := c.Token(ctx, "bob")
-	keys := redistest.Keys(ctx, rc, prefix)
+	keys := redistest.Keys(ctx, rc, prefix+"tok:")
 	if len(keys) != 2 {
 		t.Fatalf("got keys %v, want 2", keys)
 	}
@@ -244,7 +244,7 @@ func TestRedisHoldsOnlyCiphertext(t *testing.T) {
 	if err := c.Invalidate(ctx, "bob"); err != nil {
 		t.Fatal(err)
 	}
-	left := redistest.Keys(ctx, rc, prefix)
+	left := redistest.Keys(ctx, rc, prefix+"tok:")
 	if len(left) != 1 {
 		t.Fatalf("after invalidating bob: got keys %v, want alice's only", left)
 	}
