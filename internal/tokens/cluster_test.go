@@ -285,6 +285,49 @@ func TestTrackedTokensNeedNoMessage(t *testing.T) {
 	}
 }
 
+// A token read from the store while its key is deleted (the read was in
+// flight) is served to that request but not kept: with tracked copies
+// trusted until reported changed, keeping it would serve a deleted token
+// until it expires.
+func TestTrackedReadRacingADeleteIsNotKept(t *testing.T) {
+	rc, prefix := redistest.Client(t)
+	store := &deleteAfterGet{Redis: kv.NewRedis(rc, prefix), rc: rc, prefix: prefix}
+	c := newClusterOn(t, store, 1, upstreamsim.Options{TokenTTL: time.Hour}, nil)
+	in := c.instances[0]
+	waitFor(t, in.Tracked)
+	ctx := context.Background()
+	old, err := in.Token(ctx, "rey")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the mint's own write is reported: no local copy left
+	store.arm.Store(true)
+	if got, _ := in.Token(ctx, "rey"); got.Value != old.Value {
+		t.Fatalf("the in-flight read got %q, want the token it read", got.Value)
+	}
+	if got, _ := in.Token(ctx, "rey"); got.Value == old.Value {
+		t.Fatal("a token deleted while it was being read was kept and served again")
+	}
+}
+
+// deleteAfterGet is a Redis store whose next GET, once armed, deletes the
+// key it read and waits for the deletion to be reported before it answers.
+type deleteAfterGet struct {
+	*kv.Redis
+	rc     *redis.Client
+	prefix string
+	arm    atomic.Bool
+}
+
+func (s *deleteAfterGet) Get(ctx context.Context, key string) ([]byte, error) {
+	b, err := s.Redis.Get(ctx, key)
+	if err == nil && s.arm.CompareAndSwap(true, false) {
+		_ = s.rc.Del(ctx, s.prefix+key).Err()
+		time.Sleep(100 * time.Millisecond) // Redis reports a change within milliseconds
+	}
+	return b, err
+}
+
 // Concurrent 401s for one token cause one re-mint: InvalidateToken drops
 // only the token it names.
 func TestInvalidateTokenIsCompareAndDelete(t *testing.T) {
