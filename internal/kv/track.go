@@ -49,17 +49,24 @@ type Tracker interface {
 // change made more than For ago is known to have been reported. Safe for
 // concurrent use; the zero value is never fresh.
 type Lease struct {
-	confirmed atomic.Int64 // Unix ns of the last confirmed canary write
+	// confirmed is the last confirmed canary write, as the monotonic time
+	// since leaseEpoch plus one (0: none): a wall-clock step cannot make
+	// an old confirmation look recent.
+	confirmed atomic.Int64
 }
+
+// leaseEpoch is the origin of Lease's monotonic times.
+var leaseEpoch = time.Now()
 
 // LeaseFor is how recent the last confirmation must be: a change can go
 // unseen for at most about this long (plus its delivery), within the
 // product's one second for a revocation; canaries come every 200 ms.
 const LeaseFor = 800 * time.Millisecond
 
-// Confirmed records a confirmation (Track's onConfirmed).
+// Confirmed records a confirmation (Track's onConfirmed); at must come
+// from time.Now in this process.
 func (l *Lease) Confirmed(at time.Time) {
-	n := at.UnixNano()
+	n := int64(at.Sub(leaseEpoch)) + 1
 	for {
 		old := l.confirmed.Load()
 		if n <= old || l.confirmed.CompareAndSwap(old, n) {
@@ -71,7 +78,7 @@ func (l *Lease) Confirmed(at time.Time) {
 // Fresh reports whether the last confirmation is within LeaseFor.
 func (l *Lease) Fresh() bool {
 	c := l.confirmed.Load()
-	return c != 0 && time.Since(time.Unix(0, c)) < LeaseFor
+	return c != 0 && time.Since(leaseEpoch)-time.Duration(c-1) < LeaseFor
 }
 
 // Reset forgets every confirmation (the tracking went down).
