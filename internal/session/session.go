@@ -135,11 +135,11 @@ type Manager struct {
 	id         string // this instance, to skip its own messages
 	local      *lru.Cache[string, cached]
 	live       atomic.Bool
-	// tracked: the store reports every change of a session key
-	// (kv.Tracker), so a local copy is trusted until it is reported
-	// changed, instead of for localTTL.
-	tracked atomic.Bool
-	lease   kv.Lease // tracked copies are trusted only while it is fresh
+	// lease is fresh while the store reports every change of a session
+	// key (kv.Tracker) and has lately proven it: a local copy is then
+	// trusted until reported changed, instead of for localTTL. Track
+	// confirms only while its tracking is live, and onTracking resets it.
+	lease kv.Lease
 
 	// invalidations counts the drops from the local layer (a session
 	// ended here or elsewhere, the subscription reset). A Lookup keeps
@@ -209,7 +209,7 @@ func (m *Manager) Run(ctx context.Context) {
 // onChange drops the local copy of a changed session key ("": all).
 func (m *Manager) onChange(key string) {
 	if key == "" {
-		m.onTracking(m.tracked.Load())
+		m.onTracking(true)
 		return
 	}
 	if handle, ok := strings.CutPrefix(key, "sess:"); ok {
@@ -217,22 +217,21 @@ func (m *Manager) onChange(key string) {
 	}
 }
 
-// onTracking drops every local copy whenever tracking goes down or up: a
-// copy kept meanwhile may be of a changed session.
-func (m *Manager) onTracking(up bool) {
+// onTracking drops every local copy whenever tracking goes down or up (a
+// copy kept meanwhile may be of a changed session) and waits for the next
+// confirmation before trusting any again.
+func (m *Manager) onTracking(bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.invalidations.Add(1)
-	m.tracked.Store(false)
 	m.lease.Reset()
 	m.local.Clear()
-	m.tracked.Store(up)
 }
 
 // Tracked reports whether local copies are trusted until reported
 // changed: the store reports every change of a session key, and confirmed
 // it did so within kv.LeaseFor.
-func (m *Manager) Tracked() bool { return m.tracked.Load() && m.lease.Fresh() }
+func (m *Manager) Tracked() bool { return m.lease.Fresh() }
 
 // invalidate drops the session with this handle from the local layer.
 func (m *Manager) invalidate(handle string) {

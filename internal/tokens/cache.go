@@ -125,12 +125,13 @@ type Cache struct {
 	gen   atomic.Pointer[string]
 	local *lru.Cache[localKey, localEntry]
 	live  atomic.Bool // the invalidation subscription is up
-	// tracked: Redis reports every change of a token key (Tracker), so a
-	// local copy is served until its serve-until time instead of
-	// localMaxAge. changes counts the reported changes and resets; mu
-	// orders remember's check of it against the drops.
-	tracked atomic.Bool
-	lease   kv.Lease // tracked copies are trusted only while it is fresh
+	// lease is fresh while Redis reports every change of a token key
+	// (kv.Tracker) and has lately proven it: a local copy is then served
+	// until its serve-until time instead of localMaxAge. Track confirms
+	// only while its tracking is live, and onTracking resets it. changes
+	// counts the reported changes and resets; mu orders remember's check
+	// of it against the drops.
+	lease   kv.Lease
 	changes atomic.Uint64
 	mu      sync.Mutex
 	waiters waiters
@@ -214,16 +215,15 @@ func (c *Cache) onChange(key string) {
 	c.local.DropStoreKey(key)
 }
 
-// onTracking drops every local copy whenever tracking goes down or up: a
-// copy kept meanwhile may be of a changed token.
-func (c *Cache) onTracking(up bool) {
+// onTracking drops every local copy whenever tracking goes down or up (a
+// copy kept meanwhile may be of a changed token) and waits for the next
+// confirmation before trusting any again.
+func (c *Cache) onTracking(bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changes.Add(1)
-	c.tracked.Store(false)
 	c.lease.Reset()
 	c.local.Clear()
-	c.tracked.Store(up)
 }
 
 // Live reports whether the invalidation subscription is up, so the local
@@ -233,7 +233,7 @@ func (c *Cache) Live() bool { return c.live.Load() }
 // Tracked reports whether local copies are served until they expire: the
 // store reports every change of a token key, and confirmed it did so
 // within kv.LeaseFor.
-func (c *Cache) Tracked() bool { return c.tracked.Load() && c.lease.Fresh() }
+func (c *Cache) Tracked() bool { return c.lease.Fresh() }
 
 // setSecret switches to a new client secret generation; only the Secret
 // the cache subscribed to calls it. Every instance given the same secret
