@@ -162,7 +162,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 	})
 	cache, err := tokens.NewCache(store, minter, secret, tokens.CacheOptions{
 		EncryptionKey: encKey, RefreshBefore: cfg.Upstream.RefreshBefore, MaxTTL: cfg.Upstream.MaxTokenTTL,
-		LocalEntries: cfg.Upstream.TokenCacheEntries, MintTimeout: cfg.Upstream.Timeout,
+		LocalBytes: cfg.Upstream.TokenCacheBytes, MintTimeout: cfg.Upstream.Timeout,
 		Observe: tokens.NewMetrics(reg), Logger: log,
 	})
 	if err != nil {
@@ -178,7 +178,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 	a.stopBackground = stopCache
 	sessions := session.NewManager(store, session.Options{
 		IdleTimeout: cfg.Session.IdleTimeout, AbsoluteTimeout: cfg.Session.AbsoluteTimeout,
-		LocalEntries: cfg.Session.CacheEntries, MaxPerUser: cfg.Limits.SessionsPerUser, OnCreate: sessionsCreated.Inc, Logger: log,
+		LocalBytes: cfg.Session.CacheBytes, MaxPerUser: cfg.Limits.SessionsPerUser, OnCreate: sessionsCreated.Inc, Logger: log,
 	})
 	go sessions.Run(cacheCtx)
 	cookies, err := session.NewCookies(session.CookieOptions{

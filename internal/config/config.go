@@ -124,9 +124,9 @@ type Upstream struct {
 	ExpiresInUnit    string        `yaml:"expires_in_unit"`
 	RefreshBefore    time.Duration `yaml:"refresh_before"`
 	MaxTokenTTL      time.Duration `yaml:"max_token_ttl"`
-	// TokenCacheEntries bounds each instance's in-process token cache in
-	// front of Redis; 0 turns the in-process layer off.
-	TokenCacheEntries int     `yaml:"token_cache_entries"`
+	// TokenCacheBytes bounds the memory of each instance's in-process
+	// token cache in front of Redis; 0 turns the in-process layer off.
+	TokenCacheBytes int64 `yaml:"token_cache_bytes"`
 	Retry             Retry   `yaml:"retry"`
 	Routes            []Route `yaml:"routes"`
 	// MoneyRoutes are the path prefixes under which a POST moves money: it
@@ -183,9 +183,9 @@ type Session struct {
 	IdleTimeout     time.Duration `yaml:"idle_timeout"`
 	AbsoluteTimeout time.Duration `yaml:"absolute_timeout"`
 	Keys            []Secret      `yaml:"keys"`
-	// CacheEntries bounds each instance's in-process copy of live sessions
-	// in front of Redis; 0 turns it off.
-	CacheEntries int `yaml:"cache_entries"`
+	// CacheBytes bounds the memory of each instance's in-process copy of
+	// live sessions in front of Redis; 0 turns it off.
+	CacheBytes int64 `yaml:"cache_bytes"`
 }
 
 // Auth configures how users log in.

@@ -392,6 +392,7 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		{"unknown top key", "lissen: \":8080\"\n", nil, `config: unknown key "lissen" (did you mean "listen"?)`},
 		{"unknown nested key", "upstream:\n  tiemout: 5s\n", nil, `config: unknown key "upstream.tiemout" (did you mean "upstream.timeout"?)`},
+		{"replaced key", "session:\n  cache_entries: 5000\n", nil, `config: key "session.cache_entries" was replaced by session.cache_bytes: the in-process session cache is bounded by memory, not by a count (default 67108864, 64 MiB; 0 still turns it off)`},
 		{"unknown deep key", "upstream:\n  retry: {attempts: 3}\n", nil, `config: unknown key "upstream.retry.attempts"`},
 		{"unknown key in route", "upstream:\n  routes:\n    - {prefix: /v2/x, methods: [GET]}\n    - {prefix: /v2/y, method: [GET]}\n", nil, `config: unknown key "upstream.routes[1].method" (did you mean "upstream.routes[1].methods"?)`},
 		{"unknown key in env struct", "", map[string]string{"BFF_UPSTREAM_ROUTES": "[{prefix: /v2/x, verbs: [GET]}]"}, `config: BFF_UPSTREAM_ROUTES: unknown key "upstream.routes[0].verbs"`},

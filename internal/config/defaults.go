@@ -20,6 +20,16 @@ const (
 	LoginCookiePrefix = "bff_login"
 )
 
+// The in-process caches' memory bounds. Measured (docs/operations.md,
+// "Capacity"): a cached session takes 350 to 450 bytes and a cached token
+// about 300 plus the token's length, so each default holds the sessions
+// or tokens of over 100,000 active users (170,000 sessions; 220,000
+// tokens of 300 bytes, 100,000 of 1 KB).
+const (
+	DefaultSessionCacheBytes = 64 << 20
+	DefaultTokenCacheBytes   = 128 << 20
+)
+
 // Defaults returns the configuration with every default filled in. The
 // derived keys (public_url in development, session.cookie_name) are left
 // empty: Load fills them from the other keys. Each call returns fresh slices,
@@ -41,7 +51,7 @@ func Defaults() Config {
 			ExpiresInUnit:     UnitSeconds,
 			RefreshBefore:     60 * time.Second,
 			MaxTokenTTL:       time.Hour,
-			TokenCacheEntries: 10000,
+			TokenCacheBytes:   DefaultTokenCacheBytes,
 			Retry: Retry{
 				MaxAttempts: 3,
 				BaseDelay:   100 * time.Millisecond,
@@ -64,7 +74,7 @@ func Defaults() Config {
 			SecureCookie:    true,
 			IdleTimeout:     30 * time.Minute,
 			AbsoluteTimeout: 12 * time.Hour,
-			CacheEntries:    10000,
+			CacheBytes:      DefaultSessionCacheBytes,
 			Keys:            []Secret{},
 		},
 		Auth: Auth{

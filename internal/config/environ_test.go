@@ -53,6 +53,8 @@ func TestCheckEnvironNames(t *testing.T) {
 			}},
 		{name: "kubernetes service link", environ: []string{"BFF_SERVICE_HOST=10.0.0.1"},
 			want: []string{"config: BFF_SERVICE_HOST: names no configuration key (a Kubernetes service link for a Service named bff? set enableServiceLinks: false in the pod spec); every BFF_ variable must be a key's override (see docs/configuration.md)"}},
+		{name: "replaced key", environ: []string{"BFF_UPSTREAM_TOKEN_CACHE_ENTRIES=0"},
+			want: []string{"config: BFF_UPSTREAM_TOKEN_CACHE_ENTRIES: overrides upstream.token_cache_entries, which was replaced by upstream.token_cache_bytes: the in-process token cache is bounded by memory, not by a count (default 134217728, 128 MiB; 0 still turns it off)"}},
 		{name: "all reported, each once, in order", environ: []string{"BFF_LISTEN=:1", "BFF_B=1", "BFF_A=1", "BFF_B=2"},
 			want: []string{
 				"config: BFF_B: names no configuration key; every BFF_ variable must be a key's override (see docs/configuration.md)",

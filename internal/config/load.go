@@ -131,6 +131,10 @@ func CheckEnvironNames(environ []string) error {
 		reported[name] = true
 		msg := "names no configuration key"
 		rest := strings.ToUpper(strings.TrimPrefix(name, EnvPrefix))
+		if r, ok := replacedEnv[rest]; ok {
+			errs = append(errs, &Error{Env: name, Msg: r})
+			continue
+		}
 		if rest == "PORT" || strings.HasPrefix(rest, "PORT_") || strings.HasPrefix(rest, "SERVICE_") {
 			msg += " (a Kubernetes service link for a Service named bff? set enableServiceLinks: false in the pod spec)"
 		} else if s := suggestEnv(rest, names); s != "" {
@@ -463,6 +467,9 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path, env string) 
 		idx, ok := fields[kn.Value]
 		if !ok {
 			msg := fmt.Sprintf("unknown key %q", key)
+			if r, ok := replacedKeys[key]; ok {
+				return &Error{Env: keyEnv, Msg: fmt.Sprintf("key %q %s", key, r)}
+			}
 			if s := closest(kn.Value, names); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", prefix+s)
 			}
@@ -629,3 +636,20 @@ func parentKey(p string) string {
 	}
 	return p[:i]
 }
+
+// replacedKeys are keys of earlier versions that now mean nothing, with
+// what replaced them: set, they are refused with that message rather than
+// as unknown.
+var replacedKeys = map[string]string{
+	"upstream.token_cache_entries": fmt.Sprintf("was replaced by upstream.token_cache_bytes: the in-process token cache is bounded by memory, not by a count (default %d, 128 MiB; 0 still turns it off)", DefaultTokenCacheBytes),
+	"session.cache_entries":        fmt.Sprintf("was replaced by session.cache_bytes: the in-process session cache is bounded by memory, not by a count (default %d, 64 MiB; 0 still turns it off)", DefaultSessionCacheBytes),
+}
+
+// replacedEnv is replacedKeys by environment variable (without EnvPrefix).
+var replacedEnv = func() map[string]string {
+	m := map[string]string{}
+	for k, msg := range replacedKeys {
+		m[strings.ToUpper(strings.ReplaceAll(k, ".", "_"))] = "overrides " + k + ", which " + msg
+	}
+	return m
+}()

@@ -155,9 +155,7 @@ func (u *Upstream) validate(v *validator, prod bool) {
 	case u.MaxTokenTTL > 0 && u.RefreshBefore >= u.MaxTokenTTL:
 		v.addf("upstream.refresh_before", "must be shorter than upstream.max_token_ttl (%s)", u.MaxTokenTTL)
 	}
-	if n := u.TokenCacheEntries; n < 0 || n > 10_000_000 {
-		v.addf("upstream.token_cache_entries", "%d is not between 0 and 10000000", n)
-	}
+	v.cacheBytes("upstream.token_cache_bytes", u.TokenCacheBytes)
 	if a := u.Retry.MaxAttempts; a < 1 || a > 10 {
 		v.addf("upstream.retry.max_attempts", "%d is not between 1 and 10 (attempts include the first)", a)
 	}
@@ -301,9 +299,7 @@ func (r *Redis) validate(v *validator, prod bool) {
 }
 
 func (s *Session) validate(v *validator, prod bool) {
-	if n := s.CacheEntries; n < 0 || n > 10_000_000 {
-		v.addf("session.cache_entries", "%d is not between 0 and 10000000", n)
-	}
+	v.cacheBytes("session.cache_bytes", s.CacheBytes)
 	name := s.CookieName
 	if name == "" {
 		name = PlainCookieName
@@ -514,4 +510,13 @@ func isToken(s string) bool {
 		}
 	}
 	return true
+}
+
+// maxCacheBytes bounds each in-process cache: 16 GiB.
+const maxCacheBytes = 16 << 30
+
+func (v *validator) cacheBytes(key string, n int64) {
+	if n < 0 || n > maxCacheBytes {
+		v.addf(key, "%d is not between 0 and %d", n, int64(maxCacheBytes))
+	}
 }

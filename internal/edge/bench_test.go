@@ -56,7 +56,7 @@ func benchmarkSteadyState(b *testing.B, budget *limits.Budget) {
 		b.Fatal(err)
 	}
 	cache, err := tokens.NewCache(store, staticSource{}, secret, tokens.CacheOptions{
-		EncryptionKey: make([]byte, 32), RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalEntries: 100,
+		EncryptionKey: make([]byte, 32), RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalBytes: 1 << 20,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -108,7 +108,7 @@ func liveSessions(ctx context.Context, tb testing.TB) (*kv.Redis, *session.Manag
 	tb.Helper()
 	rc, prefix := redistest.Client(tb)
 	store := kv.NewRedis(rc, prefix)
-	sessions := session.NewManager(store, session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalEntries: 100})
+	sessions := session.NewManager(store, session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalBytes: 1 << 20})
 	go sessions.Run(ctx)
 	for !sessions.Live() {
 		time.Sleep(time.Millisecond)

@@ -44,7 +44,7 @@ func BenchmarkSessionLookupHitRedis(b *testing.B) {
 // layer live (on a real Redis): no round trip.
 func BenchmarkSessionLookupHitLocal(b *testing.B) {
 	rc, prefix := redistest.Client(b)
-	m := session.NewManager(kv.NewRedis(rc, prefix), session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalEntries: 10000})
+	m := session.NewManager(kv.NewRedis(rc, prefix), session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalBytes: 64 << 20})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go m.Run(ctx)

@@ -62,7 +62,7 @@ func limitRules(t *testing.T, newStore func(now func() time.Time) session.Store,
 		ms := make([]*session.Manager, n)
 		for i := range ms {
 			ms[i] = session.NewManager(st, session.Options{IdleTimeout: 30 * time.Minute, AbsoluteTimeout: 12 * time.Hour,
-				Now: clk.Now, LocalEntries: entries, MaxPerUser: limit})
+				Now: clk.Now, LocalBytes: int64(entries) << 10, MaxPerUser: limit})
 			if entries > 0 {
 				startRun(t, ms[i])
 			}
@@ -240,7 +240,7 @@ func TestSessionCapConvergesAcrossInstances(t *testing.T) {
 	)
 	c, prefix := redistest.Client(t)
 	ctx := context.Background()
-	opts := session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalEntries: 100, MaxPerUser: limit}
+	opts := session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalBytes: 1 << 20, MaxPerUser: limit}
 	ms := []*session.Manager{session.NewManager(kv.NewRedis(c, prefix), opts), session.NewManager(kv.NewRedis(c, prefix), opts)}
 	for _, m := range ms {
 		startRun(t, m)

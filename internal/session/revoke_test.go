@@ -85,7 +85,7 @@ func revocationRace(t *testing.T, store session.Store, clk *testclock.Clock, mod
 		tail = time.Second + grace
 	)
 	ctx := context.Background()
-	opts := session.Options{IdleTimeout: mode.idle, AbsoluteTimeout: 10 * 365 * 24 * time.Hour, LocalEntries: mode.local}
+	opts := session.Options{IdleTimeout: mode.idle, AbsoluteTimeout: 10 * 365 * 24 * time.Hour, LocalBytes: int64(mode.local) << 10}
 	if clk != nil {
 		opts.Now = clk.Now
 	}

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/kv"
-	"github.com/fintech-bff/bff/internal/lru"
+	"github.com/fintech-bff/bff/internal/localcache"
 )
 
 // Login methods recorded on a session.
@@ -34,15 +34,22 @@ const (
 )
 
 // maxTouchEvery caps how long a request waits after a session's last
-// write-back before it slides the idle timeout again: at most once a minute
-// per session (and instance), not on every request.
-const maxTouchEvery = time.Minute
+// write-back before it slides the idle timeout again, so a very long idle
+// timeout still records LastSeen to within a quarter of an hour.
+const maxTouchEvery = 15 * time.Minute
 
 // touchInterval is how long after the last write-back a request writes the
 // session back: a quarter of the idle timeout, at most maxTouchEvery. A
 // session in use is thus never stored closer than 3/4 of the idle timeout
 // to its end, however short the timeout (30 s: written back every 7.5 s at
 // most), and requests up to 3/4 of the idle timeout apart keep it alive.
+//
+// A write-back costs two store commands (the write, and the re-read its
+// tracked change causes on each instance holding a copy), so the interval
+// is what the store pays per active session: with the default 30 min idle
+// timeout, one write-back per 7.5 min, 0.0044 commands per second per
+// active session (440 per second for 100,000 users), whatever their
+// request rate.
 func touchInterval(idle time.Duration) time.Duration {
 	return min(maxTouchEvery, idle/4)
 }
@@ -109,10 +116,11 @@ type New struct {
 type Options struct {
 	IdleTimeout     time.Duration
 	AbsoluteTimeout time.Duration
-	// LocalEntries bounds the in-process copy of live sessions in front of
-	// the store; 0 turns it off. It is used only while Run keeps the
-	// invalidation subscription up.
-	LocalEntries int
+	// LocalBytes bounds the estimated memory of the in-process copy of
+	// live sessions in front of the store (see CachedBytes); 0 turns it
+	// off. It is used only while Run keeps the invalidation subscription
+	// up.
+	LocalBytes int64
 	// MaxPerUser caps a user's live sessions: a login beyond it ends that
 	// user's oldest sessions (by CreatedAt), as a revocation would. 0 is
 	// no cap. The cap is approximate across instances (see Create).
@@ -133,7 +141,7 @@ type Manager struct {
 	log        *slog.Logger
 	maxPerUser int
 	id         string // this instance, to skip its own messages
-	local      *lru.Cache[string, cached]
+	local      *localcache.Cache[cached] // by handle
 	live       atomic.Bool
 	// lease is fresh while the store reports every change of a session
 	// key (kv.Tracker) and has lately proven it: a local copy is then
@@ -150,12 +158,24 @@ type Manager struct {
 	invalidations atomic.Uint64
 }
 
-// cached is a session in the in-process layer, keyed by its id (in memory
-// only) and by its handle (which invalidation messages name).
+// cached is a session in the in-process layer, keyed by its handle (which
+// the store's key and invalidation messages name).
 type cached struct {
 	rec     Record
 	handle  string
 	fetched time.Time
+}
+
+// cachedFixed is the fixed size of a cached value (its Record's strings
+// and times, the handle's header, fetched), which the strings' bytes add to.
+const cachedFixed = 160
+
+// cachedBytes estimates the memory a cached session takes in the local
+// layer: the cache's per-entry overhead, the key (the handle) and the
+// value. TestBytesPerCachedSession holds it to a measurement.
+func cachedBytes(c cached) int {
+	r := c.rec
+	return cachedFixed + len(r.UserID) + len(r.Method) + len(r.Sub) + len(r.SID)
 }
 
 // NewManager returns a Manager over store.
@@ -169,20 +189,35 @@ func NewManager(store Store, o Options) *Manager {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{store: store, idle: o.IdleTimeout, absolute: o.AbsoluteTimeout, touchEvery: touchInterval(o.IdleTimeout),
-		now: o.Now, onCreate: o.OnCreate, log: o.Logger, maxPerUser: max(o.MaxPerUser, 0), id: NewID()[:16], local: lru.New[string, cached](o.LocalEntries)}
+	m := &Manager{store: store, idle: o.IdleTimeout, absolute: o.AbsoluteTimeout, touchEvery: touchInterval(o.IdleTimeout),
+		now: o.Now, onCreate: o.OnCreate, log: o.Logger, maxPerUser: max(o.MaxPerUser, 0), id: NewID()[:16]}
+	m.local = localcache.New(localcache.Options[cached]{
+		MaxBytes: o.LocalBytes, Weigh: cachedBytes, Now: o.Now,
+		// A copy is gone from the heap once it would not be served any
+		// more: at the session's end, or localTTL after it was read when
+		// the store does not report changes.
+		Until: func(c cached) time.Time {
+			end := m.ExpiresAt(c.rec)
+			if !m.Tracked() {
+				end = earliest(end, c.fetched.Add(localTTL))
+			}
+			return end
+		},
+	})
+	return m
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // Run keeps the invalidation subscription until ctx ends: a session ended
 // on any instance is dropped from every instance's local copy. While it is
 // down the local layer is bypassed (and cleared), never trusted.
 func (m *Manager) Run(ctx context.Context) {
-	// Copies older than localTTL would be re-read anyway: dropping them
-	// keeps only the sessions active in the last second in the heap (a
-	// small heap for the GC to mark).
-	go m.local.PruneEvery(ctx, localTTL, m.now, func(now time.Time, c cached) bool {
-		return (!m.Tracked() && now.Sub(c.fetched) >= localTTL) || !now.Before(m.ExpiresAt(c.rec))
-	})
 	if t, ok := m.store.(kv.Tracker); ok {
 		go func() {
 			if err := t.Track(ctx, []string{"sess:"}, m.onChange, m.onTracking, m.lease.Confirmed); err != nil {
@@ -238,17 +273,17 @@ func (m *Manager) invalidate(handle string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.invalidations.Add(1)
-	m.local.DropStoreKey(handle)
+	m.local.Drop(handle)
 }
 
 // keep puts c in the local layer unless an invalidation came since the
 // caller's read started (seen is the count then): the copy could be of a
 // session ended meanwhile.
-func (m *Manager) keep(id string, c cached, seen uint64) {
+func (m *Manager) keep(c cached, seen uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.live.Load() && m.invalidations.Load() == seen {
-		m.local.Put(id, c.handle, c)
+		m.local.Put(c.handle, c)
 	}
 }
 
@@ -455,7 +490,7 @@ func (m *Manager) touch(ctx context.Context, handle string, rec Record) error {
 
 // Lookup returns the live session named by id, enforcing the idle and
 // absolute timeouts, and slides the idle timeout: written back once a
-// quarter of it (at most a minute) has passed since the last write-back. It
+// quarter of it (at most 15 minutes) has passed since the last write-back. It
 // returns ErrNotFound or an error wrapping ErrUnavailable.
 //
 // In steady state it costs no store round trip: the session comes from the
@@ -472,13 +507,13 @@ func (m *Manager) Lookup(ctx context.Context, id string) (Record, error) {
 	}
 	seen := m.invalidations.Load()
 	now := m.now()
-	c, ok := m.local.Get(id)
+	handle := Handle(id)
+	c, ok := m.local.Get(handle)
 	fresh := ok && m.live.Load() && (m.Tracked() || now.Sub(c.fetched) < localTTL) && now.Before(m.ExpiresAt(c.rec))
 	if !fresh {
-		handle := Handle(id)
 		rec, err := m.get(ctx, handle)
 		if err != nil {
-			m.local.Drop(id)
+			m.local.Drop(handle)
 			return Record{}, err
 		}
 		c = cached{rec: rec, handle: handle, fetched: now}
@@ -487,14 +522,14 @@ func (m *Manager) Lookup(ctx context.Context, id string) (Record, error) {
 		c.rec.LastSeen = now
 		if err := m.touch(ctx, c.handle, c.rec); err != nil {
 			if errors.Is(err, ErrNotFound) {
-				m.local.Drop(id)
+				m.local.Drop(handle)
 			}
 			return Record{}, err
 		}
 	} else if fresh {
 		return c.rec, nil
 	}
-	m.keep(id, c, seen)
+	m.keep(c, seen)
 	return c.rec, nil
 }
 

@@ -84,7 +84,7 @@ func managerRules(t *testing.T, newStore func(now func() time.Time) session.Stor
 	setupIdle := func(idle time.Duration) (*session.Manager, *testclock.Clock, *countingStore) {
 		clk := testclock.New(time.Unix(1_700_000_000, 0))
 		st := &countingStore{Store: newStore(clk.Now)}
-		m := session.NewManager(st, session.Options{IdleTimeout: idle, AbsoluteTimeout: 12 * time.Hour, Now: clk.Now, LocalEntries: entries})
+		m := session.NewManager(st, session.Options{IdleTimeout: idle, AbsoluteTimeout: 12 * time.Hour, Now: clk.Now, LocalBytes: int64(entries) << 10})
 		if entries > 0 {
 			startRun(t, m)
 		}
@@ -93,7 +93,7 @@ func managerRules(t *testing.T, newStore func(now func() time.Time) session.Stor
 	setup := func() (*session.Manager, *testclock.Clock, *countingStore) { return setupIdle(30 * time.Minute) }
 	// other is a second instance on the same store and clock.
 	other := func(st *countingStore, clk *testclock.Clock) *session.Manager {
-		m := session.NewManager(st, session.Options{IdleTimeout: 30 * time.Minute, AbsoluteTimeout: 12 * time.Hour, Now: clk.Now, LocalEntries: entries})
+		m := session.NewManager(st, session.Options{IdleTimeout: 30 * time.Minute, AbsoluteTimeout: 12 * time.Hour, Now: clk.Now, LocalBytes: int64(entries) << 10})
 		if entries > 0 {
 			startRun(t, m)
 		}
@@ -156,23 +156,37 @@ func managerRules(t *testing.T, newStore func(now func() time.Time) session.Stor
 			t.Fatalf("at 12h: got %v, want ErrNotFound", err)
 		}
 	})
-	t.Run("sliding writes at most once a minute", func(t *testing.T) {
-		m, clk, st := setup()
+	t.Run("sliding writes once a quarter of the idle timeout", func(t *testing.T) {
+		m, clk, st := setup() // 30 min idle: a write-back every 7.5 min
 		id, _, _ := m.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
 		before := st.sets.Load()
-		for i := 0; i < 120; i++ { // two minutes of a request every second
+		for i := 0; i < 900; i++ { // 15 minutes of a request every second
 			clk.Advance(time.Second)
 			if _, err := m.Lookup(ctx, id); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if got := st.sets.Load() - before; got > 2 {
-			t.Fatalf("got %d writes for 120 lookups over 2 minutes, want at most 2", got)
+		if got := st.sets.Load() - before; got != 2 {
+			t.Fatalf("got %d writes for 900 lookups over 15 minutes, want 2 (one per 7.5 min)", got)
+		}
+	})
+	t.Run("a long idle timeout still writes back every 15 minutes", func(t *testing.T) {
+		m, clk, st := setupIdle(8 * time.Hour)
+		id, _, _ := m.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
+		before := st.sets.Load()
+		for i := 0; i < 60; i++ { // an hour of a request a minute
+			clk.Advance(time.Minute)
+			if _, err := m.Lookup(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := st.sets.Load() - before; got != 4 {
+			t.Fatalf("got %d writes for an hour of use, want 4 (one per 15 min)", got)
 		}
 	})
 	// A short idle timeout slides with use like a long one: the write-back
-	// comes after a quarter of the idle window (at most a minute), not once
-	// a minute whatever the window.
+	// comes after a quarter of the idle window (at most 15 minutes), not
+	// once every 15 minutes whatever the window.
 	for _, tc := range []struct {
 		idle, every, span time.Duration
 	}{
@@ -224,7 +238,7 @@ func managerRules(t *testing.T, newStore func(now func() time.Time) session.Stor
 	t.Run("logout between a lookup's read and its write-back wins", func(t *testing.T) {
 		m, clk, st := setup()
 		id, _, _ := m.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
-		clk.Advance(2 * time.Minute) // the write-back is due
+		clk.Advance(8 * time.Minute) // the write-back is due
 		st.onNextGet(func() {
 			if err := m.Delete(ctx, id); err != nil {
 				t.Error(err)
@@ -246,7 +260,7 @@ func managerRules(t *testing.T, newStore func(now func() time.Time) session.Stor
 			if _, err := m.Lookup(ctx, id); err != nil {
 				t.Fatal(err)
 			}
-			clk.Advance(2 * time.Minute)
+			clk.Advance(8 * time.Minute) // the write-back is due
 			st.onNextGet(func() {
 				if err := revoke(); err != nil {
 					t.Error(err)
@@ -465,7 +479,7 @@ func (failingStore) Subscribe(ctx context.Context, _ string, _ func(string), _ f
 func TestRevocationReachesOtherInstances(t *testing.T) {
 	c, prefix := redistest.Client(t)
 	ctx := context.Background()
-	opts := session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalEntries: 100}
+	opts := session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalBytes: 1 << 20}
 	a := session.NewManager(kv.NewRedis(c, prefix), opts)
 	b := session.NewManager(kv.NewRedis(c, prefix), opts)
 	startRun(t, a)
@@ -547,7 +561,7 @@ func TestUntrackedLostMessageIsBoundedByLocalTTL(t *testing.T) {
 	ctx := context.Background()
 	clk := testclock.New(time.Unix(1_700_000_000, 0))
 	store := kv.NewMemory(clk.Now)
-	opts := session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalEntries: 100, Now: clk.Now}
+	opts := session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalBytes: 1 << 20, Now: clk.Now}
 	a, b := session.NewManager(store, opts), session.NewManager(store, opts)
 	startRun(t, b)
 	id, _, _ := a.Create(ctx, session.New{UserID: "rev3", Method: session.MethodDev})

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/fintech-bff/bff/internal/kv"
-	"github.com/fintech-bff/bff/internal/lru"
+	"github.com/fintech-bff/bff/internal/localcache"
 	"github.com/fintech-bff/bff/internal/seal"
 )
 
@@ -55,8 +55,6 @@ const (
 	// refreshShare: a token is refreshed in the background once this share
 	// of its cached life is left.
 	refreshShare = 5 // the last fifth
-	// pruneEvery is how often unservable local entries are dropped.
-	pruneEvery = 2 * time.Second
 )
 
 // CacheOptions configures a Cache.
@@ -67,8 +65,9 @@ type CacheOptions struct {
 	RefreshBefore time.Duration
 	// MaxTTL caps how long any token is cached.
 	MaxTTL time.Duration
-	// LocalEntries bounds the in-process layer; 0 disables it.
-	LocalEntries int
+	// LocalBytes bounds the estimated memory of the in-process layer (see
+	// entryBytes); 0 disables it.
+	LocalBytes int64
 	// MintTimeout bounds one mint; the cross-instance lock lives a little
 	// longer. Default 15s.
 	MintTimeout time.Duration
@@ -123,7 +122,8 @@ type Cache struct {
 
 	group singleflight.Group
 	gen   atomic.Pointer[string]
-	local *lru.Cache[localKey, localEntry]
+	local *localcache.Cache[localEntry] // by store key
+	hmacs sync.Pool                     // keyed HMACs for userKey
 	live  atomic.Bool // the invalidation subscription is up
 	// lease is fresh while Redis reports every change of a token key
 	// (kv.Tracker) and has lately proven it: a local copy is then served
@@ -172,8 +172,19 @@ func NewCache(store Store, source Source, secret *Secret, o CacheOptions) (*Cach
 		store: store, source: source, box: box, macKey: mk.Sum(nil),
 		before: o.RefreshBefore, maxTTL: o.MaxTTL, mintTTL: o.MintTimeout, now: o.Now,
 		observe: o.Observe, log: o.Logger, secret: secret, id: hex.EncodeToString(id[:]),
-		local: lru.New[localKey, localEntry](o.LocalEntries),
 	}
+	c.local = localcache.New(localcache.Options[localEntry]{
+		MaxBytes: o.LocalBytes, Weigh: entryBytes, Now: o.Now,
+		// An entry is gone from the heap once it would not be served
+		// any more: at its serve-until time, or localMaxAge after it was
+		// read when the store does not report changes.
+		Until: func(e localEntry) time.Time {
+			if !c.Tracked() && e.added.Add(localMaxAge).Before(e.until) {
+				return e.added.Add(localMaxAge)
+			}
+			return e.until
+		},
+	})
 	secret.subscribe(c)
 	return c, nil
 }
@@ -182,12 +193,6 @@ func NewCache(store Store, source Source, secret *Secret, o CacheOptions) (*Cach
 // other instances drop local entries and wake waiters. While it is down
 // the local layer is bypassed (and cleared), never trusted.
 func (c *Cache) Run(ctx context.Context) {
-	// Entries that would not be served any more (older than localMaxAge
-	// while untracked, or past their serve-until time) go, so the heap
-	// holds active users only.
-	go c.local.PruneEvery(ctx, pruneEvery, c.now, func(now time.Time, e localEntry) bool {
-		return (!c.Tracked() && now.Sub(e.added) >= localMaxAge) || !now.Before(e.until)
-	})
 	if t, ok := c.store.(kv.Tracker); ok {
 		go func() {
 			if err := t.Track(ctx, []string{"tok:"}, c.onChange, c.onTracking, c.lease.Confirmed); err != nil {
@@ -212,7 +217,7 @@ func (c *Cache) onChange(key string) {
 		c.local.Clear()
 		return
 	}
-	c.local.DropStoreKey(key)
+	c.local.Drop(key)
 }
 
 // onTracking drops every local copy whenever tracking goes down or up (a
@@ -253,26 +258,27 @@ func (c *Cache) Token(ctx context.Context, userID string) (Token, error) {
 	for range 2 { // a second pass only after a secret change found mid-mint
 		gen := c.gen.Load()
 		now := c.now()
+		tok := c.tokKey(userID, *gen)
 		if c.live.Load() {
-			if e, ok := c.local.Get(localKey{gen, userID}); ok {
+			if e, ok := c.local.Get(tok); ok {
 				if now.Before(e.until) && (c.Tracked() || now.Sub(e.added) < localMaxAge) {
 					c.observe.CacheLookup("local")
 					if !now.Before(e.refreshAt) {
-						c.refreshAhead(userID, gen, e.storeKey)
+						c.refreshAhead(userID, gen, tok)
 					}
 					return e.tok, nil
 				}
-				c.local.Drop(localKey{gen, userID})
+				c.local.Drop(tok)
 			}
 		}
-		k := c.keys(userID, *gen)
+		k := keysOf(tok)
 		v, ok, err := c.read(ctx, k.tok, userID)
 		if err != nil {
 			return Token{}, err
 		}
 		if ok {
 			c.observe.CacheLookup("redis")
-			c.remember(gen, userID, k.tok, v)
+			c.remember(k.tok, v)
 			if !now.Before(v.refreshAt) {
 				c.refreshAhead(userID, gen, k.tok)
 			}
@@ -326,7 +332,7 @@ func (c *Cache) read(ctx context.Context, key, userID string) (stored, bool, err
 // remember keeps v in the local layer, unless a tracked change came since
 // it was read or written: it may be of a token changed meanwhile, which a
 // tracked copy would otherwise serve until it expires.
-func (c *Cache) remember(gen *string, userID, storeKey string, v stored) {
+func (c *Cache) remember(storeKey string, v stored) {
 	if !c.live.Load() {
 		return
 	}
@@ -335,9 +341,7 @@ func (c *Cache) remember(gen *string, userID, storeKey string, v stored) {
 	if c.changes.Load() != v.seen {
 		return
 	}
-	c.local.Put(localKey{gen, userID}, storeKey, localEntry{
-		storeKey: storeKey, tok: v.tok, until: v.until, refreshAt: v.refreshAt, added: c.now(),
-	})
+	c.local.Put(storeKey, localEntry{tok: v.tok, until: v.until, refreshAt: v.refreshAt, added: c.now()})
 }
 
 // recheck reads the user's token again, on the mint path (before and after
@@ -346,7 +350,7 @@ func (c *Cache) remember(gen *string, userID, storeKey string, v stored) {
 func (c *Cache) recheck(ctx context.Context, gen *string, userID string, k keys) (stored, bool, error) {
 	v, ok, err := c.read(ctx, k.tok, userID)
 	if ok {
-		c.remember(gen, userID, k.tok, v)
+		c.remember(k.tok, v)
 	}
 	return v, ok, err
 }
@@ -355,7 +359,7 @@ func (c *Cache) recheck(ctx context.Context, gen *string, userID string, k keys)
 func (c *Cache) Invalidate(ctx context.Context, userID string) error {
 	gen := c.gen.Load()
 	k := c.keys(userID, *gen)
-	c.local.Drop(localKey{gen, userID})
+	c.local.Drop(k.tok)
 	if err := c.store.Del(ctx, k.tok); err != nil {
 		return err
 	}
@@ -368,7 +372,7 @@ func (c *Cache) Invalidate(ctx context.Context, userID string) error {
 func (c *Cache) InvalidateToken(ctx context.Context, userID, token string) error {
 	gen := c.gen.Load()
 	k := c.keys(userID, *gen)
-	c.local.Drop(localKey{gen, userID})
+	c.local.Drop(k.tok)
 	dropped, err := c.store.DelIf(ctx, k.tok, c.tokenFP(token))
 	if err != nil || !dropped {
 		return err

@@ -279,7 +279,7 @@ func benchmarkHit(b *testing.B, localEntries int) {
 	rc, prefix := redistest.Client(b)
 	clk := testclock.New(time.Now())
 	c, err := tokens.NewCache(kv.NewRedis(rc, prefix), &fakeSource{now: clk.Now, life: time.Hour}, fixedSecret(b, testSecret), tokens.CacheOptions{
-		EncryptionKey: encKey, RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalEntries: localEntries, Now: clk.Now,
+		EncryptionKey: encKey, RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalBytes: int64(localEntries) << 10, Now: clk.Now,
 	})
 	if err != nil {
 		b.Fatal(err)

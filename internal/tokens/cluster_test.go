@@ -94,7 +94,7 @@ func newClusterOn(t *testing.T, store tokens.Store, n int, simOpts upstreamsim.O
 			Client: &http.Client{Timeout: 5 * time.Second}, Now: sim.Now,
 		})
 		cache, err := tokens.NewCache(store, m, secret, tokens.CacheOptions{
-			EncryptionKey: encKey, RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalEntries: 1000,
+			EncryptionKey: encKey, RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalBytes: 1 << 20,
 			MintTimeout: 5 * time.Second, Now: sim.Now, Observe: c.observer, Logger: log,
 		})
 		if err != nil {

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"hash"
+	"strings"
 	"time"
 )
 
@@ -30,9 +32,30 @@ func (c *Cache) tokenFP(token string) []byte {
 // user id in Redis), in a hash tag so they share a Redis Cluster slot.
 type keys struct{ tok, lock, neg string }
 
-func (c *Cache) keys(userID, gen string) keys {
-	u := "{" + c.fingerprint("user", userID, 18) + "}:" + gen
-	return keys{tok: "tok:" + u, lock: "lock:" + u, neg: "neg:" + u}
+func (c *Cache) keys(userID, gen string) keys { return keysOf(c.tokKey(userID, gen)) }
+
+// keysOf derives the lock and negative-entry keys from the token key.
+func keysOf(tok string) keys {
+	u := strings.TrimPrefix(tok, "tok:")
+	return keys{tok: tok, lock: "lock:" + u, neg: "neg:" + u}
+}
+
+// tokKey is the store key of the user's token under generation gen, and
+// the local layer's key for it: on every request, so its keyed hash comes
+// from a pool of keyed HMACs (one allocation: the key itself).
+func (c *Cache) tokKey(userID, gen string) string {
+	m, _ := c.hmacs.Get().(hash.Hash)
+	if m == nil {
+		m = hmac.New(sha256.New, c.macKey)
+	}
+	m.Reset()
+	m.Write([]byte("user\x00"))
+	m.Write([]byte(userID))
+	var sum [sha256.Size]byte
+	var fp [24]byte // base64 of 18 bytes
+	base64.RawURLEncoding.Encode(fp[:], m.Sum(sum[:0])[:18])
+	c.hmacs.Put(m)
+	return "tok:{" + string(fp[:]) + "}:" + gen
 }
 
 // seal encrypts v with the user id as associated data, so a value copied

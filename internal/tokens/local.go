@@ -5,22 +5,23 @@ import (
 	"time"
 )
 
-// localKey names a user's token in this process: the secret generation and
-// the user id, so the hot path needs no hashing.
-type localKey struct {
-	gen  *string
-	user string
-}
-
-// localEntry is a token in the in-process layer (an lru.Cache keyed by
-// localKey, with the shared store's key for invalidation messages).
+// localEntry is a token in the in-process layer, keyed by its store key
+// (which invalidations name).
 type localEntry struct {
-	storeKey  string
 	tok       Token
 	until     time.Time
 	refreshAt time.Time
 	added     time.Time
 }
+
+// entryFixed is the fixed size of a localEntry (the token's string header
+// and expiry, three times), which the token's bytes add to.
+const entryFixed = 96
+
+// entryBytes estimates the memory of a cached token besides the cache's
+// per-entry overhead and its key. TestBytesPerCachedToken holds it to a
+// measurement.
+func entryBytes(e localEntry) int { return entryFixed + len(e.tok.Value) }
 
 // waiters lets goroutines of this process wait for news of a store key (a
 // mint finished, failed, or was invalidated) instead of polling Redis.

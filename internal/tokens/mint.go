@@ -127,7 +127,7 @@ func (c *Cache) put(ctx context.Context, gen *string, userID, key string, tok To
 	if err := c.store.Set(ctx, key, c.seal(v, userID), ttl); err != nil {
 		return err
 	}
-	c.remember(gen, userID, key, v)
+	c.remember(key, v)
 	return c.publish(ctx, "set", key)
 }
 

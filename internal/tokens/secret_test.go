@@ -100,7 +100,7 @@ func newInstances(t *testing.T, n int, log *slog.Logger) []instance {
 		in := instance{file: &secretFile{v: testSecret}, src: &fakeSource{now: clk.Now, life: time.Hour}}
 		in.secret = newSecret(t, in.file, log)
 		c, err := tokens.NewCache(store, in.src, in.secret, tokens.CacheOptions{
-			EncryptionKey: encKey, RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalEntries: 100, Now: clk.Now, Logger: log,
+			EncryptionKey: encKey, RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalBytes: 1 << 20, Now: clk.Now, Logger: log,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -88,7 +88,7 @@ func TestTokensSurviveSentinelFailover(t *testing.T) {
 	var instances []*tokens.Cache
 	for range 2 {
 		c, err := tokens.NewCache(store, src, fixedSecret(t, testSecret), tokens.CacheOptions{
-			EncryptionKey: encKey, RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalEntries: 1000, MintTimeout: 5 * time.Second,
+			EncryptionKey: encKey, RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalBytes: 1 << 20, MintTimeout: 5 * time.Second,
 		})
 		if err != nil {
 			t.Fatal(err)
