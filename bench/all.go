@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -11,6 +13,8 @@ type results struct {
 	scenarios  []scenarioResult
 	sweep      []sweepPoint
 	revocation revocationResult
+	storm      stormResult
+	users      int // distinct users of scenario (e)
 	machine    machine
 	command    string
 	redisDesc  string
@@ -18,12 +22,15 @@ type results struct {
 }
 
 func (e *env) measureAll() (*results, error) {
-	res := &results{date: time.Now().UTC()}
+	res := &results{date: time.Now().UTC(), users: e.opt.users}
 	scs := e.scenarios()
 	if err := e.warmUp(scs[0]); err != nil {
 		return nil, err
 	}
 	for _, sc := range scs {
+		if !e.selected(sc.key) {
+			continue
+		}
 		step(fmt.Sprintf("scenario (%s) %s", sc.key, sc.title))
 		r, err := e.runScenario(sc)
 		if err != nil {
@@ -31,16 +38,31 @@ func (e *env) measureAll() (*results, error) {
 		}
 		res.scenarios = append(res.scenarios, r)
 	}
-	step("constant-rate sweep")
 	var err error
-	if res.sweep, err = e.sweep(scs[0]); err != nil {
-		return nil, fmt.Errorf("sweep: %w", err)
+	if e.selected("storm") {
+		step(fmt.Sprintf("login storm: %d new users", e.opt.stormUsers))
+		if res.storm, err = e.storm(); err != nil {
+			return nil, fmt.Errorf("login storm: %w", err)
+		}
 	}
-	step("revocation latency across two instances")
-	if res.revocation, err = e.revocation(); err != nil {
-		return nil, fmt.Errorf("revocation: %w", err)
+	if e.selected("sweep") {
+		step("constant-rate sweep")
+		if res.sweep, err = e.sweep(scs[0]); err != nil {
+			return nil, fmt.Errorf("sweep: %w", err)
+		}
+	}
+	if e.selected("revocation") {
+		step("revocation latency across two instances")
+		if res.revocation, err = e.revocation(); err != nil {
+			return nil, fmt.Errorf("revocation: %w", err)
+		}
 	}
 	return res, nil
+}
+
+// selected reports whether -only names the part (or is empty).
+func (e *env) selected(part string) bool {
+	return e.opt.only == "" || slices.Contains(strings.Split(e.opt.only, ","), part)
 }
 
 // warmUp sends one short unrecorded run through each proxy so that

@@ -29,6 +29,8 @@ type options struct {
 	freshDur          time.Duration
 	rates             []float64
 	revocations       int
+	stormUsers        int
+	only              string
 	keepDir           bool
 }
 
@@ -49,8 +51,10 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", 3, "baseline/BFF rounds of the other scenarios")
 	fs.IntVar(&o.users, "users", 10000, "distinct users of the round-robin scenario")
 	fs.IntVar(&o.freshUsers, "fresh-users", 15000, "fresh users of the first-request scenario")
+	fs.IntVar(&o.stormUsers, "storm-users", 10000, "new users of the login storm (logins, then one first request each)")
 	fs.IntVar(&o.revocations, "revocations", 20, "logout-to-401 measurements across two instances")
 	rates := fs.String("rates", "1000,2000,4000,6000,8000,10000,12000", "offered loads of the sweep, req/s")
+	fs.StringVar(&o.only, "only", "", "run only these scenarios, e.g. a,e (and skip the sweep, storm and revocation unless named: sweep, storm, revocation)")
 	fs.BoolVar(&o.keepDir, "keep", false, "keep the work directory (configs, logs, scripts)")
 	if err := fs.Parse(args); err != nil {
 		return o, err

@@ -66,12 +66,14 @@ type request struct {
 	rotate  *rotation
 }
 
-// rotation sends header: prefix+line, line i of file for request i (threads
-// interleave so that no two threads send the same line).
+// rotation sends header: prefix+line, line start+i of file (modulo its
+// length) for request i (threads interleave so that no two threads send
+// the same line).
 type rotation struct {
 	header string
 	prefix string
 	file   string
+	start  int64
 }
 
 // luaScript renders the wrk script of req; rate > 0 paces each connection
@@ -100,12 +102,12 @@ local h = {}
 for k, v in pairs(wrk.headers) do h[k] = v end
 local i = nil
 request = function()
-  if i == nil then i = tid end
+  if i == nil then i = %d + tid end
   h[%q] = %q .. lines[(i %% n) + 1]
   i = i + %d
   return wrk.format(nil, nil, h)
 end
-`, r.file, r.header, r.prefix, threads)
+`, r.file, r.start, r.header, r.prefix, threads)
 	}
 	if rate > 0 {
 		fmt.Fprintf(&b, luaPace, float64(threads)*1000/rate, float64(conns)*1000/rate)

@@ -22,6 +22,7 @@ func markdown(o options, r *results, table string) string {
 	b.WriteString(goalsTable(r))
 	b.WriteString("\n")
 	b.WriteString(revocationText(r.revocation))
+	b.WriteString(stormText(r.storm))
 	b.WriteString("\n## Latency against offered load\n\n")
 	if o.svgLink != "" {
 		fmt.Fprintf(&b, "![latency percentiles against offered load](%s)\n\n", o.svgLink)
@@ -86,5 +87,19 @@ func methodText(o options, r *results) string {
 	for _, l := range lines {
 		b.WriteString("- " + l + "\n")
 	}
+	return b.String()
+}
+
+func stormText(st stormResult) string {
+	if st.users == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n**Login storm** (one instance, %d concurrent clients, Go's HTTP client): %d new users log in at once (`POST /auth/dev/login`), then each sends its first API request, which mints its token.\n\n", st.workers, st.users)
+	b.WriteString("| Phase | Took | Rate | Mints | Lock timeouts | Errors | Redis memory added |\n|---|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(&b, "| %d logins | %s | %.0f sessions/s | – | – | %d | %.0f B per session |\n",
+		st.users, st.loginTook.Round(time.Millisecond), st.sessionsPerSecond(), st.loginErrors, st.redisPerSession)
+	fmt.Fprintf(&b, "| %d first requests | %s | %.0f req/s | %d | %.0f | %d (+%.0f failed mints) | %.0f B per token |\n",
+		st.users, st.firstTook.Round(time.Millisecond), st.firstPerSecond(), st.mints, st.lockTimeouts, st.firstErrors, st.mintErrors, st.redisPerToken)
 	return b.String()
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -61,17 +60,9 @@ func peakRSSKiB(pid int) (int64, error) {
 
 // mallocs reads go_memstats_mallocs_total from a Prometheus text endpoint.
 func mallocs(url string) (float64, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0, err
+	v, err := metricValue(url, "go_memstats_mallocs_total")
+	if err == nil && v == 0 {
+		err = fmt.Errorf("%s: no go_memstats_mallocs_total", url)
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_mallocs_total "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(v), 64)
-		}
-	}
-	return 0, fmt.Errorf("%s: no go_memstats_mallocs_total", url)
+	return v, err
 }

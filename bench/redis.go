@@ -64,23 +64,28 @@ func (r *benchRedis) ping() error {
 	return r.client.Ping(ctx).Err()
 }
 
-// commandCalls is the sum of calls= over INFO commandstats.
-func (r *benchRedis) commandCalls() (int64, error) {
+// commandCalls is the sum of calls= over INFO commandstats, and the calls
+// by command.
+func (r *benchRedis) commandCalls() (int64, map[string]int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	info, err := r.client.Info(ctx, "commandstats").Result()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return sumCalls(info), nil
+	total, by := sumCalls(info)
+	return total, by, nil
 }
 
-func sumCalls(info string) int64 {
+func sumCalls(info string) (int64, map[string]int64) {
 	var total int64
+	by := map[string]int64{}
 	for line := range strings.Lines(info) {
-		if !strings.HasPrefix(line, "cmdstat_") {
+		name, ok := strings.CutPrefix(line, "cmdstat_")
+		if !ok {
 			continue
 		}
+		name, _, _ = strings.Cut(name, ":")
 		_, rest, ok := strings.Cut(line, "calls=")
 		if !ok {
 			continue
@@ -89,9 +94,10 @@ func sumCalls(info string) int64 {
 		n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
 		if err == nil {
 			total += n
+			by[name] = n
 		}
 	}
-	return total
+	return total, by
 }
 
 // dropPrefix deletes the run's keys from a shared Redis.

@@ -15,6 +15,10 @@ const (
 	goalP99SlackMS  = 1.0
 	goalPeakRSSMiB  = 64.0
 	goalRevocationS = 1.0
+	// The scale goals of scenario (e) (issue 14).
+	goalScaleP99SlackMS  = 2.0
+	goalScaleRedisPerReq = 0.05
+	goalScalePeakRSSMiB  = 256.0
 )
 
 // writeReport prints the table and writes BENCHMARKS.md and the chart.
@@ -100,9 +104,11 @@ func passFail(ok bool) string {
 
 func goalsTable(r *results) string {
 	var b strings.Builder
-	b.WriteString("| Goal (steady state, issue 7) | Target | Measured | Result |\n|---|---|---|---|\n")
-	if len(r.scenarios) > 0 {
-		s := r.scenarios[0]
+	b.WriteString("| Goal (steady state, issue 7; scale, issue 14) | Target | Measured | Result |\n|---|---|---|---|\n")
+	for _, s := range r.scenarios {
+		if s.key != "a" {
+			continue
+		}
 		ratio := s.bff.rps / s.base.rps
 		fmt.Fprintf(&b, "| Throughput | ≥ %.2f× baseline | %.0f vs %.0f req/s = %.2f× | %s |\n",
 			goalRPSRatio, s.bff.rps, s.base.rps, ratio, passFail(ratio >= goalRPSRatio))
@@ -115,6 +121,30 @@ func goalsTable(r *results) string {
 		peak := math.Abs(s.bff.peakRSSMiB)
 		fmt.Fprintf(&b, "| Peak RSS of the BFF | ≤ %.0f MiB | %s MiB | %s |\n",
 			goalPeakRSSMiB, rss(s.bff.peakRSSMiB), passFail(!math.IsNaN(peak) && peak <= goalPeakRSSMiB))
+	}
+	for _, s := range r.scenarios {
+		if s.key != "e" {
+			continue
+		}
+		// The scale goals (issue 14): many distinct users round-robin.
+		ratio := s.bff.rps / s.base.rps
+		fmt.Fprintf(&b, "| (e) %d users: throughput | ≥ %.2f× baseline | %.0f vs %.0f req/s = %.2f× | %s |\n",
+			r.users, goalRPSRatio, s.bff.rps, s.base.rps, ratio, passFail(ratio >= goalRPSRatio))
+		cpu := s.bff.cpuUSPerReq / s.base.cpuUSPerReq
+		fmt.Fprintf(&b, "| (e) %d users: CPU per request | ≤ %.2f× baseline | %.1f vs %.1f µs = %.2f× | %s |\n",
+			r.users, goalCPURatio, s.bff.cpuUSPerReq, s.base.cpuUSPerReq, cpu, passFail(cpu <= goalCPURatio))
+		d := (s.bff.wrk.P99 - s.base.wrk.P99) / 1000
+		fmt.Fprintf(&b, "| (e) %d users: p99 | ≤ baseline + %.0f ms | %.2f vs %.2f ms (%+.2f ms) | %s |\n",
+			r.users, goalScaleP99SlackMS, s.bff.wrk.P99/1000, s.base.wrk.P99/1000, d, passFail(d <= goalScaleP99SlackMS))
+		fmt.Fprintf(&b, "| (e) %d users: Redis commands per request | ≤ %.2f | %.3f | %s |\n",
+			r.users, goalScaleRedisPerReq, s.bff.redisPerReq, passFail(s.bff.redisPerReq <= goalScaleRedisPerReq))
+		peak := math.Abs(s.bff.peakRSSMiB)
+		fmt.Fprintf(&b, "| (e) %d users: peak RSS of the BFF | ≤ %.0f MiB | %s MiB | %s |\n",
+			r.users, goalScalePeakRSSMiB, rss(s.bff.peakRSSMiB), passFail(!math.IsNaN(peak) && peak <= goalScalePeakRSSMiB))
+	}
+	if st := r.storm; st.users > 0 {
+		fmt.Fprintf(&b, "| Login storm: first requests of %d new users | exactly %d mints, no lock timeout, no error | %d mints, %.0f lock timeouts, %d + %d errors | %s |\n",
+			st.users, st.users, st.mints, st.lockTimeouts, st.loginErrors, st.firstErrors, passFail(st.exact()))
 	}
 	rv := r.revocation
 	if len(rv.samples) > 0 {

@@ -14,6 +14,7 @@ type runMetrics struct {
 	cpuUSPerReq  float64
 	allocsPerReq float64 // NaN when the target has no metrics
 	redisPerReq  float64
+	redisByCmd   map[string]int64 // commands sent during the run, by name
 	peakRSSMiB   float64 // NaN when VmHWM could not be read
 }
 
@@ -22,6 +23,7 @@ type counters struct {
 	cpu     int64
 	mallocs float64
 	redis   int64
+	byCmd   map[string]int64
 }
 
 func (e *env) read(t *target) (counters, error) {
@@ -33,7 +35,7 @@ func (e *env) read(t *target) (counters, error) {
 	if c.mallocs, err = mallocs(t.metricsURL); err != nil {
 		c.mallocs = math.NaN()
 	}
-	if c.redis, err = e.redis.commandCalls(); err != nil {
+	if c.redis, c.byCmd, err = e.redis.commandCalls(); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -68,6 +70,12 @@ func (e *env) measure(t *target, script string, dur time.Duration) (runMetrics, 
 	m.cpuUSPerReq = float64(after.cpu-before.cpu) / clockTicks * 1e6 / n
 	m.allocsPerReq = (after.mallocs - before.mallocs) / n
 	m.redisPerReq = float64(after.redis-before.redis) / n
+	m.redisByCmd = map[string]int64{}
+	for name, calls := range after.byCmd {
+		if d := calls - before.byCmd[name]; d > 0 && name != "info" {
+			m.redisByCmd[name] = d
+		}
+	}
 	if kib, err := peakRSSKiB(pid); err == nil {
 		m.peakRSSMiB = float64(kib) / 1024
 		if !rssReset {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -16,6 +17,7 @@ type scenario struct {
 	rounds     int
 	dur        time.Duration
 	note       string
+	prepare    func() error // before the scenario's first run, when set
 }
 
 // scenarioResult holds every run and the medians.
@@ -56,7 +58,7 @@ func (e *env) scenarios() []scenario {
 		{key: "d", title: "1 MiB response (streaming)",
 			req: get("/v2/data/transactions", cookie), vsBaseline: true, rounds: o.rounds, dur: o.dur},
 		{key: "e", title: fmt.Sprintf("%d distinct users round-robin (tokens cached)", o.users),
-			req: rotating(e.manyFile), vsBaseline: true, rounds: o.rounds, dur: o.dur,
+			req: rotating(e.manyFile), vsBaseline: true, rounds: o.rounds, dur: o.dur, prepare: e.prepareMany,
 			note: "the baseline runs the same rotating script (it ignores the cookie)"},
 		{key: "f", title: "first request of new users (mint)",
 			req: rotating(e.freshFile), rounds: 1, dur: o.freshDur,
@@ -67,16 +69,34 @@ func (e *env) scenarios() []scenario {
 // runScenario runs baseline and BFF alternately, rounds times.
 func (e *env) runScenario(sc scenario) (scenarioResult, error) {
 	r := scenarioResult{scenario: sc}
-	scripts := map[string]string{}
-	for _, t := range []*target{&e.baseline, &e.bff} {
-		if t == &e.baseline && !sc.vsBaseline {
-			continue
-		}
-		path, err := writeScript(e.dir, sc.key+"-"+t.name, luaScript(sc.req(t), e.opt.conns, 0, e.opt.threads))
-		if err != nil {
+	if sc.prepare != nil {
+		if err := sc.prepare(); err != nil {
 			return r, err
 		}
-		scripts[t.name] = path
+	}
+	// A rotating script goes on where the target's previous run of the
+	// scenario stopped, so successive runs cycle through every user
+	// rather than each starting again at the first.
+	next := map[string]int64{}
+	script := func(t *target, round int) (string, error) {
+		req := sc.req(t)
+		if req.rotate != nil {
+			req.rotate.start = next[t.name]
+		}
+		return writeScript(e.dir, fmt.Sprintf("%s-%s-%d", sc.key, t.name, round), luaScript(req, e.opt.conns, 0, e.opt.threads))
+	}
+	run := func(t *target, round int) (runMetrics, error) {
+		path, err := script(t, round)
+		if err != nil {
+			return runMetrics{}, err
+		}
+		m, err := e.measure(t, path, sc.dur)
+		if err != nil {
+			return m, err
+		}
+		next[t.name] += m.wrk.Requests
+		logRun(sc.key, round, t.name, m)
+		return m, nil
 	}
 	mints0, err := e.stubMints()
 	if err != nil {
@@ -84,19 +104,17 @@ func (e *env) runScenario(sc scenario) (scenarioResult, error) {
 	}
 	for round := range sc.rounds {
 		if sc.vsBaseline {
-			m, err := e.measure(&e.baseline, scripts["baseline"], sc.dur)
+			m, err := run(&e.baseline, round)
 			if err != nil {
 				return r, err
 			}
 			r.baseRuns = append(r.baseRuns, m)
-			logRun(sc.key, round, "baseline", m)
 		}
-		m, err := e.measure(&e.bff, scripts["BFF"], sc.dur)
+		m, err := run(&e.bff, round)
 		if err != nil {
 			return r, err
 		}
 		r.bffRuns = append(r.bffRuns, m)
-		logRun(sc.key, round, "BFF", m)
 	}
 	mints1, err := e.stubMints()
 	if err != nil {
@@ -109,8 +127,33 @@ func (e *env) runScenario(sc scenario) (scenarioResult, error) {
 }
 
 func logRun(key string, round int, who string, m runMetrics) {
-	fmt.Printf("  (%s) round %d %-8s %8.0f req/s  cpu %6.1f µs/req  p99 %6.2f ms  %8.0f B/resp  errors %d\n",
-		key, round+1, who, m.rps, m.cpuUSPerReq, m.wrk.P99/1000, m.wrk.bytesPerReq(), m.wrk.errors())
+	fmt.Printf("  (%s) round %d %-8s %8.0f req/s  cpu %6.1f µs/req  p99 %6.2f ms  %8.0f B/resp  errors %d  redis %.3f/req%s\n",
+		key, round+1, who, m.rps, m.cpuUSPerReq, m.wrk.P99/1000, m.wrk.bytesPerReq(), m.wrk.errors(), m.redisPerReq, topCommands(m))
+}
+
+// topCommands names the Redis commands of a run that cost more than 0.005
+// per request, most first: where a scenario's Redis traffic comes from.
+func topCommands(m runMetrics) string {
+	n := float64(m.wrk.Requests)
+	type kv struct {
+		name  string
+		calls int64
+	}
+	var top []kv
+	for name, calls := range m.redisByCmd {
+		if float64(calls)/n > 0.005 {
+			top = append(top, kv{name, calls})
+		}
+	}
+	slices.SortFunc(top, func(a, b kv) int { return int(b.calls - a.calls) })
+	var b strings.Builder
+	for _, t := range top {
+		fmt.Fprintf(&b, " %s %.3f", t.name, float64(t.calls)/n)
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return " (" + strings.TrimSpace(b.String()) + ")"
 }
 
 // medianRun is the per-metric median of the runs (errors and requests are

@@ -41,12 +41,21 @@ import (
 type Budget struct {
 	rate, burst float64
 	now         func() time.Time
-	shared      Counter
+	counter     Counter
 	instances   atomic.Int64 // N, at least 1
 
 	mu      sync.Mutex
 	buckets map[string]*bucket
+	// shared holds the buckets that turned shared: Sync walks
+	// these every interval, and all of buckets only every forgetAfter, so
+	// its time under mu does not grow with the sessions in use.
+	shared map[string]*bucket
+	swept  time.Time
 }
+
+// forgetAfter is how long a refilled key stays idle before Sync forgets
+// it, and how often Sync looks for such keys.
+const forgetAfter = 10 * time.Second
 
 type bucket struct {
 	full, light float64 // tokens of the full view and of this instance's share
@@ -68,7 +77,7 @@ func NewBudget(rate float64, burst int, shared Counter, now func() time.Time) *B
 	if now == nil {
 		now = time.Now
 	}
-	b := &Budget{rate: rate, burst: float64(burst), now: now, shared: shared, buckets: map[string]*bucket{}}
+	b := &Budget{rate: rate, burst: float64(burst), now: now, counter: shared, buckets: map[string]*bucket{}, shared: map[string]*bucket{}, swept: now()}
 	b.instances.Store(1)
 	return b
 }
@@ -99,6 +108,7 @@ func (b *Budget) Allow(key string) (bool, time.Duration) {
 			return true, 0
 		}
 		k.shared = true
+		b.shared[key] = k
 	}
 	if k.full < 1 {
 		wait := time.Duration((1 - k.full) / b.rate * float64(time.Second))
@@ -115,14 +125,20 @@ func (b *Budget) Allow(key string) (bool, time.Duration) {
 func (b *Budget) Sync(ctx context.Context) error {
 	b.mu.Lock()
 	now := b.now()
+	if now.Sub(b.swept) >= forgetAfter {
+		b.swept = now
+		for key, k := range b.buckets {
+			refilled := k.full+now.Sub(k.last).Seconds()*b.rate >= b.burst
+			if refilled && now.Sub(k.last) > forgetAfter && k.spent == 0 {
+				delete(b.buckets, key) // idle: a fresh bucket is the same
+				delete(b.shared, key)
+			}
+		}
+	}
 	var keys []string
 	var spent []int64
-	for key, k := range b.buckets {
-		refilled := k.full+now.Sub(k.last).Seconds()*b.rate >= b.burst
-		switch {
-		case refilled && now.Sub(k.last) > 10*time.Second && k.spent == 0:
-			delete(b.buckets, key) // idle: a fresh bucket is the same
-		case k.shared && k.spent > 0 && b.shared != nil:
+	for key, k := range b.shared {
+		if k.spent > 0 && b.counter != nil {
 			keys = append(keys, key)
 			spent = append(spent, k.spent)
 		}
@@ -131,7 +147,7 @@ func (b *Budget) Sync(ctx context.Context) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	totals, err := b.shared.Add(ctx, keys, spent)
+	totals, err := b.counter.Add(ctx, keys, spent)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,8 @@
 package localcache
 
 import (
+	"hash/maphash"
+	"sync/atomic"
 	"time"
 
 	"github.com/maypok86/otter/v2"
@@ -111,3 +113,32 @@ func (c *Cache[V]) Bytes() int64 {
 	}
 	return int64(c.c.WeightedSize())
 }
+
+// Versions counts the reported changes of store keys, so that a reader can
+// tell whether the key it read changed while it was reading: it notes Of
+// its key before the read and keeps what it read only if Of is the same
+// after (under the lock its drops also take). The count is per shard of
+// keys, not per key: a change of another key in the same shard is taken
+// for a change of this one (a needless re-read, never a stale copy), and
+// with 1,024 shards that is rare, where a single count would refuse every
+// read that overlapped any write.
+type Versions struct {
+	all    atomic.Uint64
+	shards [1024]atomic.Uint64
+}
+
+var versionSeed = maphash.MakeSeed()
+
+func (v *Versions) shard(key string) *atomic.Uint64 {
+	return &v.shards[maphash.String(versionSeed, key)%uint64(len(v.shards))]
+}
+
+// Of is the version of key: it grows with every Bump of key (or of a key
+// in its shard) and every BumpAll.
+func (v *Versions) Of(key string) uint64 { return v.all.Load() + v.shard(key).Load() }
+
+// Bump records a change of key.
+func (v *Versions) Bump(key string) { v.shard(key).Add(1) }
+
+// BumpAll records a change of every key (a flush, tracking lost).
+func (v *Versions) BumpAll() { v.all.Add(1) }

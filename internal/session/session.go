@@ -149,13 +149,15 @@ type Manager struct {
 	// confirms only while its tracking is live, and onTracking resets it.
 	lease kv.Lease
 
-	// invalidations counts the drops from the local layer (a session
-	// ended here or elsewhere, the subscription reset). A Lookup keeps
-	// what it read only if none came since it started: a read that raced
-	// a revocation must not land in the local layer after the revocation
-	// dropped it. mu orders that check-and-put against the drops.
-	mu            sync.Mutex
-	invalidations atomic.Uint64
+	// versions counts the drops from the local layer, by handle (a
+	// session ended or changed here or elsewhere) and of all of it (the
+	// subscription or the tracking reset). A Lookup keeps what it read
+	// only if its handle's version did not change since it started: a
+	// read that raced a revocation must not land in the local layer after
+	// the revocation dropped it. mu orders that check-and-put against the
+	// drops.
+	mu       sync.Mutex
+	versions localcache.Versions
 }
 
 // cached is a session in the in-process layer, keyed by its handle (which
@@ -233,7 +235,7 @@ func (m *Manager) Run(ctx context.Context) {
 	}, func(up bool) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		m.invalidations.Add(1)
+		m.versions.BumpAll()
 		m.live.Store(false)
 		m.local.Clear()
 		m.live.Store(up)
@@ -258,7 +260,7 @@ func (m *Manager) onChange(key string) {
 func (m *Manager) onTracking(bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.invalidations.Add(1)
+	m.versions.BumpAll()
 	m.lease.Reset()
 	m.local.Clear()
 }
@@ -272,17 +274,17 @@ func (m *Manager) Tracked() bool { return m.lease.Fresh() }
 func (m *Manager) invalidate(handle string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.invalidations.Add(1)
+	m.versions.Bump(handle)
 	m.local.Drop(handle)
 }
 
-// keep puts c in the local layer unless an invalidation came since the
-// caller's read started (seen is the count then): the copy could be of a
-// session ended meanwhile.
+// keep puts c in the local layer unless its session was invalidated since
+// the caller's read started (seen is its version then): the copy could be
+// of a session ended meanwhile.
 func (m *Manager) keep(c cached, seen uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.live.Load() && m.invalidations.Load() == seen {
+	if m.live.Load() && m.versions.Of(c.handle) == seen {
 		m.local.Put(c.handle, c)
 	}
 }
@@ -505,9 +507,9 @@ func (m *Manager) Lookup(ctx context.Context, id string) (Record, error) {
 	if id == "" {
 		return Record{}, ErrNotFound
 	}
-	seen := m.invalidations.Load()
-	now := m.now()
 	handle := Handle(id)
+	seen := m.versions.Of(handle)
+	now := m.now()
 	c, ok := m.local.Get(handle)
 	fresh := ok && m.live.Load() && (m.Tracked() || now.Sub(c.fetched) < localTTL) && now.Before(m.ExpiresAt(c.rec))
 	if !fresh {

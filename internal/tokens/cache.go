@@ -128,11 +128,11 @@ type Cache struct {
 	// lease is fresh while Redis reports every change of a token key
 	// (kv.Tracker) and has lately proven it: a local copy is then served
 	// until its serve-until time instead of localMaxAge. Track confirms
-	// only while its tracking is live, and onTracking resets it. changes
-	// counts the reported changes and resets; mu orders remember's check
-	// of it against the drops.
-	lease   kv.Lease
-	changes atomic.Uint64
+	// only while its tracking is live, and onTracking resets it. versions
+	// counts the reported changes (by key) and resets; mu orders
+	// remember's check of it against the drops.
+	lease    kv.Lease
+	versions localcache.Versions
 	mu      sync.Mutex
 	waiters waiters
 	alerted atomic.Bool
@@ -212,11 +212,12 @@ func (c *Cache) Run(ctx context.Context) {
 func (c *Cache) onChange(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.changes.Add(1)
 	if key == "" {
+		c.versions.BumpAll()
 		c.local.Clear()
 		return
 	}
+	c.versions.Bump(key)
 	c.local.Drop(key)
 }
 
@@ -226,7 +227,7 @@ func (c *Cache) onChange(key string) {
 func (c *Cache) onTracking(bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.changes.Add(1)
+	c.versions.BumpAll()
 	c.lease.Reset()
 	c.local.Clear()
 }
@@ -304,13 +305,13 @@ type stored struct {
 	tok       Token
 	until     time.Time // served until then
 	refreshAt time.Time // refreshed in the background from then
-	// seen is the count of tracked changes before the value was read or
-	// written: remember keeps it only if none came since.
+	// seen is the version of its key (tracked changes) before the value
+	// was read or written: remember keeps it only if none came since.
 	seen uint64
 }
 
 func (c *Cache) read(ctx context.Context, key, userID string) (stored, bool, error) {
-	seen := c.changes.Load()
+	seen := c.versions.Of(key)
 	b, err := c.store.Get(ctx, key)
 	if errors.Is(err, kv.ErrNotFound) {
 		return stored{}, false, nil
@@ -338,7 +339,7 @@ func (c *Cache) remember(storeKey string, v stored) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.changes.Load() != v.seen {
+	if c.versions.Of(storeKey) != v.seen {
 		return
 	}
 	c.local.Put(storeKey, localEntry{tok: v.tok, until: v.until, refreshAt: v.refreshAt, added: c.now()})
