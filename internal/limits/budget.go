@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -44,12 +45,16 @@ type Budget struct {
 	counter     Counter
 	instances   atomic.Int64 // N, at least 1
 
+	// buckets are by a 64-bit hash of the key (xxhash: the same on every
+	// instance, for the shared counters), and neither the map nor a
+	// bucket holds a pointer: with a bucket per active session (100,000
+	// and more), the garbage collector need not scan them.
 	mu      sync.Mutex
-	buckets map[string]*bucket
-	// shared holds the buckets that turned shared: Sync walks
+	buckets map[uint64]bucket
+	// shared holds the keys of the buckets that turned shared: Sync walks
 	// these every interval, and all of buckets only every forgetAfter, so
 	// its time under mu does not grow with the sessions in use.
-	shared map[string]*bucket
+	shared map[uint64]struct{}
 	swept  time.Time
 }
 
@@ -59,7 +64,7 @@ const forgetAfter = 10 * time.Second
 
 type bucket struct {
 	full, light float64 // tokens of the full view and of this instance's share
-	last        time.Time
+	last        int64   // Unix ns of the last spend
 	shared      bool
 	spent       int64 // spent here since the last exchange (shared keys)
 	seen        int64 // the counter's total after this instance's last add; 0: never
@@ -77,7 +82,7 @@ func NewBudget(rate float64, burst int, shared Counter, now func() time.Time) *B
 	if now == nil {
 		now = time.Now
 	}
-	b := &Budget{rate: rate, burst: float64(burst), now: now, counter: shared, buckets: map[string]*bucket{}, shared: map[string]*bucket{}, swept: now()}
+	b := &Budget{rate: rate, burst: float64(burst), now: now, counter: shared, buckets: map[uint64]bucket{}, shared: map[uint64]struct{}{}, swept: now()}
 	b.instances.Store(1)
 	return b
 }
@@ -88,16 +93,17 @@ func (b *Budget) SetInstances(n int) { b.instances.Store(int64(max(n, 1))) }
 // Allow spends one request of key; when the bucket is empty it returns
 // false and how long until a token is back.
 func (b *Budget) Allow(key string) (bool, time.Duration) {
+	h := xxhash.Sum64String(key)
 	n := float64(b.instances.Load())
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.now()
-	k := b.buckets[key]
-	if k == nil {
-		k = &bucket{full: b.burst, light: b.burst / n, last: now}
-		b.buckets[key] = k
+	now := b.now().UnixNano()
+	k, ok := b.buckets[h]
+	if !ok {
+		k = bucket{full: b.burst, light: b.burst / n, last: now}
 	}
-	dt := now.Sub(k.last).Seconds()
+	defer func() { b.buckets[h] = k }()
+	dt := float64(now-k.last) / 1e9
 	k.full = math.Min(b.burst, k.full+dt*b.rate)
 	k.light = math.Min(b.burst/n, k.light+dt*b.rate/n)
 	k.last = now
@@ -108,7 +114,7 @@ func (b *Budget) Allow(key string) (bool, time.Duration) {
 			return true, 0
 		}
 		k.shared = true
-		b.shared[key] = k
+		b.shared[h] = struct{}{}
 	}
 	if k.full < 1 {
 		wait := time.Duration((1 - k.full) / b.rate * float64(time.Second))
@@ -127,19 +133,22 @@ func (b *Budget) Sync(ctx context.Context) error {
 	now := b.now()
 	if now.Sub(b.swept) >= forgetAfter {
 		b.swept = now
-		for key, k := range b.buckets {
-			refilled := k.full+now.Sub(k.last).Seconds()*b.rate >= b.burst
-			if refilled && now.Sub(k.last) > forgetAfter && k.spent == 0 {
-				delete(b.buckets, key) // idle: a fresh bucket is the same
-				delete(b.shared, key)
+		for h, k := range b.buckets {
+			idle := time.Duration(now.UnixNano() - k.last)
+			refilled := k.full+idle.Seconds()*b.rate >= b.burst
+			if refilled && idle > forgetAfter && k.spent == 0 {
+				delete(b.buckets, h) // idle: a fresh bucket is the same
+				delete(b.shared, h)
 			}
 		}
 	}
+	var hashes []uint64
 	var keys []string
 	var spent []int64
-	for key, k := range b.shared {
-		if k.spent > 0 && b.counter != nil {
-			keys = append(keys, key)
+	for h := range b.shared {
+		if k := b.buckets[h]; k.spent > 0 && b.counter != nil {
+			hashes = append(hashes, h)
+			keys = append(keys, strconv.FormatUint(h, 16))
 			spent = append(spent, k.spent)
 		}
 	}
@@ -153,9 +162,9 @@ func (b *Budget) Sync(ctx context.Context) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for i, key := range keys {
-		k := b.buckets[key]
-		if k == nil {
+	for i, h := range hashes {
+		k, ok := b.buckets[h]
+		if !ok {
 			continue
 		}
 		// The counter grew by this instance's add and whatever the others
@@ -167,6 +176,7 @@ func (b *Budget) Sync(ctx context.Context) error {
 		}
 		k.seen = totals[i]
 		k.spent -= spent[i]
+		b.buckets[h] = k
 	}
 	return nil
 }

@@ -548,6 +548,13 @@ func (m *Manager) get(ctx context.Context, handle string) (Record, error) {
 	if err := json.Unmarshal(b, &rec); err != nil || rec.UserID == "" {
 		return Record{}, ErrNotFound
 	}
+	// The method is one of three: the constant's string, not a copy per
+	// cached session.
+	for _, known := range []string{MethodDev, MethodOIDC, MethodMobile} {
+		if rec.Method == known {
+			rec.Method = known
+		}
+	}
 	if !m.now().Before(m.ExpiresAt(rec)) {
 		_ = m.store.Del(ctx, handleKey(handle))
 		return Record{}, ErrNotFound
