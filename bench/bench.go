@@ -49,7 +49,7 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.freshDur, "fresh-dur", time.Second, "duration of the first-request (mint) run")
 	fs.IntVar(&o.steadyRounds, "steady-rounds", 3, "baseline/BFF rounds of the steady state")
 	fs.IntVar(&o.rounds, "rounds", 3, "baseline/BFF rounds of the other scenarios")
-	fs.IntVar(&o.users, "users", 10000, "distinct users of the round-robin scenario")
+	fs.IntVar(&o.users, "users", 100000, "distinct users of the round-robin scenario")
 	fs.IntVar(&o.freshUsers, "fresh-users", 15000, "fresh users of the first-request scenario")
 	fs.IntVar(&o.stormUsers, "storm-users", 10000, "new users of the login storm (logins, then one first request each)")
 	fs.IntVar(&o.revocations, "revocations", 20, "logout-to-401 measurements across two instances")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gorilla/sessions"
@@ -138,15 +139,19 @@ func (c *Cookies) fresh(issued time.Time) bool {
 	return c.maxAge <= 0 || (now.Sub(issued) <= c.maxAge && issued.Sub(now) <= time.Minute)
 }
 
+// openBuffers holds open's decoding and decryption buffers.
+var openBuffers = sync.Pool{New: func() any { return new([2][maxCookieLen]byte) }}
+
 // open authenticates and decrypts a cookie value under any configured key.
 func (c *Cookies) open(value string) (string, time.Time, error) {
-	var buf [maxCookieLen]byte
+	bufs := openBuffers.Get().(*[2][maxCookieLen]byte) // on every request: pooled, not 1 KB of garbage
+	defer openBuffers.Put(bufs)
+	buf, plain := &bufs[0], &bufs[1]
 	n, err := base64.RawURLEncoding.Decode(buf[:], []byte(value))
 	if err != nil || n < 1 || buf[0] != cookieVersion {
 		return "", time.Time{}, ErrBadCookie
 	}
 	raw := buf[1:n]
-	var plain [maxCookieLen]byte
 	for _, box := range c.boxes {
 		p, err := box.Open(plain[:0], raw, []byte(c.name))
 		if err != nil || len(p) < 8 {

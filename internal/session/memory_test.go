@@ -25,7 +25,7 @@ func TestBytesPerCachedSession(t *testing.T) {
 					rec.Method, rec.Sub, rec.SID = MethodOIDC, fmt.Sprintf("sub-%032d", i), fmt.Sprintf("sid-%032d", i)
 				}
 				h := Handle(NewID())
-				m.local.Put(h, cached{rec: rec, handle: h, fetched: now})
+				m.local.Put(h, cached{rec: rec, handle: h, fetched: now}.compact())
 			}
 			measured := float64(heap()-before) / n
 			estimated := float64(m.local.Bytes()) / n

@@ -140,8 +140,8 @@ type Manager struct {
 	onCreate   func()
 	log        *slog.Logger
 	maxPerUser int
-	id         string // this instance, to skip its own messages
-	local      *localcache.Cache[cached] // by handle
+	id         string                     // this instance, to skip its own messages
+	local      *localcache.Cache[compact] // by handle
 	live       atomic.Bool
 	// lease is fresh while the store reports every change of a session
 	// key (kv.Tracker) and has lately proven it: a local copy is then
@@ -168,16 +168,35 @@ type cached struct {
 	fetched time.Time
 }
 
-// cachedFixed is the fixed size of a cached value (its Record's strings
-// and times, the handle's header, fetched), which the strings' bytes add to.
-const cachedFixed = 160
+// compact is cached as the local layer holds it: its times as Unix
+// nanoseconds, so that none of the 100,000 and more entries holds a
+// pointer (a time.Time's location) besides its strings.
+type compact struct {
+	userID, method, sub, sid, handle     string
+	created, lastSeen, authTime, fetched int64
+}
+
+func (c cached) compact() compact {
+	r := c.rec
+	return compact{userID: r.UserID, method: r.Method, sub: r.Sub, sid: r.SID, handle: c.handle,
+		created: r.CreatedAt.UnixNano(), lastSeen: r.LastSeen.UnixNano(), authTime: r.AuthTime.UnixNano(), fetched: c.fetched.UnixNano()}
+}
+
+func (k compact) cached() cached {
+	at := func(ns int64) time.Time { return time.Unix(0, ns).UTC() }
+	return cached{handle: k.handle, fetched: time.Unix(0, k.fetched), rec: Record{UserID: k.userID, Method: k.method, Sub: k.sub, SID: k.sid,
+		CreatedAt: at(k.created), LastSeen: at(k.lastSeen), AuthTime: at(k.authTime)}}
+}
+
+// compactFixed is the fixed size of a compact value (five string headers,
+// four times), which the strings' bytes add to (the handle's are the key's).
+const compactFixed = 112
 
 // cachedBytes estimates the memory a cached session takes in the local
-// layer: the cache's per-entry overhead, the key (the handle) and the
-// value. TestBytesPerCachedSession holds it to a measurement.
-func cachedBytes(c cached) int {
-	r := c.rec
-	return cachedFixed + len(r.UserID) + len(r.Method) + len(r.Sub) + len(r.SID)
+// layer besides the cache's per-entry overhead and the key (the handle).
+// TestBytesPerCachedSession holds it to a measurement.
+func cachedBytes(k compact) int {
+	return compactFixed + len(k.userID) + len(k.sub) + len(k.sid)
 }
 
 // NewManager returns a Manager over store.
@@ -193,12 +212,13 @@ func NewManager(store Store, o Options) *Manager {
 	}
 	m := &Manager{store: store, idle: o.IdleTimeout, absolute: o.AbsoluteTimeout, touchEvery: touchInterval(o.IdleTimeout),
 		now: o.Now, onCreate: o.OnCreate, log: o.Logger, maxPerUser: max(o.MaxPerUser, 0), id: NewID()[:16]}
-	m.local = localcache.New(localcache.Options[cached]{
+	m.local = localcache.New(localcache.Options[compact]{
 		MaxBytes: o.LocalBytes, Weigh: cachedBytes, Now: o.Now,
 		// A copy is gone from the heap once it would not be served any
 		// more: at the session's end, or localTTL after it was read when
 		// the store does not report changes.
-		Until: func(c cached) time.Time {
+		Until: func(k compact) time.Time {
+			c := k.cached()
 			end := m.ExpiresAt(c.rec)
 			if !m.Tracked() {
 				end = earliest(end, c.fetched.Add(localTTL))
@@ -285,7 +305,7 @@ func (m *Manager) keep(c cached, seen uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.live.Load() && m.versions.Of(c.handle) == seen {
-		m.local.Put(c.handle, c)
+		m.local.Put(c.handle, c.compact())
 	}
 }
 
@@ -510,7 +530,8 @@ func (m *Manager) Lookup(ctx context.Context, id string) (Record, error) {
 	handle := Handle(id)
 	seen := m.versions.Of(handle)
 	now := m.now()
-	c, ok := m.local.Get(handle)
+	k, ok := m.local.Get(handle)
+	c := k.cached()
 	fresh := ok && m.live.Load() && (m.Tracked() || now.Sub(c.fetched) < localTTL) && now.Before(m.ExpiresAt(c.rec))
 	if !fresh {
 		rec, err := m.get(ctx, handle)

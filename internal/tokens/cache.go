@@ -179,10 +179,10 @@ func NewCache(store Store, source Source, secret *Secret, o CacheOptions) (*Cach
 		// any more: at its serve-until time, or localMaxAge after it was
 		// read when the store does not report changes.
 		Until: func(e localEntry) time.Time {
-			if !c.Tracked() && e.added.Add(localMaxAge).Before(e.until) {
-				return e.added.Add(localMaxAge)
+			if !c.Tracked() {
+				return time.Unix(0, min(e.until, e.added+int64(localMaxAge)))
 			}
-			return e.until
+			return time.Unix(0, e.until)
 		},
 	})
 	secret.subscribe(c)
@@ -262,12 +262,12 @@ func (c *Cache) Token(ctx context.Context, userID string) (Token, error) {
 		tok := c.tokKey(userID, *gen)
 		if c.live.Load() {
 			if e, ok := c.local.Get(tok); ok {
-				if now.Before(e.until) && (c.Tracked() || now.Sub(e.added) < localMaxAge) {
+				if ns := now.UnixNano(); ns < e.until && (c.Tracked() || ns-e.added < int64(localMaxAge)) {
 					c.observe.CacheLookup("local")
-					if !now.Before(e.refreshAt) {
+					if ns >= e.refreshAt {
 						c.refreshAhead(userID, gen, tok)
 					}
-					return e.tok, nil
+					return e.token(), nil
 				}
 				c.local.Drop(tok)
 			}
@@ -342,7 +342,7 @@ func (c *Cache) remember(storeKey string, v stored) {
 	if c.versions.Of(storeKey) != v.seen {
 		return
 	}
-	c.local.Put(storeKey, localEntry{tok: v.tok, until: v.until, refreshAt: v.refreshAt, added: c.now()})
+	c.local.Put(storeKey, newLocalEntry(v, c.now()))
 }
 
 // recheck reads the user's token again, on the mint path (before and after
