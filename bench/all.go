@@ -14,7 +14,8 @@ type results struct {
 	sweep      []sweepPoint
 	revocation revocationResult
 	storm      stormResult
-	users      int // distinct users of scenario (e)
+	users      int          // distinct users of scenario (e)
+	scaleSweep []sweepPoint // scenario (e) at constant rates
 	machine    machine
 	command    string
 	redisDesc  string
@@ -24,6 +25,7 @@ type results struct {
 func (e *env) measureAll() (*results, error) {
 	res := &results{date: time.Now().UTC(), users: e.opt.users}
 	scs := e.scenarios()
+	var err error
 	if err := e.warmUp(scs[0]); err != nil {
 		return nil, err
 	}
@@ -37,8 +39,16 @@ func (e *env) measureAll() (*results, error) {
 			return nil, fmt.Errorf("scenario (%s): %w", sc.key, err)
 		}
 		res.scenarios = append(res.scenarios, r)
+		if sc.key == "e" && len(e.opt.scaleRates) > 0 {
+			// Below saturation: the latency users see at a production
+			// load, where a collector's pause is absorbed rather than
+			// queued behind.
+			step("scenario (e) at constant rates")
+			if res.scaleSweep, err = e.sweep(sc, e.opt.scaleRates); err != nil {
+				return nil, fmt.Errorf("scenario (e) at constant rates: %w", err)
+			}
+		}
 	}
-	var err error
 	if e.selected("storm") {
 		step(fmt.Sprintf("login storm: %d new users", e.opt.stormUsers))
 		if res.storm, err = e.storm(); err != nil {
@@ -47,7 +57,7 @@ func (e *env) measureAll() (*results, error) {
 	}
 	if e.selected("sweep") {
 		step("constant-rate sweep")
-		if res.sweep, err = e.sweep(scs[0]); err != nil {
+		if res.sweep, err = e.sweep(scs[0], e.opt.rates); err != nil {
 			return nil, fmt.Errorf("sweep: %w", err)
 		}
 	}

@@ -28,6 +28,7 @@ type options struct {
 	users, freshUsers int
 	freshDur          time.Duration
 	rates             []float64
+	scaleRates        []float64
 	revocations       int
 	stormUsers        int
 	only              string
@@ -54,17 +55,18 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.stormUsers, "storm-users", 10000, "new users of the login storm (logins, then one first request each)")
 	fs.IntVar(&o.revocations, "revocations", 20, "logout-to-401 measurements across two instances")
 	rates := fs.String("rates", "1000,2000,4000,6000,8000,10000,12000", "offered loads of the sweep, req/s")
+	scaleRates := fs.String("scale-rates", "3000,6000", "offered loads of scenario (e) at constant rates, req/s; empty: none")
 	fs.StringVar(&o.only, "only", "", "run only these scenarios, e.g. a,e (and skip the sweep, storm and revocation unless named: sweep, storm, revocation)")
 	fs.BoolVar(&o.keepDir, "keep", false, "keep the work directory (configs, logs, scripts)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	for _, r := range strings.Split(*rates, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(r), 64)
-		if err != nil || v <= 0 {
-			return o, fmt.Errorf("-rates: bad rate %q", r)
-		}
-		o.rates = append(o.rates, v)
+	var err error
+	if o.rates, err = parseRates("-rates", *rates); err != nil {
+		return o, err
+	}
+	if o.scaleRates, err = parseRates("-scale-rates", *scaleRates); err != nil {
+		return o, err
 	}
 	if o.svg != "" && o.out != "" {
 		if rel, err := filepath.Rel(filepath.Dir(o.out), o.svg); err == nil {
@@ -151,4 +153,20 @@ func commandLine() string {
 		args[0] = os.Args[0]
 	}
 	return strings.Join(args, " ")
+}
+
+// parseRates reads a comma-separated list of positive rates.
+func parseRates(flag, list string) ([]float64, error) {
+	var out []float64
+	if strings.TrimSpace(list) == "" {
+		return out, nil
+	}
+	for _, r := range strings.Split(list, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(r), 64)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("%s: bad rate %q", flag, r)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

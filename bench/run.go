@@ -15,7 +15,7 @@ type runMetrics struct {
 	allocsPerReq float64 // NaN when the target has no metrics
 	redisPerReq  float64
 	redisByCmd   map[string]int64 // commands sent during the run, by name
-	peakRSSMiB   float64 // NaN when VmHWM could not be read
+	peakRSSMiB   float64          // NaN when VmHWM could not be read
 }
 
 // counters are the cumulative readings taken before and after a run.

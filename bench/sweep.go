@@ -16,11 +16,11 @@ type sweepPoint struct {
 // sweep offers each rate to the baseline then the BFF on the steady-state
 // path. wrk is closed-loop: each connection waits delay() ms between
 // requests, which approximates the rate (with coordinated omission).
-func (e *env) sweep(sc scenario) ([]sweepPoint, error) {
+func (e *env) sweep(sc scenario, rates []float64) ([]sweepPoint, error) {
 	var pts []sweepPoint
-	for _, rate := range e.opt.rates {
+	for _, rate := range rates {
 		for _, t := range []*target{&e.baseline, &e.bff} {
-			name := fmt.Sprintf("sweep-%s-%.0f", t.name, rate)
+			name := fmt.Sprintf("sweep-%s-%s-%.0f", sc.key, t.name, rate)
 			path, err := writeScript(e.dir, name, luaScript(sc.req(t), e.opt.conns, rate, e.opt.threads))
 			if err != nil {
 				return nil, err

@@ -433,3 +433,59 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A read that overlaps a change of another user's token keeps its copy:
+// the check is per key (localcache.Versions), so a wave of mints or logins
+// does not send every reader of the moment back to Redis on its next
+// request. (The check is per shard of keys: should the other key share
+// rey's shard, 1 in 1,024, the test tries once more with another.)
+func TestTrackedReadOverlappingAnotherChangeIsKept(t *testing.T) {
+	rc, prefix := redistest.Client(t)
+	store := &changeOtherAfterGet{Redis: kv.NewRedis(rc, prefix), rc: rc, prefix: prefix}
+	c := newClusterOn(t, store, 1, upstreamsim.Options{TokenTTL: time.Hour}, nil)
+	in := c.instances[0]
+	waitFor(t, in.Tracked)
+	ctx := context.Background()
+	for attempt := range 2 {
+		if err := in.Invalidate(ctx, "rey"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := in.Token(ctx, "rey"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond) // the mint's own write is reported: no local copy left
+		store.other.Store(fmt.Sprintf("tok:{someone-else-%d}:x", attempt))
+		if _, err := in.Token(ctx, "rey"); err != nil { // read from Redis while another key changes
+			t.Fatal(err)
+		}
+		gets := store.gets.Load()
+		if _, err := in.Token(ctx, "rey"); err != nil {
+			t.Fatal(err)
+		}
+		if store.gets.Load() == gets {
+			return // served from the local copy
+		}
+	}
+	t.Fatal("a read that overlapped a change of another user's token was not kept: the next request read Redis again")
+}
+
+// changeOtherAfterGet is a Redis store that counts GETs and, once armed
+// with a key, writes that key after its next GET and waits for the write
+// to be reported before it answers.
+type changeOtherAfterGet struct {
+	*kv.Redis
+	rc     *redis.Client
+	prefix string
+	other  atomic.Value // string
+	gets   atomic.Int64
+}
+
+func (s *changeOtherAfterGet) Get(ctx context.Context, key string) ([]byte, error) {
+	s.gets.Add(1)
+	b, err := s.Redis.Get(ctx, key)
+	if other, ok := s.other.Swap("").(string); ok && other != "" {
+		_ = s.rc.Set(ctx, s.prefix+other, "x", time.Minute).Err()
+		time.Sleep(100 * time.Millisecond) // Redis reports a change within milliseconds
+	}
+	return b, err
+}
