@@ -126,9 +126,9 @@ type Upstream struct {
 	MaxTokenTTL      time.Duration `yaml:"max_token_ttl"`
 	// TokenCacheBytes bounds the memory of each instance's in-process
 	// token cache in front of Redis; 0 turns the in-process layer off.
-	TokenCacheBytes int64 `yaml:"token_cache_bytes"`
-	Retry             Retry   `yaml:"retry"`
-	Routes            []Route `yaml:"routes"`
+	TokenCacheBytes int64   `yaml:"token_cache_bytes"`
+	Retry           Retry   `yaml:"retry"`
+	Routes          []Route `yaml:"routes"`
 	// MoneyRoutes are the path prefixes under which a POST moves money: it
 	// needs an Idempotency-Key and runs at most once, recorded in the ledger.
 	MoneyRoutes []string `yaml:"money_routes"`

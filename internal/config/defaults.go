@@ -46,12 +46,12 @@ func Defaults() Config {
 		AdminTokenFile:  "", // unset: the admin listener's mutating endpoints answer 404
 		StaticDir:       "", // unset: no web app at /
 		Upstream: Upstream{
-			Timeout:           15 * time.Second,
-			MaxBodyBytes:      1 << 20,
-			ExpiresInUnit:     UnitSeconds,
-			RefreshBefore:     60 * time.Second,
-			MaxTokenTTL:       time.Hour,
-			TokenCacheBytes:   DefaultTokenCacheBytes,
+			Timeout:         15 * time.Second,
+			MaxBodyBytes:    1 << 20,
+			ExpiresInUnit:   UnitSeconds,
+			RefreshBefore:   60 * time.Second,
+			MaxTokenTTL:     time.Hour,
+			TokenCacheBytes: DefaultTokenCacheBytes,
 			Retry: Retry{
 				MaxAttempts: 3,
 				BaseDelay:   100 * time.Millisecond,

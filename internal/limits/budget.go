@@ -43,6 +43,7 @@ type Budget struct {
 	rate, burst float64
 	now         func() time.Time
 	counter     Counter
+	epoch       time.Time    // origin of bucket.last: an age on the monotonic clock, not stretched by a wall-clock step
 	instances   atomic.Int64 // N, at least 1
 
 	// buckets are by a 64-bit hash of the key (xxhash: the same on every
@@ -64,7 +65,7 @@ const forgetAfter = 10 * time.Second
 
 type bucket struct {
 	full, light float64 // tokens of the full view and of this instance's share
-	last        int64   // Unix ns of the last spend
+	last        int64   // the last spend, in ns since the Budget's epoch
 	shared      bool
 	spent       int64 // spent here since the last exchange (shared keys)
 	seen        int64 // the counter's total after this instance's last add; 0: never
@@ -82,7 +83,7 @@ func NewBudget(rate float64, burst int, shared Counter, now func() time.Time) *B
 	if now == nil {
 		now = time.Now
 	}
-	b := &Budget{rate: rate, burst: float64(burst), now: now, counter: shared, buckets: map[uint64]bucket{}, shared: map[uint64]struct{}{}, swept: now()}
+	b := &Budget{rate: rate, burst: float64(burst), now: now, counter: shared, buckets: map[uint64]bucket{}, shared: map[uint64]struct{}{}, swept: now(), epoch: now()}
 	b.instances.Store(1)
 	return b
 }
@@ -97,7 +98,7 @@ func (b *Budget) Allow(key string) (bool, time.Duration) {
 	n := float64(b.instances.Load())
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.now().UnixNano()
+	now := int64(b.now().Sub(b.epoch))
 	k, ok := b.buckets[h]
 	if !ok {
 		k = bucket{full: b.burst, light: b.burst / n, last: now}
@@ -134,7 +135,7 @@ func (b *Budget) Sync(ctx context.Context) error {
 	if now.Sub(b.swept) >= forgetAfter {
 		b.swept = now
 		for h, k := range b.buckets {
-			idle := time.Duration(now.UnixNano() - k.last)
+			idle := now.Sub(b.epoch) - time.Duration(k.last)
 			refilled := k.full+idle.Seconds()*b.rate >= b.burst
 			if refilled && idle > forgetAfter && k.spent == 0 {
 				delete(b.buckets, h) // idle: a fresh bucket is the same

@@ -142,3 +142,16 @@ func (v *Versions) Bump(key string) { v.shard(key).Add(1) }
 
 // BumpAll records a change of every key (a flush, tracking lost).
 func (v *Versions) BumpAll() { v.all.Add(1) }
+
+// epoch is the origin of Mono.
+var epoch = time.Now()
+
+// Mono is t as nanoseconds since this process started, on the monotonic
+// clock when t has a reading of it (time.Now's do): an entry's age kept as
+// an int64 this way is not stretched by a step of the wall clock, as
+// UnixNano would be. Times without one (a test's clock, a time read from
+// the store) count on the wall clock, as comparing them did.
+func Mono(t time.Time) int64 { return int64(t.Sub(epoch)) }
+
+// FromMono is the time Mono(t) came from (with a monotonic reading).
+func FromMono(ns int64) time.Time { return epoch.Add(time.Duration(ns)) }

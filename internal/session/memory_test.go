@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/fintech-bff/bff/internal/localcache"
 )
 
 // The local layer's bound is in bytes, from cachedBytes' estimate of each
@@ -17,7 +19,12 @@ func TestBytesPerCachedSession(t *testing.T) {
 		t.Run(fmt.Sprintf("oidc=%v", oidc), func(t *testing.T) {
 			const n = 50_000
 			now := time.Now()
-			m := NewManager(nil, Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalBytes: 1 << 30})
+			// The layer as NewManager builds it, with a far deadline: an
+			// untracked manager's would drop each entry a second after
+			// it is put, sooner than the race detector fills 50,000.
+			far := now.Add(time.Hour)
+			local := localcache.New(localcache.Options[compact]{MaxBytes: 1 << 30, Weigh: cachedBytes,
+				Until: func(compact) time.Time { return far }})
 			before := heap()
 			for i := range n {
 				rec := Record{UserID: fmt.Sprintf("user-%07d", i), CreatedAt: now, LastSeen: now, AuthTime: now, Method: MethodDev}
@@ -25,12 +32,12 @@ func TestBytesPerCachedSession(t *testing.T) {
 					rec.Method, rec.Sub, rec.SID = MethodOIDC, fmt.Sprintf("sub-%032d", i), fmt.Sprintf("sid-%032d", i)
 				}
 				h := Handle(NewID())
-				m.local.Put(h, cached{rec: rec, handle: h, fetched: now}.compact())
+				local.Put(h, cached{rec: rec, handle: h, fetched: now}.compact())
 			}
 			measured := float64(heap()-before) / n
-			estimated := float64(m.local.Bytes()) / n
-			runtime.KeepAlive(m)
-			if got := m.local.Len(); got != n {
+			estimated := float64(local.Bytes()) / n
+			runtime.KeepAlive(local)
+			if got := local.Len(); got != n {
 				t.Fatalf("%d entries cached, want %d", got, n)
 			}
 			t.Logf("a cached session takes %.0f bytes of heap; estimated %.0f", measured, estimated)

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	mrand "math/rand/v2"
 	"slices"
 	"strings"
@@ -168,9 +169,11 @@ type cached struct {
 	fetched time.Time
 }
 
-// compact is cached as the local layer holds it: its times as Unix
+// compact is cached as the local layer holds it: its times as int64
 // nanoseconds, so that none of the 100,000 and more entries holds a
-// pointer (a time.Time's location) besides its strings.
+// pointer (a time.Time's location) besides its strings. The record's
+// times are Unix times (they are the stored record's); fetched is
+// localcache.Mono, an age that a wall-clock step must not stretch.
 type compact struct {
 	userID, method, sub, sid, handle     string
 	created, lastSeen, authTime, fetched int64
@@ -179,13 +182,28 @@ type compact struct {
 func (c cached) compact() compact {
 	r := c.rec
 	return compact{userID: r.UserID, method: r.Method, sub: r.Sub, sid: r.SID, handle: c.handle,
-		created: r.CreatedAt.UnixNano(), lastSeen: r.LastSeen.UnixNano(), authTime: r.AuthTime.UnixNano(), fetched: c.fetched.UnixNano()}
+		created: unixNano(r.CreatedAt), lastSeen: unixNano(r.LastSeen), authTime: unixNano(r.AuthTime), fetched: localcache.Mono(c.fetched)}
 }
 
 func (k compact) cached() cached {
-	at := func(ns int64) time.Time { return time.Unix(0, ns).UTC() }
-	return cached{handle: k.handle, fetched: time.Unix(0, k.fetched), rec: Record{UserID: k.userID, Method: k.method, Sub: k.sub, SID: k.sid,
+	at := func(ns int64) time.Time {
+		if ns == zeroTime {
+			return time.Time{}
+		}
+		return time.Unix(0, ns).UTC()
+	}
+	return cached{handle: k.handle, fetched: localcache.FromMono(k.fetched), rec: Record{UserID: k.userID, Method: k.method, Sub: k.sub, SID: k.sid,
 		CreatedAt: at(k.created), LastSeen: at(k.lastSeen), AuthTime: at(k.authTime)}}
+}
+
+// zeroTime stands for the zero time.Time, whose UnixNano is undefined.
+const zeroTime = math.MinInt64
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return zeroTime
+	}
+	return t.UnixNano()
 }
 
 // compactFixed is the fixed size of a compact value (five string headers,

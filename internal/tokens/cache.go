@@ -124,7 +124,7 @@ type Cache struct {
 	gen   atomic.Pointer[string]
 	local *localcache.Cache[localEntry] // by store key
 	hmacs sync.Pool                     // keyed HMACs for userKey
-	live  atomic.Bool // the invalidation subscription is up
+	live  atomic.Bool                   // the invalidation subscription is up
 	// lease is fresh while Redis reports every change of a token key
 	// (kv.Tracker) and has lately proven it: a local copy is then served
 	// until its serve-until time instead of localMaxAge. Track confirms
@@ -133,10 +133,10 @@ type Cache struct {
 	// remember's check of it against the drops.
 	lease    kv.Lease
 	versions localcache.Versions
-	mu      sync.Mutex
-	waiters waiters
-	alerted atomic.Bool
-	refresh sync.Map // store key -> struct{}: refresh-ahead in flight here
+	mu       sync.Mutex
+	waiters  waiters
+	alerted  atomic.Bool
+	refresh  sync.Map // store key -> struct{}: refresh-ahead in flight here
 }
 
 var _ Source = (*Cache)(nil)
@@ -179,10 +179,11 @@ func NewCache(store Store, source Source, secret *Secret, o CacheOptions) (*Cach
 		// any more: at its serve-until time, or localMaxAge after it was
 		// read when the store does not report changes.
 		Until: func(e localEntry) time.Time {
-			if !c.Tracked() {
-				return time.Unix(0, min(e.until, e.added+int64(localMaxAge)))
+			until := time.Unix(0, e.until)
+			if aged := localcache.FromMono(e.added + int64(localMaxAge)); !c.Tracked() && aged.Before(until) {
+				return aged
 			}
-			return time.Unix(0, e.until)
+			return until
 		},
 	})
 	secret.subscribe(c)
@@ -202,7 +203,7 @@ func (c *Cache) Run(ctx context.Context) {
 	}
 	c.store.Subscribe(ctx, channel, c.onMessage, func(up bool) {
 		c.live.Store(false)
-		c.local.Clear()
+		c.dropAll()
 		c.live.Store(up)
 	})
 	c.live.Store(false)
@@ -251,6 +252,25 @@ func (c *Cache) setSecret(secret string) {
 		return
 	}
 	c.gen.Store(&g)
+	c.dropAll()
+}
+
+// drop removes the local copy of key and counts a change of it, under mu:
+// a read in flight keeps nothing it read before (remember checks the
+// version), so a token dropped here is not put back by a request that
+// read it a moment earlier.
+func (c *Cache) drop(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.versions.Bump(key)
+	c.local.Drop(key)
+}
+
+// dropAll is drop for every key.
+func (c *Cache) dropAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.versions.BumpAll()
 	c.local.Clear()
 }
 
@@ -262,7 +282,7 @@ func (c *Cache) Token(ctx context.Context, userID string) (Token, error) {
 		tok := c.tokKey(userID, *gen)
 		if c.live.Load() {
 			if e, ok := c.local.Get(tok); ok {
-				if ns := now.UnixNano(); ns < e.until && (c.Tracked() || ns-e.added < int64(localMaxAge)) {
+				if ns := now.UnixNano(); ns < e.until && (c.Tracked() || localcache.Mono(now)-e.added < int64(localMaxAge)) {
 					c.observe.CacheLookup("local")
 					if ns >= e.refreshAt {
 						c.refreshAhead(userID, gen, tok)
@@ -360,8 +380,11 @@ func (c *Cache) recheck(ctx context.Context, gen *string, userID string, k keys)
 func (c *Cache) Invalidate(ctx context.Context, userID string) error {
 	gen := c.gen.Load()
 	k := c.keys(userID, *gen)
-	c.local.Drop(k.tok)
-	if err := c.store.Del(ctx, k.tok); err != nil {
+	err := c.store.Del(ctx, k.tok)
+	// After the delete: a read that got the token before it must not
+	// keep it.
+	c.drop(k.tok)
+	if err != nil {
 		return err
 	}
 	return c.publish(ctx, "inv", k.tok)
@@ -373,8 +396,8 @@ func (c *Cache) Invalidate(ctx context.Context, userID string) error {
 func (c *Cache) InvalidateToken(ctx context.Context, userID, token string) error {
 	gen := c.gen.Load()
 	k := c.keys(userID, *gen)
-	c.local.Drop(k.tok)
 	dropped, err := c.store.DelIf(ctx, k.tok, c.tokenFP(token))
+	c.drop(k.tok) // after the delete, as in Invalidate
 	if err != nil || !dropped {
 		return err
 	}

@@ -364,3 +364,67 @@ func TestFailureJustBeforeTheLockIsHonoured(t *testing.T) {
 		t.Fatalf("the token endpoint was called %d times, want 1", n)
 	}
 }
+
+// An invalidation that has answered wins over a read in flight: a request
+// that read the token from the store just before Invalidate deleted it is
+// served that token (it was in flight), but does not put it back in the
+// local layer, whether the invalidation ran on the same instance or on
+// another (here untracked: the in-process store, pub/sub only).
+func TestInvalidateWinsOverAReadInFlight(t *testing.T) {
+	for _, remote := range []bool{false, true} {
+		t.Run(fmt.Sprintf("remote=%v", remote), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			clk := testclock.New(time.Unix(1_700_000_000, 0))
+			shared := kv.NewMemory(clk.Now)
+			src := &fakeSource{now: clk.Now, life: time.Hour}
+			open := func(st tokens.Store) *tokens.Cache {
+				c, err := tokens.NewCache(st, src, fixedSecret(t, testSecret), tokens.CacheOptions{
+					EncryptionKey: encKey, RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalBytes: 1 << 20, Now: clk.Now,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				go c.Run(ctx)
+				waitFor(t, c.Live)
+				return c
+			}
+			store := &hookAfterGet{Store: shared}
+			reader := open(store)
+			revoker := reader
+			if remote {
+				revoker = open(shared)
+			}
+			old, err := reader.Token(ctx, "u")
+			if err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(11 * time.Second) // the local copy is past localMaxAge: the next read goes to the store
+			store.hook.Store(func() {
+				if err := revoker.Invalidate(ctx, "u"); err != nil {
+					t.Error(err)
+				}
+			})
+			if got, err := reader.Token(ctx, "u"); err != nil || got.Value != old.Value {
+				t.Fatalf("the read in flight: got %q, %v; want the token it read", got.Value, err)
+			}
+			if got, err := reader.Token(ctx, "u"); err != nil || got.Value == old.Value {
+				t.Fatalf("after Invalidate answered: got %q, %v; want a new token", got.Value, err)
+			}
+		})
+	}
+}
+
+// hookAfterGet is a store that runs its hook (once) after its next Get.
+type hookAfterGet struct {
+	tokens.Store
+	hook atomic.Value // func()
+}
+
+func (s *hookAfterGet) Get(ctx context.Context, key string) ([]byte, error) {
+	b, err := s.Store.Get(ctx, key)
+	if f, ok := s.hook.Swap(func() {}).(func()); ok {
+		f()
+	}
+	return b, err
+}

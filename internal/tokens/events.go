@@ -31,7 +31,7 @@ func (c *Cache) onMessage(msg string) {
 	switch op {
 	case "set", "inv", "neg":
 		if from != c.id {
-			c.local.Drop(key)
+			c.drop(key)
 		}
 		c.waiters.notify(key)
 	case "rot":

@@ -3,12 +3,16 @@ package tokens
 import (
 	"sync"
 	"time"
+
+	"github.com/fintech-bff/bff/internal/localcache"
 )
 
 // localEntry is a token in the in-process layer, keyed by its store key
-// (which invalidations name). Its times are Unix nanoseconds: no pointer
-// (a time.Time's location) for the garbage collector to follow in each of
-// the 100,000 and more entries.
+// (which invalidations name). Its times are int64 nanoseconds, so that no
+// pointer (a time.Time's location) is left for the garbage collector to
+// follow in each of the 100,000 and more entries: expiry, until and
+// refreshAt as Unix times (they come from the store's value too), added
+// as localcache.Mono (an age, which a wall-clock step must not stretch).
 type localEntry struct {
 	value                           string
 	expiry, until, refreshAt, added int64
@@ -16,7 +20,7 @@ type localEntry struct {
 
 func newLocalEntry(v stored, added time.Time) localEntry {
 	return localEntry{value: v.tok.Value, expiry: v.tok.Expiry.UnixNano(), until: v.until.UnixNano(),
-		refreshAt: v.refreshAt.UnixNano(), added: added.UnixNano()}
+		refreshAt: v.refreshAt.UnixNano(), added: localcache.Mono(added)}
 }
 
 func (e localEntry) token() Token { return Token{Value: e.value, Expiry: time.Unix(0, e.expiry)} }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fintech-bff/bff/internal/kv"
+	"github.com/fintech-bff/bff/internal/localcache"
 )
 
 // The local layer's bound is in bytes, from entryBytes' estimate of each
@@ -20,27 +20,26 @@ func TestBytesPerCachedToken(t *testing.T) {
 	for _, size := range []int{300, 1000} {
 		t.Run(fmt.Sprintf("token of %d bytes", size), func(t *testing.T) {
 			const n = 30_000
-			s, err := NewSecret(func() (string, error) { return "secret", nil }, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := NewCache(kv.NewMemory(time.Now), nil, s, CacheOptions{EncryptionKey: make([]byte, 32), LocalBytes: 1 << 30})
-			if err != nil {
-				t.Fatal(err)
-			}
 			now := time.Now()
+			// The layer as NewCache builds it, with a far deadline: an
+			// untracked cache's would drop each entry 10 s after it is
+			// put, which the race detector may reach while it fills.
+			far := now.Add(time.Hour)
+			local := localcache.New(localcache.Options[localEntry]{MaxBytes: 1 << 30, Weigh: entryBytes,
+				Until: func(localEntry) time.Time { return far }})
+			var key Cache
+			key.macKey = make([]byte, 32)
 			pad := strings.Repeat("x", size-10)
 			before := heapBytes()
 			for i := range n {
 				// A fresh string per token, as a decrypted or minted one is.
 				v := stored{tok: Token{Value: fmt.Sprintf("%010d", i) + pad, Expiry: now.Add(time.Hour)}, until: now.Add(time.Hour), refreshAt: now.Add(50 * time.Minute)}
-				c.live.Store(true)
-				c.remember(c.tokKey(fmt.Sprintf("user-%07d", i), *c.gen.Load()), v)
+				local.Put(key.tokKey(fmt.Sprintf("user-%07d", i), "gen-abcdefgh"), newLocalEntry(v, now))
 			}
 			measured := float64(heapBytes()-before) / n
-			estimated := float64(c.local.Bytes()) / n
-			runtime.KeepAlive(c)
-			if got := c.local.Len(); got != n {
+			estimated := float64(local.Bytes()) / n
+			runtime.KeepAlive(local)
+			if got := local.Len(); got != n {
 				t.Fatalf("%d entries cached, want %d", got, n)
 			}
 			t.Logf("a cached token of %d bytes takes %.0f bytes of heap; estimated %.0f", size, measured, estimated)
