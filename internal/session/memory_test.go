@@ -2,11 +2,11 @@ package session
 
 import (
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/fintech-bff/bff/internal/localcache"
+	"github.com/fintech-bff/bff/internal/localcache/localcachetest"
 )
 
 // The local layer's bound is in bytes, from cachedBytes' estimate of each
@@ -25,33 +25,15 @@ func TestBytesPerCachedSession(t *testing.T) {
 			far := now.Add(time.Hour)
 			local := localcache.New(localcache.Options[compact]{MaxBytes: 1 << 30, Weigh: cachedBytes,
 				Until: func(compact) time.Time { return far }})
-			before := heap()
-			for i := range n {
+			measured, estimated := localcachetest.BytesPerEntry(t, local, n, func(i int) {
 				rec := Record{UserID: fmt.Sprintf("user-%07d", i), CreatedAt: now, LastSeen: now, AuthTime: now, Method: MethodDev}
 				if oidc {
 					rec.Method, rec.Sub, rec.SID = MethodOIDC, fmt.Sprintf("sub-%032d", i), fmt.Sprintf("sid-%032d", i)
 				}
 				h := Handle(NewID())
 				local.Put(h, cached{rec: rec, handle: h, fetched: now}.compact())
-			}
-			measured := float64(heap()-before) / n
-			estimated := float64(local.Bytes()) / n
-			runtime.KeepAlive(local)
-			if got := local.Len(); got != n {
-				t.Fatalf("%d entries cached, want %d", got, n)
-			}
+			})
 			t.Logf("a cached session takes %.0f bytes of heap; estimated %.0f", measured, estimated)
-			if r := estimated / measured; r < 0.9 || r > 1.5 {
-				t.Errorf("estimate %.0f bytes is %.2f× the measured %.0f, want within [0.9, 1.5]", estimated, r, measured)
-			}
 		})
 	}
-}
-
-func heap() uint64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }

@@ -2,12 +2,12 @@ package tokens
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fintech-bff/bff/internal/localcache"
+	"github.com/fintech-bff/bff/internal/localcache/localcachetest"
 )
 
 // The local layer's bound is in bytes, from entryBytes' estimate of each
@@ -30,30 +30,12 @@ func TestBytesPerCachedToken(t *testing.T) {
 			var key Cache
 			key.macKey = make([]byte, 32)
 			pad := strings.Repeat("x", size-10)
-			before := heapBytes()
-			for i := range n {
+			measured, estimated := localcachetest.BytesPerEntry(t, local, n, func(i int) {
 				// A fresh string per token, as a decrypted or minted one is.
 				v := stored{tok: Token{Value: fmt.Sprintf("%010d", i) + pad, Expiry: now.Add(time.Hour)}, until: now.Add(time.Hour), refreshAt: now.Add(50 * time.Minute)}
 				local.Put(key.tokKey(fmt.Sprintf("user-%07d", i), "gen-abcdefgh"), newLocalEntry(v, now))
-			}
-			measured := float64(heapBytes()-before) / n
-			estimated := float64(local.Bytes()) / n
-			runtime.KeepAlive(local)
-			if got := local.Len(); got != n {
-				t.Fatalf("%d entries cached, want %d", got, n)
-			}
+			})
 			t.Logf("a cached token of %d bytes takes %.0f bytes of heap; estimated %.0f", size, measured, estimated)
-			if r := estimated / measured; r < 0.9 || r > 1.5 {
-				t.Errorf("estimate %.0f bytes is %.2f× the measured %.0f, want within [0.9, 1.5]", estimated, r, measured)
-			}
 		})
 	}
-}
-
-func heapBytes() uint64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }
