@@ -19,11 +19,12 @@ import (
 	"github.com/maypok86/otter/v2"
 )
 
-// EntryOverhead is what an entry costs besides its key and the strings of
-// its value: otter's node (key, value, links of the eviction and expiry
-// policies, deadline, weight), its slot in the hash table and the fixed
-// part of the value. Measured by TestBytesPerEntry and rounded up; the
-// callers add their value's own fixed size.
+// EntryOverhead is what an entry costs besides its key's bytes and its
+// value (which the callers' Weigh estimates): otter's node (the key's and
+// the value's headers, the links of the eviction and expiry policies, the
+// deadline, the weight) and its slot in the hash table. The layers'
+// TestBytesPerCached* tests (localcachetest.BytesPerEntry) hold the sum to
+// the measured heap.
 const EntryOverhead = 160
 
 // Options configures a Cache.

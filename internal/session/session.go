@@ -118,7 +118,7 @@ type Options struct {
 	IdleTimeout     time.Duration
 	AbsoluteTimeout time.Duration
 	// LocalBytes bounds the estimated memory of the in-process copy of
-	// live sessions in front of the store (see CachedBytes); 0 turns it
+	// live sessions in front of the store (see cachedBytes); 0 turns it
 	// off. It is used only while Run keeps the invalidation subscription
 	// up.
 	LocalBytes int64
