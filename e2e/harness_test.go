@@ -325,7 +325,7 @@ ledger:
 	e.exited = make(chan error, 1)
 	go func() { e.exited <- e.cmd.Wait(); close(e.exited) }()
 	e.public, e.admin = "http://"+pub, "http://"+adm
-	registerFront(e.public)
+	registerFront(t, e.public)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		resp, err := http.Get(e.admin + "/readyz")

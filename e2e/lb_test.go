@@ -70,7 +70,7 @@ backend bff
 		t.Fatal(err)
 	}
 	l := &lb{url: "http://" + addr, logs: &syncbuf.Buffer{}}
-	registerFront(l.url)
+	registerFront(t, l.url)
 	cmd := exec.Command(bin, "-f", path, "-db")
 	cmd.Stdout, cmd.Stderr = l.logs, l.logs
 	if err := cmd.Start(); err != nil {

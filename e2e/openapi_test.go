@@ -72,11 +72,17 @@ type openAPISpec struct {
 // balancer front the suite started: the answers that are checked.
 var bffFronts sync.Map
 
-// registerFront marks rawURL's host as the BFF's public surface.
-func registerFront(rawURL string) {
-	if u, err := url.Parse(rawURL); err == nil {
-		bffFronts.Store(u.Host, true)
+// registerFront marks rawURL's host as the BFF's public surface until t
+// ends: the kernel hands its port out again afterwards, to an OpenID
+// provider or a simulator of a later test, whose own /auth answers are
+// not the BFF's.
+func registerFront(t testing.TB, rawURL string) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return
 	}
+	bffFronts.Store(u.Host, true)
+	t.Cleanup(func() { bffFronts.Delete(u.Host) })
 }
 
 // strays are mismatches found with no test to report them to (a request
