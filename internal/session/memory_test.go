@@ -19,13 +19,7 @@ func TestBytesPerCachedSession(t *testing.T) {
 		t.Run(fmt.Sprintf("oidc=%v", oidc), func(t *testing.T) {
 			const n = 50_000
 			now := time.Now()
-			// The layer as NewManager builds it, with a far deadline: an
-			// untracked manager's would drop each entry a second after
-			// it is put, sooner than the race detector fills 50,000.
-			far := now.Add(time.Hour)
-			local := localcache.New(localcache.Options[compact]{MaxBytes: 1 << 30, Weigh: cachedBytes,
-				Until: func(compact) time.Time { return far }})
-			measured, estimated := localcachetest.BytesPerEntry(t, local, n, func(i int) {
+			measured, estimated := localcachetest.BytesPerEntry(t, cachedBytes, n, func(local *localcache.Cache[compact], i int) {
 				rec := Record{UserID: fmt.Sprintf("user-%07d", i), CreatedAt: now, LastSeen: now, AuthTime: now, Method: MethodDev}
 				if oidc {
 					rec.Method, rec.Sub, rec.SID = MethodOIDC, fmt.Sprintf("sub-%032d", i), fmt.Sprintf("sid-%032d", i)

@@ -123,7 +123,7 @@ type Cache struct {
 	group singleflight.Group
 	gen   atomic.Pointer[string]
 	local *localcache.Cache[localEntry] // by store key
-	hmacs sync.Pool                     // keyed HMACs for tokKey
+	hmacs sync.Pool                     // keyed HMACs for mac
 	live  atomic.Bool                   // the invalidation subscription is up
 	// lease is fresh while Redis reports every change of a token key
 	// (kv.Tracker) and has lately proven it: a local copy is then served

@@ -11,21 +11,34 @@ import (
 	"time"
 )
 
-func (c *Cache) fingerprint(label, v string, n int) string {
-	m := hmac.New(sha256.New, c.macKey)
+// mac is the keyed hash of label and v (HMAC-SHA-256 under the cache's
+// derived key) that every fingerprint of the cache is cut from. tokKey runs
+// on every request, so the keyed HMACs come from a pool.
+func (c *Cache) mac(label, v string) [sha256.Size]byte {
+	m, _ := c.hmacs.Get().(hash.Hash)
+	if m == nil {
+		m = hmac.New(sha256.New, c.macKey)
+	}
+	m.Reset()
 	m.Write([]byte(label))
 	m.Write([]byte{0})
 	m.Write([]byte(v))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:n])
+	var sum [sha256.Size]byte
+	m.Sum(sum[:0])
+	c.hmacs.Put(m)
+	return sum
+}
+
+func (c *Cache) fingerprint(label, v string, n int) string {
+	sum := c.mac(label, v)
+	return base64.RawURLEncoding.EncodeToString(sum[:n])
 }
 
 // tokenFP is the fingerprint stored in front of each encrypted value, so a
 // rejected token can be dropped only if it is still the cached one.
 func (c *Cache) tokenFP(token string) []byte {
-	m := hmac.New(sha256.New, c.macKey)
-	m.Write([]byte("token\x00"))
-	m.Write([]byte(token))
-	return m.Sum(nil)[:8]
+	sum := c.mac("token", token)
+	return sum[:8]
 }
 
 // keys of one user under one generation: a keyed hash of the user id (no
@@ -41,20 +54,12 @@ func keysOf(tok string) keys {
 }
 
 // tokKey is the store key of the user's token under generation gen, and
-// the local layer's key for it: on every request, so its keyed hash comes
-// from a pool of keyed HMACs (one allocation: the key itself).
+// the local layer's key for it: on every request, so it costs one
+// allocation (the key itself).
 func (c *Cache) tokKey(userID, gen string) string {
-	m, _ := c.hmacs.Get().(hash.Hash)
-	if m == nil {
-		m = hmac.New(sha256.New, c.macKey)
-	}
-	m.Reset()
-	m.Write([]byte("user\x00"))
-	m.Write([]byte(userID))
-	var sum [sha256.Size]byte
+	sum := c.mac("user", userID)
 	var fp [24]byte // base64 of 18 bytes
-	base64.RawURLEncoding.Encode(fp[:], m.Sum(sum[:0])[:18])
-	c.hmacs.Put(m)
+	base64.RawURLEncoding.Encode(fp[:], sum[:18])
 	return "tok:{" + string(fp[:]) + "}:" + gen
 }
 

@@ -21,16 +21,10 @@ func TestBytesPerCachedToken(t *testing.T) {
 		t.Run(fmt.Sprintf("token of %d bytes", size), func(t *testing.T) {
 			const n = 30_000
 			now := time.Now()
-			// The layer as NewCache builds it, with a far deadline: an
-			// untracked cache's would drop each entry 10 s after it is
-			// put, which the race detector may reach while it fills.
-			far := now.Add(time.Hour)
-			local := localcache.New(localcache.Options[localEntry]{MaxBytes: 1 << 30, Weigh: entryBytes,
-				Until: func(localEntry) time.Time { return far }})
 			var key Cache
 			key.macKey = make([]byte, 32)
 			pad := strings.Repeat("x", size-10)
-			measured, estimated := localcachetest.BytesPerEntry(t, local, n, func(i int) {
+			measured, estimated := localcachetest.BytesPerEntry(t, entryBytes, n, func(local *localcache.Cache[localEntry], i int) {
 				// A fresh string per token, as a decrypted or minted one is.
 				v := stored{tok: Token{Value: fmt.Sprintf("%010d", i) + pad, Expiry: now.Add(time.Hour)}, until: now.Add(time.Hour), refreshAt: now.Add(50 * time.Minute)}
 				local.Put(key.tokKey(fmt.Sprintf("user-%07d", i), "gen-abcdefgh"), newLocalEntry(v, now))
