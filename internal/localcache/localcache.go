@@ -1,42 +1,63 @@
 // Package localcache is the in-process layer the BFF keeps in front of
-// Redis for sessions and tokens. It is a thin, typed face on otter
-// (github.com/maypok86/otter/v2): W-TinyLFU admission, so a scan of users
-// seen once (a login storm, a crawler) does not push out the users who come
-// back; a bound in bytes rather than in entries, with the weight of each
-// entry estimated from its strings; and a deadline per entry, expired by a
-// timer wheel, so nothing walks the whole cache under a lock.
+// Redis for sessions and tokens: a cache bounded in bytes, with a deadline
+// per entry, that does not push returning users out for users seen once (a
+// login storm, a crawler), and that holds no pointer per entry.
 //
-// Entries are keyed by the same string the shared store names them by (a
-// session's handle, a token's store key), so an invalidation reported by
-// Redis drops exactly one entry without a second index.
+// The last is why it is our own code. With 100,000 users an instance holds
+// about 200,000 entries; kept as heap objects (otter's nodes, which this
+// package wrapped before), every garbage collection marked them all, and
+// its long mark phases were the p99 cost that remained at that scale. Here
+// the entries are records in byte rings (16 KiB chunks, allocated as the
+// cache fills) and the index is a map[uint64]uint64: neither holds a
+// pointer, so the collector skips both. The Go libraries built that way
+// (freecache, fastcache, bigcache) lack what the layers need: freecache
+// allocates its whole bound up front (which the collector's heap goal
+// counts), fastcache has no deadlines nor admission, bigcache one lifetime
+// for all entries.
+//
+// Eviction is S3-FIFO (Yang et al., SOSP 2023): a new entry enters a small
+// queue (a tenth of the bytes); leaving it, an entry read meanwhile moves
+// to the main queue and one not read is dropped, its key's hash kept in a
+// ghost filter so that its next Put goes to the main queue; the main
+// queue gives each entry read since its last pass another one (up to
+// three). Entries are keyed by the string the shared store names them by
+// (a session's handle, a token's store key), so an invalidation reported
+// by Redis drops exactly one entry without a second index.
 package localcache
 
 import (
+	"encoding/binary"
 	"hash/maphash"
+	"math/bits"
+	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/maypok86/otter/v2"
 )
 
-// EntryOverhead is what an entry costs besides its key's bytes and its
-// value (which the callers' Weigh estimates): otter's node (the key's and
-// the value's headers, the links of the eviction and expiry policies, the
-// deadline, the weight) and its slot in the hash table. The layers'
-// TestBytesPerCached* tests (localcachetest.BytesPerEntry) hold the sum to
-// the measured heap.
-const EntryOverhead = 160
+// EntryOverhead is what an entry costs besides its key's and its value's
+// bytes: its record's header (24 bytes) and its slot in the index
+// (about 30). The layers' TestBytesPerCached* tests
+// (localcachetest.BytesPerEntry) hold the sum to the measured heap.
+const EntryOverhead = hdrSize + indexBytes
+
+// MaxEntry is the largest record (header, key and value) the cache keeps;
+// Put of a larger one only drops what the key held.
+const MaxEntry = 64 << 10
 
 // Options configures a Cache.
 type Options[V any] struct {
-	// MaxBytes bounds the estimated memory of the entries; 0 turns the
-	// cache off (every Get misses, Put keeps nothing).
+	// MaxBytes bounds the memory of the entries; 0 turns the cache off
+	// (every Get misses, Put keeps nothing).
 	MaxBytes int64
-	// Weigh estimates an entry's bytes besides EntryOverhead and its key.
-	Weigh func(v V) int
-	// Until is when an entry must be gone; the cache drops it then (the
-	// callers still check their own deadlines on every read: this only
-	// frees the memory).
+	// Append appends v's encoding to b; the cache keeps those bytes, not
+	// v (AppendInt and AppendString write, a Reader reads).
+	Append func(b []byte, v V) []byte
+	// Read decodes what Append wrote for the entry under key. b is the
+	// cache's memory, valid only during the call: Read must copy what it
+	// keeps (Reader's String does).
+	Read func(key string, b []byte) V
+	// Until is when an entry must be gone; Get misses from then on (the
+	// callers still check their own deadlines, which may be earlier).
 	Until func(v V) time.Time
 	// Now is the clock Until is measured on; time.Now when nil.
 	Now func() time.Time
@@ -44,7 +65,10 @@ type Options[V any] struct {
 
 // Cache maps a store key to a value. Safe for concurrent use.
 type Cache[V any] struct {
-	c *otter.Cache[string, V] // nil when off
+	shards []shard // nil when off
+	seed   maphash.Seed
+	bufs   sync.Pool // *[]byte: encodings in the making
+	o      Options[V]
 }
 
 // New returns an empty cache.
@@ -55,64 +79,428 @@ func New[V any](o Options[V]) *Cache[V] {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	weigh, until, now := o.Weigh, o.Until, o.Now
-	c := otter.Must(&otter.Options[string, V]{
-		MaximumWeight: uint64(o.MaxBytes),
-		Weigher: func(k string, v V) uint32 {
-			return uint32(min(EntryOverhead+len(k)+weigh(v), 1<<31))
-		},
-		ExpiryCalculator: otter.ExpiryWritingFunc(func(e otter.Entry[string, V]) time.Duration {
-			return max(until(e.Value).Sub(now()), time.Nanosecond)
-		}),
-	})
-	return &Cache[V]{c: c}
+	// Shards of at least 1 MiB (a queue of 64 chunks), at most 16: enough
+	// that two cores seldom meet on a lock.
+	n := 1
+	for n < 16 && o.MaxBytes/int64(2*n) >= 1<<20 {
+		n *= 2
+	}
+	c := &Cache[V]{shards: make([]shard, n), seed: maphash.MakeSeed(), o: o}
+	for i := range c.shards {
+		c.shards[i].init(o.MaxBytes / int64(n))
+	}
+	c.bufs.New = func() any { b := make([]byte, 0, 512); return &b }
+	return c
+}
+
+func (c *Cache[V]) shard(h uint64) *shard {
+	return &c.shards[h&uint64(len(c.shards)-1)]
 }
 
 // Get returns the value under k.
 func (c *Cache[V]) Get(k string) (V, bool) {
-	if c.c == nil {
-		var zero V
+	var zero V
+	if c.shards == nil {
 		return zero, false
 	}
-	return c.c.GetIfPresent(k)
+	h := maphash.String(c.seed, k)
+	now := Mono(c.o.Now())
+	s := c.shard(h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, pos, ok := s.lookup(h)
+	if !ok {
+		return zero, false
+	}
+	r := &s.rings[q]
+	hd := r.header(pos, &s.hdr)
+	rec := r.view(pos, hd.size(), &s.scratch)
+	key := rec[hdrSize : hdrSize+int(hd.klen)]
+	if string(key) != k {
+		return zero, false // another key with the same hash
+	}
+	if hd.until <= now {
+		delete(s.index, h)
+		return zero, false
+	}
+	if hd.freq < maxFreq {
+		r.setFreq(pos, hd.freq+1)
+	}
+	return c.o.Read(k, rec[hdrSize+int(hd.klen):hdrSize+int(hd.klen)+int(hd.vlen)]), true
 }
 
 // Put stores v under k, replacing what was there.
 func (c *Cache[V]) Put(k string, v V) {
-	if c.c != nil {
-		c.c.Set(k, v)
+	if c.shards == nil {
+		return
 	}
+	h := maphash.String(c.seed, k)
+	bp := c.bufs.Get().(*[]byte)
+	defer c.bufs.Put(bp)
+	rec := append((*bp)[:0], make([]byte, hdrSize)...)
+	rec = append(rec, k...)
+	rec = c.o.Append(rec, v)
+	*bp = rec
+	hd := header{hash: h, until: Mono(c.o.Until(v)), klen: uint16(len(k)), vlen: uint32(len(rec) - hdrSize - len(k))}
+	tooBig := len(k) > 0xffff || len(rec) > MaxEntry
+	now := Mono(c.o.Now())
+
+	s := c.shard(h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, _, had := s.lookup(h)
+	delete(s.index, h)
+	if tooBig {
+		return
+	}
+	hd.put(rec)
+	// A key put again (a refresh, a touch) is in use; a key dropped from
+	// the small queue lately came back: both go to the main queue.
+	q := small
+	if had || s.ghost.has(h) {
+		q = main
+	}
+	s.push(q, h, rec, true, now)
 }
 
 // Drop removes the entry under k.
 func (c *Cache[V]) Drop(k string) {
-	if c.c != nil {
-		c.c.Invalidate(k)
+	if c.shards == nil {
+		return
 	}
+	h := maphash.String(c.seed, k)
+	s := c.shard(h)
+	s.mu.Lock()
+	delete(s.index, h)
+	s.mu.Unlock()
 }
 
-// Clear removes every entry.
+// Clear removes every entry. The memory stays with the cache, for the
+// entries to come.
 func (c *Cache[V]) Clear() {
-	if c.c != nil {
-		c.c.InvalidateAll()
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		clear(s.index)
+		for q := range s.rings {
+			s.rings[q].head, s.rings[q].tail = 0, 0
+		}
+		s.ghost.reset()
+		s.mu.Unlock()
 	}
 }
 
-// Len is the number of entries (an estimate while expired entries await
-// their clean-up).
+// Len is the number of entries (entries past their deadline count until
+// a Get or the eviction finds them).
 func (c *Cache[V]) Len() int {
-	if c.c == nil {
-		return 0
+	n := 0
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		n += len(s.index)
+		s.mu.Unlock()
 	}
-	return c.c.EstimatedSize()
+	return n
 }
 
-// Bytes is the estimated memory of the entries.
+// Bytes is the memory the entries take, which MaxBytes bounds: the
+// queues' records (including those dropped but not yet reclaimed) and the
+// index.
 func (c *Cache[V]) Bytes() int64 {
-	if c.c == nil {
-		return 0
+	var n int64
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		n += s.used()
+		s.mu.Unlock()
 	}
-	return int64(c.c.WeightedSize())
+	return n
+}
+
+// The queues of a shard.
+const (
+	small = 0
+	main  = 1
+)
+
+const (
+	chunkSize  = 16 << 10
+	hdrSize    = 24
+	indexBytes = 30 // a map[uint64]uint64 entry: 16 bytes and a control byte per slot, at 7/16 to 7/8 full
+	maxFreq    = 3
+	mainBit    = 1 << 63
+)
+
+// shard is one lock's share of the cache. The index maps a key's hash to
+// the queue and log position of its record; a record whose position the
+// index does not hold is dead (dropped or replaced) and its bytes are
+// reclaimed when its queue's tail passes it.
+type shard struct {
+	mu      sync.Mutex
+	index   map[uint64]uint64
+	rings   [2]ring
+	ghost   ghost
+	budget  int64
+	hdr     [hdrSize]byte
+	scratch []byte // Get's and evictMain's copy of a record
+	moving  []byte // evictSmall's copy of the record it moves
+}
+
+func (s *shard) init(budget int64) {
+	s.budget = budget
+	s.index = map[uint64]uint64{}
+	chunks := func(b int64) int { return int(max(1, (b+chunkSize-1)/chunkSize)) }
+	s.rings[small].chunks = make([][]byte, chunks(budget/10))
+	s.rings[main].chunks = make([][]byte, chunks(budget))
+	s.ghost.init(max(64, int(budget/256)))
+}
+
+func (s *shard) used() int64 {
+	return int64(s.rings[small].used()+s.rings[main].used()) + int64(len(s.index))*indexBytes
+}
+
+func (s *shard) lookup(h uint64) (q int, pos uint64, ok bool) {
+	e, ok := s.index[h]
+	if !ok {
+		return 0, 0, false
+	}
+	if e&mainBit != 0 {
+		return main, e &^ mainBit, true
+	}
+	return small, e, true
+}
+
+func (s *shard) live(q int, h, pos uint64) bool {
+	lq, lpos, ok := s.lookup(h)
+	return ok && lq == q && lpos == pos
+}
+
+// push appends rec (its header filled in) to queue q and indexes it,
+// evicting until it fits the queue and, when budget is set, the shard's
+// bytes. It reports whether it did (a record larger than the queue does
+// not fit).
+func (s *shard) push(q int, h uint64, rec []byte, budget bool, now int64) bool {
+	r := &s.rings[q]
+	need := int64(len(rec)) + indexBytes
+	for !r.fits(len(rec)) || budget && s.used()+need > s.budget {
+		var ok bool
+		switch {
+		case !r.fits(len(rec)) && q == small:
+			ok = s.evictSmall(now)
+		case !r.fits(len(rec)):
+			ok = s.evictMain(now)
+		case int64(s.rings[small].used()) > s.budget/10:
+			ok = s.evictSmall(now)
+		default:
+			ok = s.evictMain(now) || s.evictSmall(now)
+		}
+		if !ok {
+			return false
+		}
+	}
+	pos := r.push(rec)
+	if q == main {
+		pos |= mainBit
+	}
+	s.index[h] = pos
+	return true
+}
+
+// evictSmall takes the record at the small queue's tail: read while
+// there, it moves to the main queue; else it is dropped, its hash kept in
+// the ghost filter. It reports false when the queue is empty.
+func (s *shard) evictSmall(now int64) bool {
+	r := &s.rings[small]
+	if r.empty() {
+		return false
+	}
+	pos := r.tail
+	hd := r.header(pos, &s.hdr)
+	size := hd.size()
+	if s.live(small, hd.hash, pos) {
+		delete(s.index, hd.hash)
+		if hd.freq > 0 && hd.until > now {
+			rec := r.copyOut(pos, size, &s.moving)
+			r.tail += uint64(size)
+			rec[freqAt] = 0
+			s.push(main, hd.hash, rec, false, now)
+			return true
+		}
+		s.ghost.add(hd.hash)
+	}
+	r.tail += uint64(size)
+	return true
+}
+
+// evictMain takes the record at the main queue's tail: read since its
+// last pass, it goes back to the head with one read less; else it is
+// dropped. It reports false when the queue is empty.
+func (s *shard) evictMain(now int64) bool {
+	r := &s.rings[main]
+	if r.empty() {
+		return false
+	}
+	pos := r.tail
+	hd := r.header(pos, &s.hdr)
+	size := hd.size()
+	if s.live(main, hd.hash, pos) {
+		if hd.freq > 0 && hd.until > now {
+			// Its own bytes make the room: the ring is a ring of bytes,
+			// so a record the tail frees fits at the head.
+			rec := r.copyOut(pos, size, &s.scratch)
+			r.tail += uint64(size)
+			rec[freqAt] = hd.freq - 1
+			s.index[hd.hash] = r.push(rec) | mainBit
+			return true
+		}
+		delete(s.index, hd.hash)
+	}
+	r.tail += uint64(size)
+	return true
+}
+
+// header is a record's first hdrSize bytes: the key's hash, the deadline
+// (Mono), the value's and the key's lengths and the reads counted.
+type header struct {
+	hash  uint64
+	until int64
+	vlen  uint32
+	klen  uint16
+	freq  uint8
+}
+
+const freqAt = 22
+
+func (h header) size() int { return hdrSize + int(h.klen) + int(h.vlen) }
+
+func (h header) put(b []byte) {
+	binary.LittleEndian.PutUint64(b[0:], h.hash)
+	binary.LittleEndian.PutUint64(b[8:], uint64(h.until))
+	binary.LittleEndian.PutUint32(b[16:], h.vlen)
+	binary.LittleEndian.PutUint16(b[20:], h.klen)
+	b[freqAt] = h.freq
+	b[23] = 0
+}
+
+func readHeader(b []byte) header {
+	return header{hash: binary.LittleEndian.Uint64(b[0:]), until: int64(binary.LittleEndian.Uint64(b[8:])),
+		vlen: binary.LittleEndian.Uint32(b[16:]), klen: binary.LittleEndian.Uint16(b[20:]), freq: b[freqAt]}
+}
+
+// ring is a FIFO queue of records in a ring of bytes, cut into chunks
+// allocated as the ring first reaches them. head and tail are log
+// positions: they only grow, and a position's byte is at pos modulo the
+// ring's capacity. A record may straddle two chunks.
+type ring struct {
+	chunks     [][]byte
+	head, tail uint64
+}
+
+func (r *ring) capacity() uint64 { return uint64(len(r.chunks)) * chunkSize }
+func (r *ring) used() uint64     { return r.head - r.tail }
+func (r *ring) empty() bool      { return r.head == r.tail }
+func (r *ring) fits(n int) bool  { return r.used()+uint64(n) <= r.capacity() }
+
+// chunk returns the bytes from pos to the end of its chunk.
+func (r *ring) chunk(pos uint64) []byte {
+	i := (pos / chunkSize) % uint64(len(r.chunks))
+	if r.chunks[i] == nil {
+		r.chunks[i] = make([]byte, chunkSize)
+	}
+	return r.chunks[i][pos%chunkSize:]
+}
+
+// push appends rec at the head and returns its position.
+func (r *ring) push(rec []byte) uint64 {
+	pos := r.head
+	for b := rec; len(b) > 0; {
+		n := copy(r.chunk(r.head), b)
+		b, r.head = b[n:], r.head+uint64(n)
+	}
+	return pos
+}
+
+// view returns the n bytes at pos: the ring's own when they are in one
+// chunk, else a copy in *buf.
+func (r *ring) view(pos uint64, n int, buf *[]byte) []byte {
+	if b := r.chunk(pos); len(b) >= n {
+		return b[:n]
+	}
+	return r.copyOut(pos, n, buf)
+}
+
+// copyOut copies the n bytes at pos into *buf.
+func (r *ring) copyOut(pos uint64, n int, buf *[]byte) []byte {
+	if cap(*buf) < n {
+		*buf = make([]byte, n, max(n, 2*cap(*buf)))
+	}
+	out := (*buf)[:n]
+	for b := out; len(b) > 0; {
+		k := copy(b, r.chunk(pos))
+		b, pos = b[k:], pos+uint64(k)
+	}
+	return out
+}
+
+func (r *ring) header(pos uint64, buf *[hdrSize]byte) header {
+	if b := r.chunk(pos); len(b) >= hdrSize {
+		return readHeader(b)
+	}
+	s := buf[:0:hdrSize]
+	return readHeader(r.copyOut(pos, hdrSize, &s))
+}
+
+func (r *ring) setFreq(pos uint64, f uint8) { r.chunk(pos + freqAt)[0] = f }
+
+// ghost remembers the hashes of the keys the small queue dropped lately:
+// two Bloom filters of n keys each, the older cleared when the newer is
+// full, so it remembers the last n to 2n (and errs, rarely, towards
+// "seen", which only sends a new key to the main queue).
+type ghost struct {
+	cur, old []uint64 // bits
+	n, count int
+}
+
+func (g *ghost) init(n int) {
+	words := (n*10 + 63) / 64
+	g.cur, g.old, g.n = make([]uint64, words), make([]uint64, words), n
+}
+
+func (g *ghost) reset() {
+	clear(g.cur)
+	clear(g.old)
+	g.count = 0
+}
+
+// probes are the filter's 3 bits for h (double hashing).
+func (g *ghost) probes(h uint64) [3]uint64 {
+	m := uint64(len(g.cur)) * 64
+	h2 := bits.RotateLeft64(h, 32) | 1
+	return [3]uint64{h % m, (h + h2) % m, (h + 2*h2) % m}
+}
+
+func (g *ghost) add(h uint64) {
+	if g.count >= g.n {
+		g.cur, g.old = g.old, g.cur
+		clear(g.cur)
+		g.count = 0
+	}
+	for _, p := range g.probes(h) {
+		g.cur[p/64] |= 1 << (p % 64)
+	}
+	g.count++
+}
+
+func (g *ghost) has(h uint64) bool {
+	in := func(f []uint64) bool {
+		for _, p := range g.probes(h) {
+			if f[p/64]&(1<<(p%64)) == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	return in(g.cur) || in(g.old)
 }
 
 // Versions counts the reported changes of store keys, so that a reader can

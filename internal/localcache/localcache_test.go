@@ -2,6 +2,10 @@ package localcache_test
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,9 +20,16 @@ type val struct {
 func newCache(maxBytes int64, now func() time.Time) *localcache.Cache[val] {
 	return localcache.New(localcache.Options[val]{
 		MaxBytes: maxBytes,
-		Weigh:    func(v val) int { return len(v.s) },
-		Until:    func(v val) time.Time { return v.until },
-		Now:      now,
+		Append: func(b []byte, v val) []byte {
+			return localcache.AppendInt(localcache.AppendString(b, v.s), v.until.UnixNano())
+		},
+		Read: func(_ string, b []byte) val {
+			r := localcache.Reader(b)
+			s := r.String()
+			return val{s, time.Unix(0, r.Int())}
+		},
+		Until: func(v val) time.Time { return v.until },
+		Now:   now,
 	})
 }
 
@@ -57,7 +68,7 @@ func TestOffKeepsNothing(t *testing.T) {
 	c.Clear()
 }
 
-// An entry past its Until is gone (its memory freed) without a Get.
+// An entry past its Until is not served.
 func TestEntryGoesAtItsDeadline(t *testing.T) {
 	c := newCache(1<<20, nil)
 	c.Put("soon", val{"x", time.Now().Add(50 * time.Millisecond)})
@@ -82,7 +93,8 @@ func TestEntryGoesAtItsDeadline(t *testing.T) {
 // their entries through a stream of users seen once (a login storm, a
 // crawler): half the cache's worth of returning users, each back after
 // one and a half caches' worth of one-time users, which a plain LRU would
-// miss on every return (W-TinyLFU admission keeps them).
+// miss on every return (S3-FIFO's ghost sends them to the main queue,
+// where their reads keep them).
 func TestBoundInBytesAndScanResistance(t *testing.T) {
 	const maxBytes = 1 << 20
 	c := newCache(maxBytes, nil)
@@ -113,6 +125,119 @@ func TestBoundInBytesAndScanResistance(t *testing.T) {
 	if hits < returns*8/10 {
 		t.Fatalf("returning users hit %d of %d times, want at least 80%%", hits, returns)
 	}
+}
+
+// Whatever the sequence of Puts, Gets and Drops, a Get returns the value
+// of the key's last Put or misses: never another key's value, a dropped
+// one or an older one. Values of 0 to 40 KB cross the rings' chunk
+// boundaries (16 KiB) and wrap the rings many times over.
+func TestGetReturnsTheLastPutOrMisses(t *testing.T) {
+	c := newCache(2<<20, nil)
+	rng := rand.New(rand.NewPCG(1, 2))
+	far := time.Now().Add(time.Hour)
+	last := map[string]string{} // "" once dropped
+	hits := 0
+	for i := range 200_000 {
+		k := fmt.Sprintf("key-%d", rng.IntN(3000))
+		switch op := rng.IntN(10); {
+		case op < 4:
+			size := rng.IntN(600)
+			if rng.IntN(50) == 0 {
+				size = rng.IntN(40 << 10)
+			}
+			v := fmt.Sprintf("%s/%d/", k, i) + strings.Repeat("v", size)
+			c.Put(k, val{v, far})
+			last[k] = v
+		case op < 5:
+			c.Drop(k)
+			last[k] = ""
+		default:
+			got, ok := c.Get(k)
+			if !ok {
+				continue
+			}
+			hits++
+			if want := last[k]; got.s != want {
+				t.Fatalf("step %d: Get(%s) = %.40q…, want %.40q…", i, k, got.s, want)
+			}
+		}
+		if i%10_000 == 0 && c.Bytes() > 2<<20 {
+			t.Fatalf("step %d: %d bytes held, bound %d", i, c.Bytes(), 2<<20)
+		}
+	}
+	if hits < 10_000 {
+		t.Fatalf("only %d hits: the test did not exercise the cache", hits)
+	}
+}
+
+// A value larger than MaxEntry is not kept, and the key's older value
+// goes: a Get must not serve what the failed Put replaced.
+func TestTooLargeDropsTheOlderValue(t *testing.T) {
+	c := newCache(4<<20, nil)
+	far := time.Now().Add(time.Hour)
+	c.Put("k", val{"small", far})
+	c.Put("k", val{strings.Repeat("x", localcache.MaxEntry), far})
+	if v, ok := c.Get("k"); ok {
+		t.Fatalf("Get after a too-large Put = %.20q, want a miss", v.s)
+	}
+}
+
+// The cache's point: 100,000 entries add almost no heap objects (no
+// pointers for the garbage collector to follow), where a node per entry
+// would add at least one each.
+func TestEntriesAreNotHeapObjects(t *testing.T) {
+	c := newCache(1<<30, nil) // its small queue holds them all
+	far := time.Now().Add(time.Hour)
+	objects := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapObjects
+	}
+	const n = 100_000
+	before := objects()
+	for i := range n {
+		c.Put(fmt.Sprintf("user-%07d", i), val{strings.Repeat("t", 300), far})
+	}
+	grew := objects() - before
+	if c.Len() != n {
+		t.Fatalf("%d entries cached, want %d", c.Len(), n)
+	}
+	t.Logf("%d entries added %d heap objects", n, grew)
+	if grew > n/20 {
+		t.Fatalf("%d entries added %d heap objects, want under %d", n, grew, n/20)
+	}
+	runtime.KeepAlive(c)
+}
+
+// Concurrent use, for the race detector: every hit is the key's own.
+func TestConcurrentUse(t *testing.T) {
+	c := newCache(1<<20, nil)
+	far := time.Now().Add(time.Hour)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 20_000 {
+				k := fmt.Sprintf("k-%d", (i*7+g)%500)
+				switch i % 4 {
+				case 0:
+					c.Put(k, val{k + strings.Repeat("x", i%900), far})
+				case 1:
+					c.Drop(k)
+				default:
+					if v, ok := c.Get(k); ok && !strings.HasPrefix(v.s, k) {
+						t.Errorf("Get(%s) = %.20q", k, v.s)
+						return
+					}
+				}
+				if i%5000 == 0 {
+					c.Len()
+					c.Bytes()
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func TestVersions(t *testing.T) {

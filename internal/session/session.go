@@ -117,9 +117,8 @@ type New struct {
 type Options struct {
 	IdleTimeout     time.Duration
 	AbsoluteTimeout time.Duration
-	// LocalBytes bounds the estimated memory of the in-process copy of
-	// live sessions in front of the store (see cachedBytes); 0 turns it
-	// off. It is used only while Run keeps the invalidation subscription
+	// LocalBytes bounds the memory of the in-process copy of
+	// live sessions in front of the store; 0 turns it off. It is used only while Run keeps the invalidation subscription
 	// up.
 	LocalBytes int64
 	// MaxPerUser caps a user's live sessions: a login beyond it ends that
@@ -169,11 +168,10 @@ type cached struct {
 	fetched time.Time
 }
 
-// compact is cached as the local layer holds it: its times as int64
-// nanoseconds, so that none of the 100,000 and more entries holds a
-// pointer (a time.Time's location) besides its strings. The record's
-// times are Unix times (they are the stored record's); fetched is
-// localcache.Mono, an age that a wall-clock step must not stretch.
+// compact is a cached session as the local layer's bytes hold it
+// (appendCompact): its times as int64 nanoseconds. The record's times are
+// Unix times (they are the stored record's); fetched is localcache.Mono,
+// an age that a wall-clock step must not stretch.
 type compact struct {
 	userID, method, sub, sid, handle     string
 	created, lastSeen, authTime, fetched int64
@@ -206,15 +204,39 @@ func unixNano(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-// compactFixed is the fixed size of a compact value (five string headers,
-// four times), which the strings' bytes add to (the handle's are the key's).
-const compactFixed = 112
+// appendCompact is how the local layer holds a session: its times, then
+// its strings (the handle is the cache's key).
+func appendCompact(b []byte, k compact) []byte {
+	for _, t := range [...]int64{k.created, k.lastSeen, k.authTime, k.fetched} {
+		b = localcache.AppendInt(b, t)
+	}
+	for _, s := range [...]string{k.userID, k.method, k.sub, k.sid} {
+		b = localcache.AppendString(b, s)
+	}
+	return b
+}
 
-// cachedBytes estimates the memory a cached session takes in the local
-// layer besides the cache's per-entry overhead and the key (the handle).
-// TestBytesPerCachedSession holds it to a measurement.
-func cachedBytes(k compact) int {
-	return compactFixed + len(k.userID) + len(k.sub) + len(k.sid)
+// readCompact is the session appendCompact wrote under handle.
+func readCompact(handle string, b []byte) compact {
+	r := localcache.Reader(b)
+	k := compact{handle: handle, created: r.Int(), lastSeen: r.Int(), authTime: r.Int(), fetched: r.Int(), userID: r.String()}
+	k.method = internMethod(r.Bytes())
+	k.sub, k.sid = r.String(), r.String()
+	return k
+}
+
+// internMethod is the constant's string for one of the three methods, not
+// a copy per session read.
+func internMethod(b []byte) string {
+	switch string(b) {
+	case MethodDev:
+		return MethodDev
+	case MethodOIDC:
+		return MethodOIDC
+	case MethodMobile:
+		return MethodMobile
+	}
+	return string(b)
 }
 
 // NewManager returns a Manager over store.
@@ -231,7 +253,7 @@ func NewManager(store Store, o Options) *Manager {
 	m := &Manager{store: store, idle: o.IdleTimeout, absolute: o.AbsoluteTimeout, touchEvery: touchInterval(o.IdleTimeout),
 		now: o.Now, onCreate: o.OnCreate, log: o.Logger, maxPerUser: max(o.MaxPerUser, 0), id: NewID()[:16]}
 	m.local = localcache.New(localcache.Options[compact]{
-		MaxBytes: o.LocalBytes, Weigh: cachedBytes, Now: o.Now,
+		MaxBytes: o.LocalBytes, Append: appendCompact, Read: readCompact, Now: o.Now,
 		// A copy is gone from the heap once it would not be served any
 		// more: at the session's end, or localTTL after it was read when
 		// the store does not report changes.
@@ -586,13 +608,6 @@ func (m *Manager) get(ctx context.Context, handle string) (Record, error) {
 	var rec Record
 	if err := json.Unmarshal(b, &rec); err != nil || rec.UserID == "" {
 		return Record{}, ErrNotFound
-	}
-	// The method is one of three: the constant's string, not a copy per
-	// cached session.
-	for _, known := range []string{MethodDev, MethodOIDC, MethodMobile} {
-		if rec.Method == known {
-			rec.Method = known
-		}
 	}
 	if !m.now().Before(m.ExpiresAt(rec)) {
 		_ = m.store.Del(ctx, handleKey(handle))

@@ -65,8 +65,8 @@ type CacheOptions struct {
 	RefreshBefore time.Duration
 	// MaxTTL caps how long any token is cached.
 	MaxTTL time.Duration
-	// LocalBytes bounds the estimated memory of the in-process layer (see
-	// entryBytes); 0 disables it.
+	// LocalBytes bounds the memory of the in-process layer; 0 disables
+	// it.
 	LocalBytes int64
 	// MintTimeout bounds one mint; the cross-instance lock lives a little
 	// longer. Default 15s.
@@ -174,7 +174,7 @@ func NewCache(store Store, source Source, secret *Secret, o CacheOptions) (*Cach
 		observe: o.Observe, log: o.Logger, secret: secret, id: hex.EncodeToString(id[:]),
 	}
 	c.local = localcache.New(localcache.Options[localEntry]{
-		MaxBytes: o.LocalBytes, Weigh: entryBytes, Now: o.Now,
+		MaxBytes: o.LocalBytes, Append: appendEntry, Read: readEntry, Now: o.Now,
 		// An entry is gone from the heap once it would not be served
 		// any more: at its serve-until time, or localMaxAge after it was
 		// read when the store does not report changes.

@@ -8,11 +8,10 @@ import (
 )
 
 // localEntry is a token in the in-process layer, keyed by its store key
-// (which invalidations name). Its times are int64 nanoseconds, so that no
-// pointer (a time.Time's location) is left for the garbage collector to
-// follow in each of the 100,000 and more entries: expiry, until and
-// refreshAt as Unix times (they come from the store's value too), added
-// as localcache.Mono (an age, which a wall-clock step must not stretch).
+// (which invalidations name), as its bytes hold it (appendEntry). Its
+// times are int64 nanoseconds: expiry, until and refreshAt as Unix times
+// (they come from the store's value too), added as localcache.Mono (an
+// age, which a wall-clock step must not stretch).
 type localEntry struct {
 	value                           string
 	expiry, until, refreshAt, added int64
@@ -25,14 +24,20 @@ func newLocalEntry(v stored, added time.Time) localEntry {
 
 func (e localEntry) token() Token { return Token{Value: e.value, Expiry: time.Unix(0, e.expiry)} }
 
-// entryFixed is the fixed size of a localEntry (the token's string header
-// and four times), which the token's bytes add to.
-const entryFixed = 48
+// appendEntry is how the local layer holds a token: its times, then the
+// token.
+func appendEntry(b []byte, e localEntry) []byte {
+	for _, t := range [...]int64{e.expiry, e.until, e.refreshAt, e.added} {
+		b = localcache.AppendInt(b, t)
+	}
+	return localcache.AppendString(b, e.value)
+}
 
-// entryBytes estimates the memory of a cached token besides the cache's
-// per-entry overhead and its key. TestBytesPerCachedToken holds it to a
-// measurement.
-func entryBytes(e localEntry) int { return entryFixed + len(e.value) }
+// readEntry is the token appendEntry wrote.
+func readEntry(_ string, b []byte) localEntry {
+	r := localcache.Reader(b)
+	return localEntry{expiry: r.Int(), until: r.Int(), refreshAt: r.Int(), added: r.Int(), value: r.String()}
+}
 
 // waiters lets goroutines of this process wait for news of a store key (a
 // mint finished, failed, or was invalidated) instead of polling Redis.
