@@ -163,7 +163,9 @@ func (c *Cache[V]) Put(k string, v V) {
 	s.push(q, h, rec, true, now)
 }
 
-// Drop removes the entry under k.
+// Drop removes the entry under k. Its key is in use (a change of it is
+// what drops an entry), so the ghost filter remembers it: the copy put
+// next goes to the main queue, as a replaced one does.
 func (c *Cache[V]) Drop(k string) {
 	if c.shards == nil {
 		return
@@ -171,7 +173,10 @@ func (c *Cache[V]) Drop(k string) {
 	h := maphash.String(c.seed, k)
 	s := c.shard(h)
 	s.mu.Lock()
-	delete(s.index, h)
+	if _, ok := s.index[h]; ok {
+		delete(s.index, h)
+		s.ghost.add(h)
+	}
 	s.mu.Unlock()
 }
 

@@ -170,6 +170,29 @@ func TestGetReturnsTheLastPutOrMisses(t *testing.T) {
 	}
 }
 
+// A key dropped (a change reported by the store) and put again is in use:
+// it goes to the main queue, where a stream of one-time keys many times
+// the small queue's size does not reach it. In the small queue, unread,
+// it would be the first to go.
+func TestDroppedKeyComesBackToTheMainQueue(t *testing.T) {
+	const maxBytes = 1 << 20
+	c := newCache(maxBytes, nil)
+	far := time.Now().Add(time.Hour)
+	c.Put("k", val{"1", far})
+	c.Drop("k")
+	c.Put("k", val{"2", far})
+	c.Put("never-dropped", val{"3", far})
+	for i := range maxBytes / 10 / 300 * 5 { // five small queues' worth
+		c.Put(fmt.Sprintf("scan-%06d", i), val{strings.Repeat("s", 300), far})
+	}
+	if _, ok := c.Get("never-dropped"); ok {
+		t.Fatal("an unread key in the small queue outlived five turns of it: the test does not test")
+	}
+	if v, ok := c.Get("k"); !ok || v.s != "2" {
+		t.Fatalf("Get(k) = %q, %v; want 2 from the main queue", v.s, ok)
+	}
+}
+
 // A value larger than MaxEntry is not kept, and the key's older value
 // goes: a Get must not serve what the failed Put replaced.
 func TestTooLargeDropsTheOlderValue(t *testing.T) {
