@@ -21,10 +21,10 @@ const (
 )
 
 // The in-process caches' memory bounds. Measured (docs/operations.md,
-// "Capacity"): a cached session takes 280 to 375 bytes and a cached token
-// about 220 plus the token's length, so each default holds the sessions
-// or tokens of over 100,000 active users (170,000 sessions or more;
-// 240,000 tokens of 300 bytes, 100,000 of 1 KB).
+// "Capacity"): a cached session takes 150 to 220 bytes and a cached token
+// about 140 plus the token's length, so each default holds the sessions
+// or tokens of over 100,000 active users (300,000 sessions or more;
+// 300,000 tokens of 300 bytes, 115,000 of 1 KB).
 const (
 	DefaultSessionCacheBytes = 64 << 20
 	DefaultTokenCacheBytes   = 128 << 20
