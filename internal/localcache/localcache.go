@@ -311,18 +311,28 @@ func (s *shard) push(q int, h uint64, rec []byte, budget bool, now int64) bool {
 	return true
 }
 
+// front is the record at queue q's tail (nil r when the queue is empty)
+// and whether the index still holds it.
+func (s *shard) front(q int) (r *ring, pos uint64, hd header, live bool) {
+	r = &s.rings[q]
+	if r.empty() {
+		return nil, 0, header{}, false
+	}
+	pos = r.tail
+	hd = r.header(pos, &s.hdr)
+	return r, pos, hd, s.live(q, hd.hash, pos)
+}
+
 // evictSmall takes the record at the small queue's tail: read while
 // there, it moves to the main queue; else it is dropped, its hash kept in
 // the ghost filter. It reports false when the queue is empty.
 func (s *shard) evictSmall(now int64) bool {
-	r := &s.rings[small]
-	if r.empty() {
+	r, pos, hd, live := s.front(small)
+	if r == nil {
 		return false
 	}
-	pos := r.tail
-	hd := r.header(pos, &s.hdr)
 	size := hd.size()
-	if s.live(small, hd.hash, pos) {
+	if live {
 		delete(s.index, hd.hash)
 		if hd.freq > 0 && hd.until > now {
 			rec := r.copyOut(pos, size, &s.moving)
@@ -341,14 +351,12 @@ func (s *shard) evictSmall(now int64) bool {
 // last pass, it goes back to the head with one read less; else it is
 // dropped. It reports false when the queue is empty.
 func (s *shard) evictMain(now int64) bool {
-	r := &s.rings[main]
-	if r.empty() {
+	r, pos, hd, live := s.front(main)
+	if r == nil {
 		return false
 	}
-	pos := r.tail
-	hd := r.header(pos, &s.hdr)
 	size := hd.size()
-	if s.live(main, hd.hash, pos) {
+	if live {
 		if hd.freq > 0 && hd.until > now {
 			// Its own bytes make the room: the ring is a ring of bytes,
 			// so a record the tail frees fits at the head.
