@@ -103,7 +103,7 @@ func (c *Cache[V]) Get(k string) (V, bool) {
 	if c.shards == nil {
 		return zero, false
 	}
-	h := maphash.String(c.seed, k)
+	h := hashOf(c.seed, k)
 	now := Mono(c.o.Now())
 	s := c.shard(h)
 	s.mu.Lock()
@@ -134,7 +134,7 @@ func (c *Cache[V]) Put(k string, v V) {
 	if c.shards == nil {
 		return
 	}
-	h := maphash.String(c.seed, k)
+	h := hashOf(c.seed, k)
 	bp := c.bufs.Get().(*[]byte)
 	defer c.bufs.Put(bp)
 	rec := append((*bp)[:0], make([]byte, hdrSize)...)
@@ -150,7 +150,7 @@ func (c *Cache[V]) Put(k string, v V) {
 	defer s.mu.Unlock()
 	_, _, had := s.lookup(h)
 	delete(s.index, h)
-	if tooBig {
+	if tooBig || hd.until <= now {
 		return
 	}
 	hd.put(rec)
@@ -170,7 +170,7 @@ func (c *Cache[V]) Drop(k string) {
 	if c.shards == nil {
 		return
 	}
-	h := maphash.String(c.seed, k)
+	h := hashOf(c.seed, k)
 	s := c.shard(h)
 	s.mu.Lock()
 	if _, ok := s.index[h]; ok {
@@ -188,7 +188,7 @@ func (c *Cache[V]) Clear() {
 		s.mu.Lock()
 		clear(s.index)
 		for q := range s.rings {
-			s.rings[q].head, s.rings[q].tail = 0, 0
+			s.rings[q].reset()
 		}
 		s.ghost.reset()
 		s.mu.Unlock()
@@ -244,6 +244,7 @@ type shard struct {
 	mu      sync.Mutex
 	index   map[uint64]uint64
 	rings   [2]ring
+	free    [][]byte // chunks the rings' tails left, for their heads
 	ghost   ghost
 	budget  int64
 	hdr     [hdrSize]byte
@@ -255,8 +256,9 @@ func (s *shard) init(budget int64) {
 	s.budget = budget
 	s.index = map[uint64]uint64{}
 	chunks := func(b int64) int { return int(max(1, (b+chunkSize-1)/chunkSize)) }
-	s.rings[small].chunks = make([][]byte, chunks(budget/10))
-	s.rings[main].chunks = make([][]byte, chunks(budget))
+	for q := range s.rings {
+		s.rings[q].chunks, s.rings[q].pool = make([][]byte, chunks(budget)), &s.free
+	}
 	s.ghost.init(max(64, int(budget/256)))
 }
 
@@ -287,16 +289,19 @@ func (s *shard) live(q int, h, pos uint64) bool {
 func (s *shard) push(q int, h uint64, rec []byte, budget bool, now int64) bool {
 	r := &s.rings[q]
 	need := int64(len(rec)) + indexBytes
+	if uint64(len(rec)) > r.capacity() || need > s.budget {
+		return false // it never fits: evict nothing for it
+	}
+	// Nothing goes until the shard is full; then the small queue gives
+	// up its bytes while it holds more than a tenth of them, else the
+	// main queue does. (A move from the small queue to the main one
+	// needs no room: the ring is as large as the budget, and the bytes
+	// moved were counted already.)
 	for !r.fits(len(rec)) || budget && s.used()+need > s.budget {
 		var ok bool
-		switch {
-		case !r.fits(len(rec)) && q == small:
-			ok = s.evictSmall(now)
-		case !r.fits(len(rec)):
-			ok = s.evictMain(now)
-		case int64(s.rings[small].used()) > s.budget/10:
-			ok = s.evictSmall(now)
-		default:
+		if int64(s.rings[small].used()) > s.budget/10 {
+			ok = s.evictSmall(now) || s.evictMain(now)
+		} else {
 			ok = s.evictMain(now) || s.evictSmall(now)
 		}
 		if !ok {
@@ -336,14 +341,14 @@ func (s *shard) evictSmall(now int64) bool {
 		delete(s.index, hd.hash)
 		if hd.freq > 0 && hd.until > now {
 			rec := r.copyOut(pos, size, &s.moving)
-			r.tail += uint64(size)
+			r.advance(size)
 			rec[freqAt] = 0
 			s.push(main, hd.hash, rec, false, now)
 			return true
 		}
 		s.ghost.add(hd.hash)
 	}
-	r.tail += uint64(size)
+	r.advance(size)
 	return true
 }
 
@@ -361,14 +366,14 @@ func (s *shard) evictMain(now int64) bool {
 			// Its own bytes make the room: the ring is a ring of bytes,
 			// so a record the tail frees fits at the head.
 			rec := r.copyOut(pos, size, &s.scratch)
-			r.tail += uint64(size)
+			r.advance(size)
 			rec[freqAt] = hd.freq - 1
 			s.index[hd.hash] = r.push(rec) | mainBit
 			return true
 		}
 		delete(s.index, hd.hash)
 	}
-	r.tail += uint64(size)
+	r.advance(size)
 	return true
 }
 
@@ -400,12 +405,17 @@ func readHeader(b []byte) header {
 		vlen: binary.LittleEndian.Uint32(b[16:]), klen: binary.LittleEndian.Uint16(b[20:]), freq: b[freqAt]}
 }
 
-// ring is a FIFO queue of records in a ring of bytes, cut into chunks
-// allocated as the ring first reaches them. head and tail are log
-// positions: they only grow, and a position's byte is at pos modulo the
-// ring's capacity. A record may straddle two chunks.
+// ring is a FIFO queue of records in a ring of bytes, cut into chunks.
+// head and tail are log positions: they only grow, and a position's byte
+// is at pos modulo the ring's capacity. A record may straddle two chunks.
+// A ring holds chunks only where it holds bytes: it takes them from its
+// shard's pool as its head reaches them and gives them back as its tail
+// leaves them, so that either queue can use what the other does not (a
+// cold cache fills its small queue past a tenth of the bytes) while the
+// two together hold no more chunks than their bytes need.
 type ring struct {
 	chunks     [][]byte
+	pool       *[][]byte
 	head, tail uint64
 }
 
@@ -418,9 +428,46 @@ func (r *ring) fits(n int) bool  { return r.used()+uint64(n) <= r.capacity() }
 func (r *ring) chunk(pos uint64) []byte {
 	i := (pos / chunkSize) % uint64(len(r.chunks))
 	if r.chunks[i] == nil {
-		r.chunks[i] = make([]byte, chunkSize)
+		if p := *r.pool; len(p) > 0 {
+			r.chunks[i], *r.pool = p[len(p)-1], p[:len(p)-1]
+		} else {
+			r.chunks[i] = make([]byte, chunkSize)
+		}
 	}
 	return r.chunks[i][pos%chunkSize:]
+}
+
+// advance moves the tail past n bytes, giving back the chunks it leaves
+// that hold no byte between the tail and the head.
+func (r *ring) advance(n int) {
+	from := r.tail / chunkSize
+	r.tail += uint64(n)
+	last := (r.head - 1) / chunkSize // the head's chunk, when not empty
+	for c := from; c < r.tail/chunkSize; c++ {
+		// c is left; its slot is in use again only if the bytes in use
+		// reach a chunk c+k·len(chunks) (a ring nearly full).
+		if r.empty() || last < c+uint64(len(r.chunks)) {
+			r.release(c % uint64(len(r.chunks)))
+		}
+	}
+	if r.empty() {
+		r.release((r.tail / chunkSize) % uint64(len(r.chunks)))
+	}
+}
+
+func (r *ring) release(i uint64) {
+	if r.chunks[i] != nil {
+		*r.pool = append(*r.pool, r.chunks[i])
+		r.chunks[i] = nil
+	}
+}
+
+// reset empties the ring and gives back its chunks.
+func (r *ring) reset() {
+	for i := range r.chunks {
+		r.release(uint64(i))
+	}
+	r.head, r.tail = 0, 0
 }
 
 // push appends rec at the head and returns its position.
@@ -544,6 +591,10 @@ func (v *Versions) Bump(key string) { v.shard(key).Add(1) }
 
 // BumpAll records a change of every key (a flush, tracking lost).
 func (v *Versions) BumpAll() { v.all.Add(1) }
+
+// hashOf is the hash that indexes a key: a variable, so that a test can
+// make keys collide.
+var hashOf = maphash.String
 
 // epoch is the origin of Mono.
 var epoch = time.Now()

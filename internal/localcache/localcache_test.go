@@ -171,9 +171,9 @@ func TestGetReturnsTheLastPutOrMisses(t *testing.T) {
 }
 
 // A key dropped (a change reported by the store) and put again is in use:
-// it goes to the main queue, where a stream of one-time keys many times
-// the small queue's size does not reach it. In the small queue, unread,
-// it would be the first to go.
+// it goes to the main queue, where a stream of one-time keys five times
+// the cache's size does not reach it. In the small queue, unread, it
+// would be among the first to go.
 func TestDroppedKeyComesBackToTheMainQueue(t *testing.T) {
 	const maxBytes = 1 << 20
 	c := newCache(maxBytes, nil)
@@ -182,14 +182,49 @@ func TestDroppedKeyComesBackToTheMainQueue(t *testing.T) {
 	c.Drop("k")
 	c.Put("k", val{"2", far})
 	c.Put("never-dropped", val{"3", far})
-	for i := range maxBytes / 10 / 300 * 5 { // five small queues' worth
+	for i := range maxBytes / 300 * 5 {
 		c.Put(fmt.Sprintf("scan-%06d", i), val{strings.Repeat("s", 300), far})
 	}
 	if _, ok := c.Get("never-dropped"); ok {
-		t.Fatal("an unread key in the small queue outlived five turns of it: the test does not test")
+		t.Fatal("an unread key in the small queue outlived five caches' worth of others: the test does not test")
 	}
 	if v, ok := c.Get("k"); !ok || v.s != "2" {
 		t.Fatalf("Get(k) = %q, %v; want 2 from the main queue", v.s, ok)
+	}
+}
+
+// Until the cache is full nothing goes: a cold cache keeps what it is
+// given, where a small queue held to a tenth of the bytes would keep a
+// tenth. And a record too large for the shard's budget is refused without
+// a loss (it used to empty the small queue trying to fit).
+func TestColdCacheKeepsAllItFits(t *testing.T) {
+	const maxBytes = 16 << 20
+	c := newCache(maxBytes, nil)
+	far := time.Now().Add(time.Hour)
+	n := maxBytes / 2 / (localcache.EntryOverhead + 12 + 310)
+	for i := range n {
+		c.Put(fmt.Sprintf("sess:%07d", i), val{strings.Repeat("s", 300), far})
+	}
+	c.Put("too-big", val{strings.Repeat("b", 2*maxBytes), far})
+	hits := 0
+	for i := range n {
+		if _, ok := c.Get(fmt.Sprintf("sess:%07d", i)); ok {
+			hits++
+		}
+	}
+	if hits != n {
+		t.Fatalf("kept %d of %d entries in a cache at %d%% of its bound", hits, n, 100*c.Bytes()/maxBytes)
+	}
+	small := newCache(100_000, nil) // one shard
+	for i := range 5 {
+		small.Put(fmt.Sprintf("s%d", i), val{"x", far})
+	}
+	small.Put("big", val{strings.Repeat("b", 20_000), far})
+	if _, ok := small.Get("big"); !ok {
+		t.Error("a 20 KB entry in a 100 KB cache was not kept")
+	}
+	if small.Len() != 6 {
+		t.Errorf("%d entries after 6 Puts into a cache that holds them all", small.Len())
 	}
 }
 
