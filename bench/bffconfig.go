@@ -11,6 +11,7 @@ type bffConfig struct {
 	upstream      string
 	redisAddr     string
 	keyPrefix     string
+	pprof         bool // serve /debug/pprof/ on the admin listener
 }
 
 // Fixed keys: base64 of 32 bytes each. For the benchmark only.
@@ -28,6 +29,7 @@ public_url: "http://%s"
 shutdown_delay: 0s
 shutdown_timeout: 5s
 log_level: info
+pprof: %v
 upstream:
   base_url: %q
   client_id: "bench-client"
@@ -48,7 +50,7 @@ limits:
   auth_per_minute: 0
   requests_per_second: 1000000
   burst: 1000000
-`, c.listen, c.admin, c.listen, c.upstream, c.redisAddr, c.keyPrefix, benchEncryptionKey, benchSessionKey)
+`, c.listen, c.admin, c.listen, c.pprof, c.upstream, c.redisAddr, c.keyPrefix, benchEncryptionKey, benchSessionKey)
 }
 
 func (c bffConfig) write(path string) error {

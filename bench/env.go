@@ -16,6 +16,7 @@ type target struct {
 	apiPrefix  string // "/api" for the BFF
 	proc       *proc
 	metricsURL string
+	adminURL   string // the BFF's admin listener
 }
 
 // env is everything the run set up.
@@ -123,7 +124,7 @@ func (e *env) startBFF(name string) (target, error) {
 	if err != nil {
 		return target{}, err
 	}
-	cfg := bffConfig{listen: listen, admin: admin, upstream: e.stubURL, redisAddr: e.redis.addr, keyPrefix: e.keyPrefix}
+	cfg := bffConfig{listen: listen, admin: admin, upstream: e.stubURL, redisAddr: e.redis.addr, keyPrefix: e.keyPrefix, pprof: e.opt.profile != ""}
 	cfgPath := filepath.Join(e.dir, name+".yaml")
 	if err := cfg.write(cfgPath); err != nil {
 		return target{}, err
@@ -132,7 +133,7 @@ func (e *env) startBFF(name string) (target, error) {
 	if err != nil {
 		return target{}, err
 	}
-	t := target{name: "BFF", base: "http://" + listen, apiPrefix: "/api", proc: p, metricsURL: "http://" + admin + "/metrics"}
+	t := target{name: "BFF", base: "http://" + listen, apiPrefix: "/api", proc: p, metricsURL: "http://" + admin + "/metrics", adminURL: "http://" + admin}
 	return t, waitReady(p, 20*time.Second, httpOK("http://"+admin+"/readyz"))
 }
 

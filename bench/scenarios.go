@@ -90,9 +90,18 @@ func (e *env) runScenario(sc scenario) (scenarioResult, error) {
 		if err != nil {
 			return runMetrics{}, err
 		}
+		var prof *profiling
+		if t.adminURL != "" && round == sc.rounds-1 && slices.Contains(strings.Split(e.opt.profile, ","), sc.key) {
+			prof = e.startProfile(t, sc.key, sc.dur)
+		}
 		m, err := e.measure(t, path, sc.dur)
 		if err != nil {
 			return m, err
+		}
+		if prof != nil {
+			if err := prof.finish(); err != nil {
+				return m, err
+			}
 		}
 		next[t.name] += m.wrk.Requests
 		logRun(sc.key, round, t.name, m)

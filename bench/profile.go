@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+)
+
+// profiling is a CPU profile of the BFF being taken over one run
+// (-profile): where the cost that remains goes.
+type profiling struct {
+	path string
+	done chan error
+}
+
+// startProfile asks the BFF's admin listener for a CPU profile of the
+// next dur less a second (the run's start and end are left out).
+func (e *env) startProfile(t *target, key string, dur time.Duration) *profiling {
+	p := &profiling{path: filepath.Join(e.dir, key+".pprof"), done: make(chan error, 1)}
+	secs := max(1, int((dur-time.Second)/time.Second))
+	go func() {
+		p.done <- func() error {
+			resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", t.adminURL, secs))
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("profile: %s", resp.Status)
+			}
+			f, err := os.Create(p.path)
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(f, resp.Body); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
+		}()
+	}()
+	return p
+}
+
+// finish waits for the profile and prints its top functions, by their
+// own CPU and with their callees.
+func (p *profiling) finish() error {
+	if err := <-p.done; err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	for _, sort := range []string{"-flat", "-cum"} {
+		out, err := exec.Command("go", "tool", "pprof", "-top", sort, "-nodecount=25", p.path).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("go tool pprof: %w\n%s", err, out)
+		}
+		fmt.Printf("CPU profile of the BFF (%s, %s):\n%s\n", sort, p.path, out)
+	}
+	return nil
+}
