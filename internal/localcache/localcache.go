@@ -28,6 +28,7 @@ package localcache
 import (
 	"encoding/binary"
 	"hash/maphash"
+	"math"
 	"math/bits"
 	"sync"
 	"sync/atomic"
@@ -141,9 +142,14 @@ func (c *Cache[V]) Put(k string, v V) {
 	rec = append(rec, k...)
 	rec = c.o.Append(rec, v)
 	*bp = rec
-	hd := header{hash: h, until: Mono(c.o.Until(v)), klen: uint16(len(k)), vlen: uint32(len(rec) - hdrSize - len(k))}
+	// The deadline is kept as the time left from now, on now's clock: a
+	// Unix deadline (a token's expiry) is then not moved by a step of the
+	// wall clock since the process started.
+	nowT := c.o.Now()
+	now := Mono(nowT)
+	until := now + min(int64(c.o.Until(v).Sub(nowT)), math.MaxInt64-max(now, 0))
+	hd := header{hash: h, until: until, klen: uint16(len(k)), vlen: uint32(len(rec) - hdrSize - len(k))}
 	tooBig := len(k) > 0xffff || len(rec) > MaxEntry
-	now := Mono(c.o.Now())
 
 	s := c.shard(h)
 	s.mu.Lock()

@@ -68,6 +68,16 @@ func TestOffKeepsNothing(t *testing.T) {
 	c.Clear()
 }
 
+// An entry whose Until is as far as time goes is kept (its deadline must
+// not overflow into the past).
+func TestFarDeadlineKeeps(t *testing.T) {
+	c := newCache(1<<20, nil)
+	c.Put("k", val{"v", time.Unix(1<<62, 0)})
+	if _, ok := c.Get("k"); !ok {
+		t.Fatal("an entry with the farthest deadline was not kept")
+	}
+}
+
 // An entry past its Until is not served.
 func TestEntryGoesAtItsDeadline(t *testing.T) {
 	c := newCache(1<<20, nil)
