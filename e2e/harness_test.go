@@ -187,15 +187,26 @@ type bearerTap struct {
 	next   http.Handler
 	mu     sync.Mutex
 	tokens []string
+	traces []string // the traceparents of the API calls
 }
 
 func (b *bearerTap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		b.mu.Lock()
 		b.tokens = append(b.tokens, tok)
+		if tp := r.Header.Get("Traceparent"); tp != "" {
+			b.traces = append(b.traces, tp)
+		}
 		b.mu.Unlock()
 	}
 	b.next.ServeHTTP(w, r)
+}
+
+// traceparents returns the traceparents the API calls carried, in order.
+func (b *bearerTap) traceparents() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.traces)
 }
 
 // seen returns the tokens recorded so far, in order.

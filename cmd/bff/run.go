@@ -18,8 +18,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/exaring/otelpgx"
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/extra/redisotel/v9"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/fintech-bff/bff/internal/config"
 	"github.com/fintech-bff/bff/internal/edge"
@@ -30,6 +34,7 @@ import (
 	"github.com/fintech-bff/bff/internal/login"
 	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/session"
+	"github.com/fintech-bff/bff/internal/telemetry"
 	"github.com/fintech-bff/bff/internal/tokens"
 )
 
@@ -53,6 +58,16 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		fmt.Fprintf(stdout, "configuration OK\n%s", cfg.Dump())
 		return nil
 	}
+	// Tracing, when the OTEL_* environment asks for it; flushed last.
+	stopTracing, err := telemetry.Setup(ctx)
+	if err != nil {
+		return fmt.Errorf("tracing (OTEL_* environment): %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = stopTracing(sctx)
+	}()
 	// Log lines are batched (one write per 100 ms instead of one per
 	// request); warnings and errors are written at once.
 	lw := logbuf.New(stderr, 100*time.Millisecond)
@@ -64,7 +79,11 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 func newLogger(w *logbuf.Writer, level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level)) // validated by config
-	return slog.New(flushOnWarn{slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}), w})
+	var h slog.Handler = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})
+	if telemetry.On() {
+		h = telemetry.LogHandler{Next: h} // trace_id and span_id on each line
+	}
+	return slog.New(flushOnWarn{h, w})
 }
 
 // flushOnWarn writes warnings and errors out at once, so the lines that
@@ -153,7 +172,11 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 	})
 	reg.MustRegister(sessionsCreated)
 
-	upstreamTransport := proxy.NewTransport(cfg.Upstream.Timeout)
+	var upstreamTransport http.RoundTripper = proxy.NewTransport(cfg.Upstream.Timeout)
+	if telemetry.On() {
+		// A client span per attempt, and the BFF's traceparent upstream.
+		upstreamTransport = otelhttp.NewTransport(upstreamTransport)
+	}
 	minter := tokens.NewMinter(tokens.MinterOptions{
 		BaseURL: cfg.Upstream.BaseURL, ClientID: cfg.Upstream.ClientID,
 		Secret:        secret,
@@ -215,7 +238,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		Budget: sessionBudget(cacheCtx, cfg, a, log),
 		Logger: log, Metrics: edge.NewMetrics(reg), Sessions: sessions, Cookies: cookies, Forwarder: fwd,
 		PublicOrigin: cfg.PublicOrigin(), AllowedOrigins: cfg.CORS.AllowedOrigins,
-		TrustedProxies: cfg.TrustedProxyPrefixes(), DevLogin: cfg.Auth.Mode == config.AuthModeDev, Tokens: cache,
+		TrustedProxies: cfg.TrustedProxyPrefixes(), TrustClientTraceparent: cfg.TrustClientTraceparent, DevLogin: cfg.Auth.Mode == config.AuthModeDev, Tokens: cache,
 		MobileRedirectURIs: cfg.Auth.MobileRedirectURIs,
 	}
 	if cfg.StaticDir != "" {
@@ -400,6 +423,13 @@ func openStore(cfg *config.Config, log *slog.Logger) (sharedStore, app, error) {
 	if err != nil {
 		return nil, app{}, err
 	}
+	if telemetry.On() {
+		// A span per command, named by the command: never its arguments
+		// (keys name sessions, values hold tokens).
+		if err := redisotel.InstrumentTracing(client, redisotel.WithDBStatement(false), redisotel.WithCallerEnabled(false)); err != nil {
+			return nil, app{}, err
+		}
+	}
 	r := kv.NewRedis(client, cfg.Redis.KeyPrefix)
 	// Idle counters are forgotten after a minute: a bucket refills long before.
 	return r, app{store: r, closer: client, limits: limits.NewRedis(client, cfg.Redis.KeyPrefix+"lim:"),
@@ -472,11 +502,21 @@ func openLedger(ctx context.Context, cfg *config.Config, encKey []byte, decKeys 
 	defer cancel()
 	l, err := ledger.Open(octx, ledger.Options{
 		URL: cfg.Ledger.PostgresURL.Reveal(), EncryptionKey: encKey, DecryptionKeys: decKeys, MaxConns: int32(cfg.Ledger.MaxConns),
+		Tracer: ledgerTracer(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ledger.postgres_url: %w", err)
 	}
 	return l, nil
+}
+
+// ledgerTracer traces the ledger's queries while tracing is on: the SQL
+// with its placeholders, never the arguments (otelpgx's default).
+func ledgerTracer() pgx.QueryTracer {
+	if !telemetry.On() {
+		return nil
+	}
+	return otelpgx.NewTracer()
 }
 
 // ledgerSweepEvery is how often each instance marks the claims whose owner

@@ -57,15 +57,18 @@ func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + Redacted + `
 
 // Config is the whole configuration. Field tags are the contract's key names.
 type Config struct {
-	Env             string        `yaml:"env"`
-	Listen          string        `yaml:"listen"`
-	AdminListen     string        `yaml:"admin_listen"`
-	PublicURL       string        `yaml:"public_url"`
-	TrustedProxies  []string      `yaml:"trusted_proxies"`
-	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"` // drain bound after SIGTERM
-	ShutdownDelay   time.Duration `yaml:"shutdown_delay"`   // /readyz is 503 this long before the listeners stop
-	LogLevel        string        `yaml:"log_level"`        // debug | info | warn | error
-	Pprof           bool          `yaml:"pprof"`            // serve /debug/pprof/ on the admin listener
+	Env            string   `yaml:"env"`
+	Listen         string   `yaml:"listen"`
+	AdminListen    string   `yaml:"admin_listen"`
+	PublicURL      string   `yaml:"public_url"`
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	// TrustClientTraceparent continues a W3C traceparent from any client
+	// (tracing on); otherwise only one from a trusted proxy.
+	TrustClientTraceparent bool          `yaml:"trust_client_traceparent"`
+	ShutdownTimeout        time.Duration `yaml:"shutdown_timeout"` // drain bound after SIGTERM
+	ShutdownDelay          time.Duration `yaml:"shutdown_delay"`   // /readyz is 503 this long before the listeners stop
+	LogLevel               string        `yaml:"log_level"`        // debug | info | warn | error
+	Pprof                  bool          `yaml:"pprof"`            // serve /debug/pprof/ on the admin listener
 	// AdminTokenFile is the path of the file holding the bearer token of
 	// the admin listener's mutating endpoints (POST /reload-secret, DELETE
 	// /users/{userId}/sessions). Empty: those endpoints answer 404. Read it

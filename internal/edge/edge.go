@@ -32,6 +32,9 @@ type Deps struct {
 	AllowedOrigins []string
 	// TrustedProxies are the peers whose X-Forwarded-For and X-Request-Id are believed.
 	TrustedProxies []netip.Prefix
+	// TrustClientTraceparent continues a traceparent from any client, not
+	// only from a trusted proxy (tracing on).
+	TrustClientTraceparent bool
 	// DevLogin enables POST /auth/dev/login (auth.mode: dev).
 	DevLogin bool
 	// Login, when set, enables the OpenID Connect endpoints: /auth/login,

@@ -6,7 +6,7 @@ import (
 
 // routes lists every public route in one place.
 func routes(e *echo.Echo, d Deps, m *httpMetrics, am *authMetrics) {
-	e.Use(requestIDMiddleware(d.TrustedProxies), recoverMiddleware(d.Logger), accessLog(d.Logger, m), noStore(), preflight(d.AllowedOrigins))
+	e.Use(requestIDMiddleware(d.TrustedProxies), traceMiddleware(d.TrustedProxies, d.TrustClientTraceparent), recoverMiddleware(d.Logger), accessLog(d.Logger, m), noStore(), preflight(d.AllowedOrigins))
 	if len(d.AllowedOrigins) > 0 {
 		e.Use(corsMiddleware(d.AllowedOrigins))
 	}

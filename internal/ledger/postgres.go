@@ -34,6 +34,9 @@ type Options struct {
 	EncryptionKey  []byte
 	DecryptionKeys [][]byte
 	MaxConns       int32 // 0: pgxpool's default (4 or the CPU count)
+	// Tracer, when set, traces every query (tracing on): otelpgx's, which
+	// records the SQL with its placeholders, never the arguments.
+	Tracer pgx.QueryTracer
 }
 
 // Open connects, applies the migrations (under tern's advisory lock, so
@@ -47,6 +50,9 @@ func Open(ctx context.Context, o Options) (*Postgres, error) {
 	if err != nil {
 		// pgx's message may quote the URL and its password: never pass it on.
 		return nil, errors.New("ledger.postgres_url: not a valid PostgreSQL URL")
+	}
+	if o.Tracer != nil {
+		cfg.ConnConfig.Tracer = o.Tracer
 	}
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns

@@ -17,8 +17,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+
 	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/problem"
+	"github.com/fintech-bff/bff/internal/telemetry"
 	"github.com/fintech-bff/bff/internal/tokens"
 )
 
@@ -212,6 +216,8 @@ func New(o Options) *Forwarder {
 	return f
 }
 
+var tracer = telemetry.Tracer("proxy")
+
 // NewTransport returns an upstream transport tuned for keep-alive to one host.
 func NewTransport(timeout time.Duration) *http.Transport {
 	return &http.Transport{
@@ -312,6 +318,15 @@ func userKey(userID string) string {
 func (f *Forwarder) serve(w http.ResponseWriter, r *http.Request, st *callState, parent context.Context) {
 	ctx, cancel := context.WithTimeout(parent, f.timeout)
 	defer cancel()
+	// The upstream call: a client span per attempt below this one (the
+	// token's, the retries') when tracing is on.
+	ctx, span := telemetry.Start(ctx, tracer, "proxy.forward")
+	defer func() {
+		if span.IsRecording() {
+			span.SetAttributes(semconv.HTTPRoute(st.route), attribute.Int("bff.upstream.status", st.upstreamStatus))
+		}
+		span.End()
+	}()
 	f.rp.ServeHTTP(w, r.WithContext(context.WithValue(ctx, callKey{}, st)))
 }
 

@@ -23,8 +23,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/localcache"
+	"github.com/fintech-bff/bff/internal/telemetry"
 )
 
 // Login methods recorded on a session.
@@ -159,6 +162,8 @@ type Manager struct {
 	mu       sync.Mutex
 	versions localcache.Versions
 }
+
+var tracer = telemetry.Tracer("session")
 
 // cached is a session in the in-process layer, keyed by its handle (which
 // the store's key and invalidation messages name).
@@ -563,10 +568,18 @@ func (m *Manager) touch(ctx context.Context, handle string, rec Record) error {
 // exists, and a Lookup that finds it gone reports ErrNotFound; a read that
 // raced a revocation is served (the request was in flight) but not kept in
 // the local layer.
-func (m *Manager) Lookup(ctx context.Context, id string) (Record, error) {
+func (m *Manager) Lookup(ctx context.Context, id string) (_ Record, err error) {
 	if id == "" {
 		return Record{}, ErrNotFound
 	}
+	ctx, span := telemetry.Start(ctx, tracer, "session.lookup")
+	source := "local"
+	defer func() {
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String("bff.session.source", source), attribute.Bool("bff.session.found", err == nil))
+		}
+		span.End()
+	}()
 	handle := Handle(id)
 	seen := m.versions.Of(handle)
 	now := m.now()
@@ -574,6 +587,7 @@ func (m *Manager) Lookup(ctx context.Context, id string) (Record, error) {
 	c := k.cached()
 	fresh := ok && m.live.Load() && (m.Tracked() || now.Sub(c.fetched) < localTTL) && now.Before(m.ExpiresAt(c.rec))
 	if !fresh {
+		source = "store"
 		rec, err := m.get(ctx, handle)
 		if err != nil {
 			m.local.Drop(handle)

@@ -13,11 +13,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/localcache"
 	"github.com/fintech-bff/bff/internal/seal"
+	"github.com/fintech-bff/bff/internal/telemetry"
 )
 
 // ErrStoreUnavailable wraps failures to reach the shared store.
@@ -275,7 +278,18 @@ func (c *Cache) dropAll() {
 }
 
 // Token returns the user's token: local layer, shared store, or a mint.
-func (c *Cache) Token(ctx context.Context, userID string) (Token, error) {
+func (c *Cache) Token(ctx context.Context, userID string) (_ Token, err error) {
+	ctx, span := telemetry.Start(ctx, tracer, "tokens.get")
+	source := "local"
+	defer func() {
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String("bff.token.source", source))
+			if err != nil {
+				span.SetStatus(codes.Error, "no token")
+			}
+		}
+		span.End()
+	}()
 	for range 2 { // a second pass only after a secret change found mid-mint
 		gen := c.gen.Load()
 		now := c.now()
@@ -298,6 +312,7 @@ func (c *Cache) Token(ctx context.Context, userID string) (Token, error) {
 			return Token{}, err
 		}
 		if ok {
+			source = "store"
 			c.observe.CacheLookup("redis")
 			c.remember(k.tok, v)
 			if !now.Before(v.refreshAt) {
@@ -306,9 +321,15 @@ func (c *Cache) Token(ctx context.Context, userID string) (Token, error) {
 			return v.tok, nil
 		}
 		c.observe.CacheLookup("miss")
-		res, err, _ := c.group.Do(k.tok, func() (any, error) {
-			return c.mintShared(context.WithoutCancel(ctx), userID, gen, k)
+		source = "mint"
+		sctx, sf := telemetry.Start(ctx, tracer, "tokens.singleflight")
+		res, err, shared := c.group.Do(k.tok, func() (any, error) {
+			return c.mintShared(context.WithoutCancel(sctx), userID, gen, k)
 		})
+		if sf.IsRecording() {
+			sf.SetAttributes(attribute.Bool("bff.shared", shared))
+		}
+		sf.End()
 		if errors.Is(err, errSecretChanged) {
 			continue
 		}
@@ -319,6 +340,8 @@ func (c *Cache) Token(ctx context.Context, userID string) (Token, error) {
 	}
 	return Token{}, &MintError{Kind: KindAuth, Err: errors.New("client credentials refused after a secret change")}
 }
+
+var tracer = telemetry.Tracer("tokens")
 
 // stored is a decrypted cache value.
 type stored struct {

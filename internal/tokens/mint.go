@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/kv"
+	"github.com/fintech-bff/bff/internal/telemetry"
 )
 
 // ErrLockTimeout means another instance held the user's mint lock for
@@ -33,6 +34,10 @@ func (c *Cache) mintShared(ctx context.Context, userID string, gen *string, k ke
 	// ever nor end its wait at once.
 	deadline := time.Now().Add(c.mintTTL + 2*time.Second)
 	var waitStart time.Time
+	// The span covers the wait for the cross-instance lock, until this
+	// instance holds it or another's result is found.
+	_, span := telemetry.Start(ctx, tracer, "tokens.lock")
+	defer span.End()
 	for {
 		// Check again: another instance may have finished since our read.
 		if v, ok, err := c.recheck(ctx, gen, userID, k); err != nil || ok {
@@ -48,6 +53,7 @@ func (c *Cache) mintShared(ctx context.Context, userID string, gen *string, k ke
 			return Token{}, err
 		}
 		if got {
+			span.End()
 			return c.mintLocked(ctx, userID, gen, k, fence)
 		}
 		if waitStart.IsZero() {
@@ -71,6 +77,8 @@ func (c *Cache) mintShared(ctx context.Context, userID string, gen *string, k ke
 // mintLocked mints while holding the user's lock, stores the result (or the
 // failure, briefly) and wakes every waiter on every instance.
 func (c *Cache) mintLocked(ctx context.Context, userID string, gen *string, k keys, fence []byte) (Token, error) {
+	ctx, span := telemetry.Start(ctx, tracer, "tokens.mint")
+	defer span.End()
 	defer func() { _, _ = c.store.DelIf(ctx, k.lock, fence) }()
 	// Check again under the lock: the previous holder may have stored a
 	// token, or failed and left a negative entry, between our last reads

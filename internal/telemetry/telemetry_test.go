@@ -1,0 +1,93 @@
+package telemetry_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+
+	"github.com/fintech-bff/bff/internal/telemetry"
+)
+
+func TestRequested(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{map[string]string{}, false},
+		{map[string]string{"OTEL_SERVICE_NAME": "bff"}, false}, // a name alone exports nowhere
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, true},
+		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318/v1/traces"}, true},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "console"}, true},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, false},
+		{map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, false},
+	} {
+		if got := telemetry.Requested(func(k string) string { return c.env[k] }); got != c.want {
+			t.Errorf("Requested(%v) = %v, want %v", c.env, got, c.want)
+		}
+	}
+}
+
+// While tracing is off, Start hands back the caller's context itself and
+// allocates nothing: the hot path pays nothing.
+func TestStartIsFreeWhenOff(t *testing.T) {
+	tr := telemetry.Tracer("test")
+	ctx := context.Background()
+	if got, span := telemetry.Start(ctx, tr, "x"); got != ctx || span.IsRecording() {
+		t.Fatal("Start while off made a new context or a recording span")
+	}
+	if a := testing.AllocsPerRun(100, func() {
+		_, span := telemetry.Start(ctx, tr, "x")
+		span.End()
+	}); a != 0 {
+		t.Fatalf("Start while off allocates %.0f times", a)
+	}
+}
+
+// No url.full leaves with its query, credentials or fragment.
+func TestRedactingStripsTheQuery(t *testing.T) {
+	mem := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(telemetry.Redacting(mem)))
+	_, s := tp.Tracer("t").Start(context.Background(), "HTTP GET")
+	s.SetAttributes(semconv.URLFull("https://user:pw@api.example.com/v2/accounts?iban=DE89370400440532013000#frag"))
+	s.End()
+	_, s = tp.Tracer("t").Start(context.Background(), "HTTP POST")
+	s.SetAttributes(semconv.URLFull("https://api.example.com/oauth/token"))
+	s.End()
+	got := mem.GetSpans()
+	if len(got) != 2 {
+		t.Fatalf("%d spans exported, want 2", len(got))
+	}
+	want := []string{"https://api.example.com/v2/accounts", "https://api.example.com/oauth/token"}
+	for i, s := range got {
+		for _, kv := range s.Attributes {
+			if kv.Key == semconv.URLFullKey && kv.Value.AsString() != want[i] {
+				t.Errorf("url.full = %q, want %q", kv.Value.AsString(), want[i])
+			}
+		}
+	}
+}
+
+// A line logged with a span's context carries its ids, through With too.
+func TestLogHandlerAddsTheIDs(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(telemetry.LogHandler{Next: slog.NewJSONHandler(&buf, nil)}).With("component", "x")
+	tp := sdktrace.NewTracerProvider()
+	ctx, s := tp.Tracer("t").Start(context.Background(), "op")
+	log.InfoContext(ctx, "request")
+	log.Info("no context")
+	s.End()
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	sc := s.SpanContext()
+	if !strings.Contains(lines[0], `"trace_id":"`+sc.TraceID().String()+`"`) || !strings.Contains(lines[0], `"span_id":"`+sc.SpanID().String()+`"`) {
+		t.Errorf("the line lacks the span's ids: %s", lines[0])
+	}
+	if strings.Contains(lines[1], "trace_id") {
+		t.Errorf("a line without a span has a trace id: %s", lines[1])
+	}
+}
