@@ -14,6 +14,7 @@ type results struct {
 	sweep      []sweepPoint
 	revocation revocationResult
 	storm      stormResult
+	tracing    tracingResult
 	users      int          // distinct users of scenario (e)
 	scaleSweep []sweepPoint // scenario (e) at constant rates
 	machine    machine
@@ -47,6 +48,12 @@ func (e *env) measureAll() (*results, error) {
 			if res.scaleSweep, err = e.sweep(sc, e.opt.scaleRates); err != nil {
 				return nil, fmt.Errorf("scenario (e) at constant rates: %w", err)
 			}
+		}
+	}
+	if e.selected("tracing") {
+		step("tracing on, sampled at 100% and 1%, against tracing off")
+		if res.tracing, err = e.tracingCost(scs[0]); err != nil {
+			return nil, fmt.Errorf("tracing: %w", err)
 		}
 	}
 	if e.selected("storm") {

@@ -57,7 +57,7 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.revocations, "revocations", 20, "logout-to-401 measurements across two instances")
 	rates := fs.String("rates", "1000,2000,4000,6000,8000,10000,12000", "offered loads of the sweep, req/s")
 	scaleRates := fs.String("scale-rates", "3000,6000", "offered loads of scenario (e) at constant rates, req/s; empty: none")
-	fs.StringVar(&o.only, "only", "", "run only these scenarios, e.g. a,e (and skip the sweep, storm and revocation unless named: sweep, storm, revocation)")
+	fs.StringVar(&o.only, "only", "", "run only these scenarios, e.g. a,e (and skip the sweep, storm, tracing and revocation unless named: sweep, storm, tracing, revocation)")
 	fs.StringVar(&o.profile, "profile", "", "profile the BFF's CPU over the last round of these scenarios, e.g. e: the top functions go to the log, the profile to the work directory (with -keep)")
 	fs.BoolVar(&o.keepDir, "keep", false, "keep the work directory (configs, logs, scripts)")
 	if err := fs.Parse(args); err != nil {

@@ -115,7 +115,10 @@ func (e *env) startBaseline() error {
 }
 
 // startBFF starts one BFF instance on fresh ports, same Redis, prefix and keys.
-func (e *env) startBFF(name string) (target, error) {
+func (e *env) startBFF(name string) (target, error) { return e.startBFFEnv(name, nil) }
+
+// startBFFEnv is startBFF with more environment variables (OTEL_*).
+func (e *env) startBFFEnv(name string, env []string) (target, error) {
 	listen, err := freeAddr()
 	if err != nil {
 		return target{}, err
@@ -129,7 +132,7 @@ func (e *env) startBFF(name string) (target, error) {
 	if err := cfg.write(cfgPath); err != nil {
 		return target{}, err
 	}
-	p, err := e.ps.start(name, filepath.Join(e.dir, name+".log"), e.opt.bffBin, "-config", cfgPath)
+	p, err := e.ps.startEnv(name, filepath.Join(e.dir, name+".log"), env, e.opt.bffBin, "-config", cfgPath)
 	if err != nil {
 		return target{}, err
 	}

@@ -23,6 +23,7 @@ func markdown(o options, r *results, table string) string {
 	b.WriteString("\n")
 	b.WriteString(revocationText(r.revocation))
 	b.WriteString(stormText(r.storm))
+	b.WriteString(tracingText(o, r.tracing))
 	b.WriteString("\n## Latency against offered load\n\n")
 	if o.svgLink != "" {
 		fmt.Fprintf(&b, "![latency percentiles against offered load](%s)\n\n", o.svgLink)

@@ -43,12 +43,17 @@ type procSet struct {
 }
 
 func (ps *procSet) start(name, logPath string, argv ...string) (*proc, error) {
+	return ps.startEnv(name, logPath, nil, argv...)
+}
+
+// startEnv is start with more environment variables.
+func (ps *procSet) startEnv(name, logPath string, env []string, argv ...string) (*proc, error) {
 	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = childEnv()
+	cmd.Env = append(childEnv(), env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

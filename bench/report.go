@@ -31,7 +31,8 @@ func writeReport(o options, r *results) error {
 	fmt.Print(goalsTable(r))
 	fmt.Println()
 	fmt.Print(revocationText(r.revocation))
-	if o.svg != "" {
+	fmt.Print(tracingText(o, r.tracing))
+	if o.svg != "" && len(r.sweep) > 0 { // -only may leave the sweep out
 		if err := writeSVG(o.svg, r.sweep); err != nil {
 			return err
 		}

@@ -23,7 +23,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/extra/redisotel/v9"
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/fintech-bff/bff/internal/config"
 	"github.com/fintech-bff/bff/internal/edge"
@@ -175,7 +174,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 	var upstreamTransport http.RoundTripper = proxy.NewTransport(cfg.Upstream.Timeout)
 	if telemetry.On() {
 		// A client span per attempt, and the BFF's traceparent upstream.
-		upstreamTransport = otelhttp.NewTransport(upstreamTransport)
+		upstreamTransport = telemetry.Transport(upstreamTransport)
 	}
 	minter := tokens.NewMinter(tokens.MinterOptions{
 		BaseURL: cfg.Upstream.BaseURL, ClientID: cfg.Upstream.ClientID,

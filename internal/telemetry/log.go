@@ -8,8 +8,9 @@ import (
 )
 
 // LogHandler adds trace_id and span_id to every line logged with a
-// context that holds a span (the access log's, the request's), so that a
-// line and its trace find each other.
+// context that holds a sampled span (the access log's, the request's), so
+// that a line and its trace find each other. A request the sampler left
+// out has no trace to find, and its line no ids.
 type LogHandler struct{ Next slog.Handler }
 
 // Enabled implements slog.Handler.
@@ -17,7 +18,7 @@ func (h LogHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.N
 
 // Handle implements slog.Handler.
 func (h LogHandler) Handle(ctx context.Context, r slog.Record) error {
-	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && sc.IsSampled() {
 		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
 	}
 	return h.Next.Handle(ctx, r)

@@ -11,6 +11,7 @@ package telemetry
 
 import (
 	"context"
+	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"sync/atomic"
 
 	"go.opentelemetry.io/contrib/exporters/autoexport"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
@@ -25,6 +27,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
@@ -74,7 +77,7 @@ func Setup(ctx context.Context) (shutdown func(context.Context) error, err error
 		return nil, err
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(Redacting(exp)), sdktrace.WithResource(res))
-	otel.SetTracerProvider(tp)
+	otel.SetTracerProvider(SampledOnly(tp))
 	on.Store(true)
 	return func(ctx context.Context) error {
 		on.Store(false)
@@ -94,14 +97,74 @@ func Tracer(name string) trace.Tracer { return otel.Tracer("github.com/fintech-b
 
 var none = trace.SpanFromContext(context.Background())
 
-// Start starts a span under ctx's, or, while tracing is off, returns ctx
-// as it is and a span that records nothing: no allocation, so the hot
-// path pays nothing for the spans it would have.
+// Start starts a span under ctx's. While tracing is off, or under a span
+// the sampler left out (whose children would be left out too), it returns
+// ctx as it is and a span that records nothing, with no allocation: the
+// requests not traced pay nothing for the spans they would have.
 func Start(ctx context.Context, t trace.Tracer, name string) (context.Context, trace.Span) {
 	if !on.Load() {
 		return ctx, none
 	}
+	if leftOut(ctx) {
+		return ctx, none
+	}
 	return t.Start(ctx, name)
+}
+
+// leftOut reports whether ctx holds a span of this process that the
+// sampler left out: under it every sampler leaves the children out too
+// (the parent-based ones by their parent, the ratio ones by the same
+// trace id), so making them only costs.
+func leftOut(ctx context.Context) bool {
+	sc := trace.SpanContextFromContext(ctx)
+	return sc.IsValid() && !sc.IsSampled() && !sc.IsRemote()
+}
+
+// SampledOnly wraps a provider so that its tracers (ours, otelhttp's,
+// redisotel's, otelpgx's) make no span under a span the sampler left out:
+// at 1% sampling, the other 99% of requests then pay for one span (the
+// server's, where the sampler decides), not for one per Redis command.
+func SampledOnly(tp trace.TracerProvider) trace.TracerProvider { return sampledOnly{next: tp} }
+
+type sampledOnly struct {
+	embedded.TracerProvider
+	next trace.TracerProvider
+}
+
+func (p sampledOnly) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return sampledOnlyTracer{next: p.next.Tracer(name, opts...)}
+}
+
+type sampledOnlyTracer struct {
+	embedded.Tracer
+	next trace.Tracer
+}
+
+func (t sampledOnlyTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if leftOut(ctx) {
+		return ctx, none
+	}
+	return t.next.Start(ctx, name, opts...)
+}
+
+// Transport traces the calls through base while tracing is on: otelhttp's
+// client span for a request being sampled, and for one left out only its
+// trace context in the headers (what otelhttp would send, without the
+// span it would make and drop).
+func Transport(base http.RoundTripper) http.RoundTripper {
+	return sampledTransport{traced: otelhttp.NewTransport(base), plain: base}
+}
+
+type sampledTransport struct{ traced, plain http.RoundTripper }
+
+func (t sampledTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !leftOut(r.Context()) {
+		return t.traced.RoundTrip(r)
+	}
+	r2 := *r // a RoundTripper does not change the caller's request
+	r2.Header = r.Header.Clone()
+	otel.GetTextMapPropagator().Inject(r.Context(), propagation.HeaderCarrier(r2.Header))
+	return t.plain.RoundTrip(&r2)
 }
 
 // Redacting wraps an exporter so that no url.full attribute leaves with

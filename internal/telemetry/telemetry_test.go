@@ -91,3 +91,28 @@ func TestLogHandlerAddsTheIDs(t *testing.T) {
 		t.Errorf("a line without a span has a trace id: %s", lines[1])
 	}
 }
+
+// Under a span the sampler left out, no tracer of the wrapped provider
+// makes a span (nor allocates), and the left-out trace still propagates.
+func TestSampledOnlySkipsTheLeftOut(t *testing.T) {
+	tp := telemetry.SampledOnly(sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample())))
+	tr := tp.Tracer("t")
+	ctx, root := tr.Start(context.Background(), "server")
+	if root.IsRecording() || !root.SpanContext().IsValid() {
+		t.Fatal("the root was sampled, or has no trace id")
+	}
+	if got, child := tr.Start(ctx, "child"); got != ctx || child.IsRecording() {
+		t.Fatal("a span was made under a left-out parent")
+	}
+	if a := testing.AllocsPerRun(100, func() {
+		_, s := tr.Start(ctx, "child")
+		s.End()
+	}); a != 0 {
+		t.Fatalf("a child of a left-out span allocates %.0f times", a)
+	}
+	sampled := telemetry.SampledOnly(sdktrace.NewTracerProvider()).Tracer("t")
+	sctx, s := sampled.Start(context.Background(), "server")
+	if _, c := sampled.Start(sctx, "child"); !c.IsRecording() || c.SpanContext().TraceID() != s.SpanContext().TraceID() {
+		t.Fatal("the child of a sampled span was not made in its trace")
+	}
+}
