@@ -157,13 +157,7 @@ func accessLog(log *slog.Logger, m *httpMetrics) echo.MiddlewareFunc {
 				c.Error(err)
 			}
 			s := state(c)
-			route := s.route
-			if route == "" {
-				route = c.Path()
-			}
-			if route == "" {
-				route = "unmatched"
-			}
+			route := routeOf(c)
 			status := c.Response().Status
 			took := time.Since(start)
 			m.observe(route, c.Request().Method, status, took)
@@ -189,6 +183,18 @@ func accessLog(log *slog.Logger, m *httpMetrics) echo.MiddlewareFunc {
 			return nil
 		}
 	}
+}
+
+// routeOf is the request's route template for logs, metrics and spans:
+// the upstream route the proxy matched, else Echo's, else "unmatched".
+func routeOf(c echo.Context) string {
+	if r := state(c).route; r != "" {
+		return r
+	}
+	if r := c.Path(); r != "" {
+		return r
+	}
+	return "unmatched"
 }
 
 // userHash is a short, stable pseudonym of a user id for logs.

@@ -45,13 +45,7 @@ func traceMiddleware(proxies []netip.Prefix, fromClients bool) echo.MiddlewareFu
 			c.SetRequest(r.WithContext(ctx))
 			err := next(c)
 			s := state(c)
-			route := s.route
-			if route == "" {
-				route = c.Path()
-			}
-			if route == "" {
-				route = "unmatched"
-			}
+			route := routeOf(c)
 			status := c.Response().Status
 			span.SetName(r.Method + " " + route)
 			span.SetAttributes(semconv.HTTPRequestMethodKey.String(r.Method), semconv.HTTPRoute(route),
