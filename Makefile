@@ -7,7 +7,7 @@ GO       ?= go
 BIN      := bin
 PKGS     := ./...
 
-.PHONY: all build run test test-deps test-client lint bench bench-micro chaos fuzz check-config clean
+.PHONY: all build run test test-deps test-client test-chart manifests lint bench bench-micro chaos fuzz check-config clean
 
 all: lint test
 
@@ -26,10 +26,24 @@ run: build
 ## (oidc-provider on Node.js);
 ## its fault-injection run is 15 s long (make chaos runs it longer);
 ## then the TypeScript client's tests and the check that its generated
-## types match api/openapi.yaml
+## types match api/openapi.yaml, then the Helm chart's checks
 test: test-deps
 	./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -race -count=1 -timeout 20m $(PKGS)
 	$(MAKE) test-client
+	$(MAKE) test-chart
+
+## test-chart: the Helm chart (deploy/helm/bff) without a cluster: helm lint,
+## helm template with the default and the production values, every rendered
+## object validated as the API server would, the plain manifests of
+## deploy/kubernetes equal to the chart's rendering (a module of its own:
+## deploy/helm/chartcheck). Without -race: the checks start no goroutine, and
+## the race detector's build of Kubernetes' packages alone takes 5 minutes.
+test-chart:
+	cd deploy/helm/chartcheck && $(GO) test -count=1 -timeout 10m ./...
+
+## manifests: render deploy/kubernetes from the Helm chart
+manifests:
+	cd deploy/helm/chartcheck && $(GO) test -count=1 -run '^TestPlainManifestsAreTheChart$$' ./... -update
 
 ## test-client: the TypeScript client (web/client): unit tests on Node's
 ## test runner, and its generated types checked against api/openapi.yaml
@@ -51,6 +65,7 @@ lint:
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
+	cd deploy/helm/chartcheck && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 ## bench: the end-to-end load benchmark (BFF against a bare ReverseProxy, wrk);
 ## writes BENCHMARKS.md and bench/latency.svg. BENCHFLAGS passes flags to it.

@@ -1,0 +1,535 @@
+package chartcheck
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "write the plain manifests in deploy/kubernetes from the chart")
+
+const (
+	chartDir       = "../bff"
+	productionFile = "../bff/values-production.yaml"
+	plainDir       = "../../kubernetes"
+	alertsFile     = "../../prometheus/alerts.yaml"
+	namespace      = "bff"
+)
+
+// plainRelease is what the plain manifests are rendered as: release "bff",
+// applied with kubectl (kustomize sets the namespace).
+var plainRelease = Release{Name: "bff", Namespace: namespace, Service: "kubectl"}
+
+// handWritten are the files of deploy/kubernetes that are not rendered from
+// the chart: the chart never creates a Namespace or a Secret.
+var handWritten = []string{"kustomization.yaml", "namespace.yaml", "secret.yaml"}
+
+// crds loads the Prometheus Operator's CustomResourceDefinitions of the
+// release whose Go types go.mod names, from the Go module proxy: the module
+// github.com/prometheus-operator/prometheus-operator holds them.
+var crds = sync.OnceValues(func() (CRDs, error) {
+	const typesModule = "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring"
+	v, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", typesModule).Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list -m %s: %w", typesModule, err)
+	}
+	version := strings.TrimSpace(string(v))
+	cmd := exec.Command("go", "mod", "download", "-json", "github.com/prometheus-operator/prometheus-operator@"+version)
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go mod download: %w: %s", err, out)
+	}
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(mod.Dir, "example", "prometheus-operator-crd")
+	return LoadCRDs(filepath.Join(dir, "monitoring.coreos.com_servicemonitors.yaml"),
+		filepath.Join(dir, "monitoring.coreos.com_prometheusrules.yaml"))
+})
+
+func loadCRDs(t *testing.T) CRDs {
+	t.Helper()
+	c, err := crds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func productionValues(t *testing.T) map[string]any {
+	t.Helper()
+	v, err := ReadValues(productionFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func render(t *testing.T, values map[string]any, rel Release) []Object {
+	t.Helper()
+	ms, err := Render(chartDir, values, rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Objects(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+func kinds(objs []Object) []string {
+	var ks []string
+	for _, o := range objs {
+		ks = append(ks, o.Kind)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func find(t *testing.T, objs []Object, kind string) Object {
+	t.Helper()
+	for _, o := range objs {
+		if o.Kind == kind {
+			return o
+		}
+	}
+	t.Fatalf("no %s rendered", kind)
+	return Object{}
+}
+
+// get walks a decoded YAML value by map keys and list indexes.
+func get(v any, path ...any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, _ := v.(map[string]any)
+			v = m[k]
+		case int:
+			l, _ := v.([]any)
+			if k >= len(l) {
+				return nil
+			}
+			v = l[k]
+		}
+	}
+	return v
+}
+
+// ---------------------------------------------------------------- helm lint
+
+func TestLint(t *testing.T) {
+	for name, values := range map[string]map[string]any{
+		"default values":    nil,
+		"production values": productionValues(t),
+	} {
+		t.Run(name, func(t *testing.T) {
+			msgs, err := Lint(chartDir, values, namespace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range msgs {
+				t.Error(m)
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------- helm template
+
+// TestRenderedObjectsValidate: every object the chart renders, with the
+// default and with the production values, is one the API server would
+// accept without a warning.
+func TestRenderedObjectsValidate(t *testing.T) {
+	crds := loadCRDs(t)
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		rel    Release
+		want   []string
+	}{
+		{"default values", nil, Release{Name: "bff", Namespace: namespace},
+			[]string{"ConfigMap", "Deployment", "HorizontalPodAutoscaler", "NetworkPolicy", "PodDisruptionBudget", "Service", "Service", "ServiceAccount"}},
+		{"production values", productionValues(t), Release{Name: "payments-bff", Namespace: "payments"},
+			[]string{"ConfigMap", "Deployment", "HorizontalPodAutoscaler", "Ingress", "NetworkPolicy", "PodDisruptionBudget", "PrometheusRule", "Service", "Service", "ServiceAccount", "ServiceMonitor"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := render(t, tc.values, tc.rel)
+			if got := kinds(objs); !slices.Equal(got, tc.want) {
+				t.Errorf("rendered %v, want %v", got, tc.want)
+			}
+			for _, o := range objs {
+				if err := Validate(o, tc.rel.Namespace, crds); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
+
+// TestValidatorRefusesBrokenObjects: each check above can fail. Every case
+// is a rendered object with one mistake a chart author could make.
+func TestValidatorRefusesBrokenObjects(t *testing.T) {
+	crds := loadCRDs(t)
+	objs := render(t, productionValues(t), Release{Name: "bff", Namespace: namespace})
+	for _, tc := range []struct {
+		name, kind, old, new, want string
+	}{
+		{"unknown field", "Deployment", "revisionHistoryLimit:", "revisionHistoryLimits:", "unknown field"},
+		{"duplicate field", "Service", "  type: ClusterIP\n", "  type: ClusterIP\n  type: NodePort\n", "already set"},
+		{"selector does not match the pod labels", "Deployment", "      app.kubernetes.io/instance: bff\n  template:", "      app.kubernetes.io/instance: other\n  template:", "`selector` does not match template `labels`"},
+		{"port out of range", "Service", "port: 9090\n", "port: 90000\n", "must be between 1 and 65535"},
+		{"bad enum", "Service", "protocol: TCP", "protocol: TPC", "Unsupported value"},
+		{"bad quantity", "Deployment", "memory: 768Mi", "memory: 768MB-", "quantities must match"},
+		{"maxReplicas below minReplicas", "HorizontalPodAutoscaler", "maxReplicas: ", "maxReplicas: 1 #", "must be greater than or equal to `minReplicas`"},
+		{"PDB with both minAvailable and maxUnavailable", "PodDisruptionBudget", "  maxUnavailable: 1\n", "  maxUnavailable: 1\n  minAvailable: 1\n", "minAvailable and maxUnavailable cannot be both set"},
+		{"bad CIDR", "NetworkPolicy", "cidr: 0.0.0.0/0", "cidr: 0.0.0.0/33", "CIDR"},
+		{"Ingress path type", "Ingress", "pathType: Prefix", "pathType: Prefixed", "Unsupported value"},
+		{"deprecated node label warns", "Deployment", "      serviceAccountName:", "      nodeSelector: {beta.kubernetes.io/arch: amd64}\n      serviceAccountName:", "deprecated"},
+		{"ServiceMonitor unknown field", "ServiceMonitor", "jobLabel:", "jobLabels:", "unknown field"},
+		{"ServiceMonitor bad duration", "ServiceMonitor", "interval: 30s", "interval: 30 seconds", "interval"},
+		{"PrometheusRule bad duration", "PrometheusRule", "for: 3m", "for: three minutes", "for"},
+		{"custom resource with a bad name", "PrometheusRule", "name: bff\n", "name: Bff_Rules\n", "metadata.name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := find(t, objs, tc.kind)
+			raw := string(o.Raw)
+			if !strings.Contains(raw, tc.old) {
+				t.Fatalf("%s has no %q:\n%s", tc.kind, tc.old, raw)
+			}
+			o.Raw = []byte(strings.Replace(raw, tc.old, tc.new, 1))
+			if err := Validate(o, namespace, crds); err == nil {
+				t.Errorf("accepted:\n%s", o.Raw)
+			} else if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("refused, but not for %q: %v", tc.want, err)
+			} else {
+				t.Log(err)
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------- values schema
+
+// TestValuesSchemaRefuses: values.schema.json refuses what would otherwise
+// render quietly wrong, with a message that names the value.
+func TestValuesSchemaRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values string
+		want   string
+	}{
+		{"a secret value instead of a Secret's key", `{secrets: {keys: {redisURL: "redis://:hunter2@redis:6379/0"}}}`, "redisURL"},
+		{"a secret in the config", `{config: {redis: {url: "redis://:hunter2@redis:6379/0"}}}`, "url"},
+		{"the session keys in the config", `{config: {session: {keys: ["c2VjcmV0"]}}}`, "keys"},
+		{"the ledger URL in the config", `{config: {ledger: {postgres_url: "postgres://bff:pw@db/bff"}}}`, "postgres_url"},
+		{"an unknown top-level value", `{replicas: 5}`, "replicas"},
+		{"a misspelt value", `{ingress: {enabled: true, hosts: ["app.example.com"]}}`, "hosts"},
+		{"no Secret", `{secrets: {existingSecret: ""}}`, "existingSecret"},
+		{"too few pods", `{autoscaling: {minReplicas: 1}}`, "minReplicas"},
+		{"a port out of range", `{ports: {http: 70000}}`, "http"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var values map[string]any
+			if err := yaml.Unmarshal([]byte(tc.values), &values); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Render(chartDir, values, Release{Name: "bff", Namespace: namespace})
+			if err == nil {
+				t.Fatalf("rendered with %s", tc.values)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("refused, but the error does not name %q: %v", tc.want, err)
+			}
+			if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "c2VjcmV0") {
+				t.Errorf("the error repeats the secret: %v", err)
+			}
+		})
+	}
+}
+
+// -------------------------------------------------- one source of truth
+
+// TestPlainManifestsAreTheChart: deploy/kubernetes is the chart rendered
+// with its default values. `make manifests` (this test with -update)
+// writes them.
+func TestPlainManifestsAreTheChart(t *testing.T) {
+	ms, err := Render(chartDir, nil, plainRelease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{}
+	for _, m := range ms {
+		name := filepath.Base(m.Template)
+		want[name] = []byte(plainHeader(m.Template) + strings.TrimLeft(m.Content, "\n"))
+	}
+	if *update {
+		for name, b := range want {
+			if err := os.WriteFile(filepath.Join(plainDir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	files, err := filepath.Glob(filepath.Join(plainDir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		name := filepath.Base(f)
+		if slices.Contains(handWritten, name) {
+			continue
+		}
+		got, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, ok := want[name]
+		if !ok {
+			t.Errorf("%s is not rendered from the chart: add a template for it, or list it in handWritten", f)
+			continue
+		}
+		if !bytes.Equal(got, w) {
+			t.Errorf("%s differs from the chart's rendering: run `make manifests`\n--- want\n%s", f, w)
+		}
+		delete(want, name)
+	}
+	for name := range want {
+		t.Errorf("%s is missing: run `make manifests`", filepath.Join(plainDir, name))
+	}
+}
+
+func plainHeader(template string) string {
+	return "# Rendered from the Helm chart (deploy/helm/bff/" + template + ", default values) by\n" +
+		"# `make manifests`. Do not edit: change the chart, then run `make manifests`.\n"
+}
+
+// TestPlainManifestsKustomization: kustomization.yaml lists every rendered
+// file, and every file it lists exists.
+func TestPlainManifestsKustomization(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(plainDir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct{ Resources []string }
+	if err := yaml.Unmarshal(b, &k); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := Render(chartDir, nil, plainRelease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if !slices.Contains(k.Resources, filepath.Base(m.Template)) {
+			t.Errorf("kustomization.yaml does not list %s", filepath.Base(m.Template))
+		}
+	}
+	for _, r := range k.Resources {
+		if _, err := os.Stat(filepath.Join(plainDir, r)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// ---------------------------------------------------------- the objects
+
+// TestPrometheusRuleIsTheAlertsFile: the PrometheusRule carries the alerting
+// rules of deploy/prometheus/alerts.yaml unchanged; in particular Helm does
+// not expand their {{ $labels }} templates.
+func TestPrometheusRuleIsTheAlertsFile(t *testing.T) {
+	rule := find(t, render(t, productionValues(t), Release{Name: "bff", Namespace: namespace}), "PrometheusRule")
+	b, err := os.ReadFile(alertsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var alerts map[string]any
+	if err := yaml.Unmarshal(b, &alerts); err != nil {
+		t.Fatal(err)
+	}
+	if len(get(alerts, "groups").([]any)) == 0 {
+		t.Fatal("no groups in " + alertsFile)
+	}
+	if !reflect.DeepEqual(get(rule.Body, "spec", "groups"), alerts["groups"]) {
+		t.Errorf("the PrometheusRule's groups differ from %s", alertsFile)
+	}
+	if !strings.Contains(string(rule.Raw), "{{ $labels.instance }}") {
+		t.Error("the alerts' {{ $labels }} templates did not survive rendering")
+	}
+}
+
+// TestServiceMonitorScrapesTheAlertsJob: the alerts select job="bff"; the
+// ServiceMonitor names the job after the admin Service's
+// app.kubernetes.io/name label and selects only that Service.
+func TestServiceMonitorScrapesTheAlertsJob(t *testing.T) {
+	objs := render(t, productionValues(t), Release{Name: "payments-bff", Namespace: "payments"})
+	sm := find(t, objs, "ServiceMonitor")
+	label, _ := get(sm.Body, "spec", "jobLabel").(string)
+	selector, _ := get(sm.Body, "spec", "selector", "matchLabels").(map[string]any)
+	var matched []Object
+	for _, o := range objs {
+		if o.Kind != "Service" {
+			continue
+		}
+		labels, _ := get(o.Body, "metadata", "labels").(map[string]any)
+		all := true
+		for k, v := range selector {
+			all = all && labels[k] == v
+		}
+		if all {
+			matched = append(matched, o)
+		}
+	}
+	if len(matched) != 1 || get(matched[0].Body, "spec", "ports", 0, "name") != get(sm.Body, "spec", "endpoints", 0, "port") {
+		t.Fatalf("the ServiceMonitor selects %d Services, want the admin Service alone", len(matched))
+	}
+	if job := get(matched[0].Body, "metadata", "labels", label); job != "bff" {
+		t.Errorf("the scrape job would be %v, the alerts select job=\"bff\"", job)
+	}
+}
+
+// TestIngressRoutesTheBFFOnTheAppHost: /auth and /api of the app's host go
+// to the BFF's public Service, never to the admin one, with TLS.
+func TestIngressRoutesTheBFFOnTheAppHost(t *testing.T) {
+	values := productionValues(t)
+	objs := render(t, values, Release{Name: "payments-bff", Namespace: "payments"})
+	ing := find(t, objs, "Ingress")
+	cm := find(t, objs, "ConfigMap")
+	var cfg map[string]any
+	if err := yaml.Unmarshal([]byte(get(cm.Body, "data", "config.yaml").(string)), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	host := get(ing.Body, "spec", "rules", 0, "host")
+	if want := strings.TrimPrefix(cfg["public_url"].(string), "https://"); host != want {
+		t.Errorf("the Ingress host is %v, config.public_url's host is %s: the cookie would not be first-party", host, want)
+	}
+	if get(ing.Body, "spec", "tls", 0, "hosts", 0) != host {
+		t.Error("no TLS for the host")
+	}
+	routed := map[string]any{}
+	for _, p := range get(ing.Body, "spec", "rules", 0, "http", "paths").([]any) {
+		routed[get(p, "path").(string)] = get(p, "backend", "service", "name")
+	}
+	for _, p := range []string{"/auth", "/api"} {
+		if routed[p] != "payments-bff" {
+			t.Errorf("%s goes to %v, want the BFF's public Service payments-bff", p, routed[p])
+		}
+	}
+}
+
+// TestSecretsComeFromTheExistingSecret: no rendered object carries a secret
+// value; the Deployment takes each one from the Secret the values name.
+func TestSecretsComeFromTheExistingSecret(t *testing.T) {
+	values := productionValues(t)
+	secret := get(values, "secrets", "existingSecret")
+	for _, o := range render(t, values, Release{Name: "bff", Namespace: namespace}) {
+		if o.Kind == "Secret" {
+			t.Errorf("the chart renders a Secret (%s): secrets are referenced, never created", o.Name)
+		}
+		if o.Kind != "Deployment" {
+			continue
+		}
+		c := get(o.Body, "spec", "template", "spec", "containers", 0)
+		for _, e := range get(c, "env").([]any) {
+			name := get(e, "name").(string)
+			if strings.HasPrefix(name, "BFF_") {
+				if ref := get(e, "valueFrom", "secretKeyRef", "name"); ref != secret {
+					t.Errorf("%s does not come from the Secret %v", name, secret)
+				}
+			}
+		}
+		for _, v := range get(o.Body, "spec", "template", "spec", "volumes").([]any) {
+			if get(v, "name") == "upstream-secret" && get(v, "secret", "secretName") != secret {
+				t.Errorf("the upstream client secret's volume is not the Secret %v", secret)
+			}
+		}
+	}
+}
+
+// TestTheBFFAcceptsTheConfig: the config file and the environment the chart
+// gives the BFF, with and without the production values, pass the BFF's own
+// start-up check (`bff -check`), with stand-ins for the Secret's values and
+// its mounted files.
+func TestTheBFFAcceptsTheConfig(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bff")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/bff")
+	build.Dir = "../../.."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/bff: %v\n%s", err, out)
+	}
+	key := "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // base64 of 32 bytes
+	standIns := map[string]string{
+		"BFF_REDIS_URL":               "redis://127.0.0.1:6379/0",
+		"BFF_REDIS_ENCRYPTION_KEY":    key,
+		"BFF_SESSION_KEYS":            `["` + key + `"]`,
+		"BFF_AUTH_OIDC_CLIENT_SECRET": "oidc-client-secret",
+		"BFF_LEDGER_POSTGRES_URL":     "postgres://bff:pw@127.0.0.1:5432/bff?sslmode=verify-full",
+	}
+	files := map[string]string{ // a mounted file: its stand-in
+		"/run/secrets/bff/upstream_client_secret": "upstream-client-secret",
+		"/run/secrets/bff/admin_token":            "an-admin-token-of-32-characters!",
+	}
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		ok     bool
+	}{
+		{"default values", nil, true},
+		{"production values", productionValues(t), true},
+		// The check can fail: production refuses a cookie without Secure.
+		{"a refused config", map[string]any{"config": map[string]any{"session": map[string]any{"secure_cookie": false}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := render(t, tc.values, Release{Name: "bff", Namespace: namespace})
+			cfg := get(find(t, objs, "ConfigMap").Body, "data", "config.yaml").(string)
+			for path, content := range files {
+				local := filepath.Join(dir, filepath.Base(path))
+				if err := os.WriteFile(local, []byte(content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				cfg = strings.ReplaceAll(cfg, path, local)
+			}
+			cfgFile := filepath.Join(dir, "config.yaml")
+			if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(bin, "-config", cfgFile, "-check")
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+			c := get(find(t, objs, "Deployment").Body, "spec", "template", "spec", "containers", 0)
+			for _, e := range get(c, "env").([]any) {
+				name := get(e, "name").(string)
+				if v, ok := get(e, "value").(string); ok {
+					cmd.Env = append(cmd.Env, name+"="+v)
+					continue
+				}
+				if get(e, "valueFrom", "fieldRef") != nil {
+					cmd.Env = append(cmd.Env, name+"=bff-0")
+					continue
+				}
+				v, ok := standIns[name]
+				if !ok {
+					t.Fatalf("no stand-in for %s", name)
+				}
+				cmd.Env = append(cmd.Env, name+"="+v)
+			}
+			out, err := cmd.CombinedOutput()
+			if tc.ok && err != nil {
+				t.Errorf("bff -check refuses the chart's config: %v\n%s", err, out)
+			}
+			if !tc.ok && err == nil {
+				t.Errorf("bff -check accepted a config it should refuse:\n%s", cfg)
+			}
+		})
+	}
+}
