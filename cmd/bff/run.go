@@ -58,7 +58,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		return nil
 	}
 	// Tracing, when the OTEL_* environment asks for it; flushed last.
-	stopTracing, err := telemetry.Setup(ctx)
+	// The OpenTelemetry SDK's own lines (a malformed OTEL_* value, a failed
+	// export) are JSON on stderr as well; they are rare, so not batched.
+	stopTracing, err := telemetry.Setup(ctx, slog.New(slog.NewJSONHandler(stderr, nil)))
 	if err != nil {
 		return fmt.Errorf("tracing (OTEL_* environment): %w", err)
 	}

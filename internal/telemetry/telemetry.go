@@ -11,6 +11,7 @@ package telemetry
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/go-logr/logr"
 	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
@@ -59,9 +61,14 @@ func Requested(getenv func(string) string) bool {
 // exporter is autoexport's (OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_*);
 // the sampler the SDK's own reading of OTEL_TRACES_SAMPLER (default:
 // parent-based, always on); the resource OTEL_SERVICE_NAME and
-// OTEL_RESOURCE_ATTRIBUTES, "bff" when no name is set.
-func Setup(ctx context.Context) (shutdown func(context.Context) error, err error) {
+// OTEL_RESOURCE_ATTRIBUTES, "bff" when no name is set. The SDK's own log
+// lines and export errors go to log, without the values the SDK would add.
+func Setup(ctx context.Context, log *slog.Logger) (shutdown func(context.Context) error, err error) {
 	otel.SetTextMapPropagator(propagation.TraceContext{})
+	otel.SetLogger(logr.New(sdkLogSink{log: log}))
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		log.Warn("opentelemetry: " + err.Error())
+	}))
 	if !Requested(os.Getenv) {
 		otel.SetTracerProvider(noop.NewTracerProvider())
 		on.Store(false)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -114,5 +116,42 @@ func TestSampledOnlySkipsTheLeftOut(t *testing.T) {
 	sctx, s := sampled.Start(context.Background(), "server")
 	if _, c := sampled.Start(sctx, "child"); !c.IsRecording() || c.SpanContext().TraceID() != s.SpanContext().TraceID() {
 		t.Fatal("the child of a sampled span was not made in its trace")
+	}
+}
+
+// TestMalformedHeadersDoNotLeak: the SDK logs an OTEL_EXPORTER_OTLP_HEADERS
+// entry it cannot parse next to its message. The API key in it must reach
+// neither the BFF's log nor stderr (where the SDK's default logger wrote it
+// whole), while the line still says what was wrong. Setup runs in a child
+// process (this test binary again), so that its stderr is the one checked.
+func TestMalformedHeadersDoNotLeak(t *testing.T) {
+	const key1, key2 = "SEKRET-api-key-1", "SEKRET-api-key-2"
+	if os.Getenv("BFF_TELEMETRY_CHILD") == "1" {
+		shutdown, err := telemetry.Setup(context.Background(), slog.New(slog.NewJSONHandler(os.Stdout, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = shutdown(context.Background())
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMalformedHeadersDoNotLeak$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "BFF_TELEMETRY_CHILD=1",
+		"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1",
+		"OTEL_EXPORTER_OTLP_HEADERS=api-key:"+key1+",x-key=%zz"+key2)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	out := stdout.String() + stderr.String()
+	for _, k := range []string{key1, key2, "zz"} {
+		if strings.Contains(out, k) {
+			t.Errorf("%q was logged:\n%s", k, out)
+		}
+	}
+	for _, msg := range []string{"opentelemetry: parse headers", "opentelemetry: escape header value"} {
+		if !strings.Contains(stdout.String(), msg) {
+			t.Errorf("no line says %q:\n%s", msg, out)
+		}
 	}
 }
