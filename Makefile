@@ -39,7 +39,7 @@ test: test-deps
 ## deploy/helm/chartcheck). Without -race: the checks start no goroutine, and
 ## the race detector's build of Kubernetes' packages alone takes 5 minutes.
 test-chart:
-	cd deploy/helm/chartcheck && $(GO) test -count=1 -timeout 10m ./...
+	cd deploy/helm/chartcheck && GO=$(GO) $(GO) test -count=1 -timeout 10m ./...
 
 ## manifests: render deploy/kubernetes from the Helm chart
 manifests:

@@ -34,7 +34,10 @@ import (
 // makes: each validates an object of its kind and warns about it.
 var strategies = map[schema.GroupKind]struct {
 	resource string
-	strategy rest.RESTCreateStrategy
+	strategy interface {
+		rest.RESTCreateStrategy
+		rest.RESTUpdateStrategy
+	}
 }{
 	{Group: "", Kind: "ConfigMap"}:                          {"configmaps", configmap.Strategy},
 	{Group: "", Kind: "Service"}:                            {"services", service.Strategy},
@@ -54,41 +57,71 @@ var decoder = sync.OnceValue(func() runtime.Decoder {
 })
 
 // validateBuiltin does what the API server does with a create request in
-// namespace: decode, default, fill the system fields, then rest.BeforeCreate
-// (the namespace check, the strategy's preparation, its validation, the
-// object metadata's validation, declarative validation and the warnings).
-func validateBuiltin(o Object, namespace string) error {
-	obj, gvk, err := decoder().Decode(o.Raw, nil, nil)
+// namespace, or with an update of old when old is not nil: decode, default,
+// fill the system fields, then rest.BeforeCreate (the namespace check, the
+// strategy's preparation, its validation, the object metadata's validation,
+// declarative validation and the warnings) or rest.BeforeUpdate (the same
+// for an update: immutable fields among them).
+func validateBuiltin(o Object, old *Object, namespace string) error {
+	obj, gvk, err := decode(o, namespace, old == nil)
 	if err != nil {
 		return err
 	}
 	s, ok := strategies[gvk.GroupKind()]
-	strategy := s.strategy
 	if !ok {
 		return fmt.Errorf("no validation for %s here: add its strategy to chartcheck", gvk)
 	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return err
-	}
-	if strategy.NamespaceScoped() && m.GetNamespace() == "" {
-		m.SetNamespace(namespace)
-	}
-	rest.FillObjectMetaSystemFields(m)
 	var w recorder
 	ctx := genericapirequest.WithNamespace(context.Background(), namespace)
 	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
 		IsResourceRequest: true, Verb: "create", APIGroup: gvk.Group, APIVersion: gvk.Version,
-		Namespace: namespace, Resource: s.resource, Name: m.GetName(),
+		Namespace: namespace, Resource: s.resource, Name: o.Name,
 	})
 	ctx = warning.WithWarningRecorder(ctx, &w)
-	if err := rest.BeforeCreate(strategy, ctx, obj); err != nil {
+	if old == nil {
+		err = rest.BeforeCreate(s.strategy, ctx, obj)
+	} else {
+		prev, prevGVK, derr := decode(*old, namespace, true)
+		if derr != nil {
+			return fmt.Errorf("the previous object: %w", derr)
+		}
+		if prevGVK.GroupKind() != gvk.GroupKind() {
+			return fmt.Errorf("the previous object is a %s", prevGVK.Kind)
+		}
+		info, _ := genericapirequest.RequestInfoFrom(ctx)
+		info.Verb = "update"
+		err = rest.BeforeUpdate(s.strategy, ctx, obj, prev)
+	}
+	if err != nil {
 		return err
 	}
 	if len(w) > 0 {
 		return errors.New("the API server would warn: " + strings.Join(w, "; "))
 	}
 	return nil
+}
+
+// decode decodes, defaults and converts an object, and fills what the API
+// server fills on create; for an update, the resourceVersion the client
+// sends back (the stored object's, here "1").
+func decode(o Object, namespace string, create bool) (runtime.Object, *schema.GroupVersionKind, error) {
+	obj, gvk, err := decoder().Decode(o.Raw, nil, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s, ok := strategies[gvk.GroupKind()]; ok && s.strategy.NamespaceScoped() && m.GetNamespace() == "" {
+		m.SetNamespace(namespace)
+	}
+	if create {
+		rest.FillObjectMetaSystemFields(m)
+	} else {
+		m.SetResourceVersion("1")
+	}
+	return obj, gvk, nil
 }
 
 // recorder collects the warnings a create would return to kubectl.

@@ -31,9 +31,10 @@ import (
 const KubeVersion = "v1.37.2"
 
 // Lint runs Helm's linter (what `helm lint` runs) on the chart with values
-// over its defaults, and returns every message of warning severity or worse.
-func Lint(chartDir string, values map[string]any, namespace string) ([]string, error) {
-	kv, err := chartutil.ParseKubeVersion(KubeVersion)
+// over its defaults, for a cluster of kubeVersion, and returns every message
+// of warning severity or worse.
+func Lint(chartDir string, values map[string]any, namespace, kubeVersion string) ([]string, error) {
+	kv, err := chartutil.ParseKubeVersion(kubeVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -76,6 +77,16 @@ func ReadValues(file string) (map[string]any, error) {
 // Prometheus Operator's API available. It returns the templates that
 // rendered to an object, in template order, without the partials and NOTES.
 func Render(chartDir string, values map[string]any, rel Release) ([]Manifest, error) {
+	return render(chartDir, values, rel, false)
+}
+
+// RenderStrict renders as `helm lint --strict` does: a template that reads
+// a value the values do not define fails.
+func RenderStrict(chartDir string, values map[string]any, rel Release) ([]Manifest, error) {
+	return render(chartDir, values, rel, true)
+}
+
+func render(chartDir string, values map[string]any, rel Release, strict bool) ([]Manifest, error) {
 	ch, err := loader.Load(chartDir)
 	if err != nil {
 		return nil, err
@@ -94,7 +105,7 @@ func Render(chartDir string, values map[string]any, rel Release) ([]Manifest, er
 		r := top["Release"].(map[string]any)
 		r["Service"] = rel.Service
 	}
-	out, err := engine.Engine{Strict: true}.Render(ch, top)
+	out, err := engine.Engine{Strict: strict}.Render(ch, top)
 	if err != nil {
 		return nil, err
 	}
@@ -168,11 +179,22 @@ func Objects(ms []Manifest) ([]Object, error) {
 // with crds for custom resources, and returns every error and warning it
 // would give.
 func Validate(o Object, namespace string, crds CRDs) error {
+	return validate(o, nil, namespace, crds)
+}
+
+// ValidateUpdate checks o as the API server would as an update of old (what
+// `helm upgrade` or `kubectl apply` sends): the create checks, and those of
+// an update, such as fields that cannot change.
+func ValidateUpdate(old, o Object, namespace string, crds CRDs) error {
+	return validate(o, &old, namespace, crds)
+}
+
+func validate(o Object, old *Object, namespace string, crds CRDs) error {
 	var err error
 	if strings.Contains(apiVersion(o), ".") && !strings.HasSuffix(groupOf(apiVersion(o)), ".k8s.io") {
-		err = validateCustom(o, namespace, crds)
+		err = validateCustom(o, namespace, crds) // the same checks on update, for these CRDs
 	} else {
-		err = validateBuiltin(o, namespace)
+		err = validateBuiltin(o, old, namespace)
 	}
 	if err != nil {
 		return fmt.Errorf("%s %s (%s): %w", o.Kind, o.Name, o.Template, err)

@@ -2,7 +2,7 @@ package chartcheck
 
 import (
 	"bytes"
-	"encoding/json"
+	"crypto/sha256"
 	"flag"
 	"fmt"
 	"os"
@@ -28,35 +28,39 @@ const (
 )
 
 // plainRelease is what the plain manifests are rendered as: release "bff",
-// applied with kubectl (kustomize sets the namespace).
-var plainRelease = Release{Name: "bff", Namespace: namespace, Service: "kubectl"}
+// applied with kubectl (kustomize sets the namespace), with the selector of
+// the manifests that came before the chart, so that an install made from
+// them upgrades in place (TestPlainManifestsUpgradeInPlace).
+var (
+	plainRelease = Release{Name: "bff", Namespace: namespace, Service: "kubectl"}
+	plainValues  = map[string]any{"nameOnlySelector": true}
+)
 
 // handWritten are the files of deploy/kubernetes that are not rendered from
 // the chart: the chart never creates a Namespace or a Secret.
 var handWritten = []string{"kustomization.yaml", "namespace.yaml", "secret.yaml"}
 
-// crds loads the Prometheus Operator's CustomResourceDefinitions of the
-// release whose Go types go.mod names, from the Go module proxy: the module
-// github.com/prometheus-operator/prometheus-operator holds them.
+// crds are the Prometheus Operator's CustomResourceDefinitions of the
+// release whose Go types go.mod names (v0.85.0), copied from its module
+// (github.com/prometheus-operator/prometheus-operator@v0.85.0,
+// example/prometheus-operator-crd; sha256 in testdata/crds/SHA256SUMS).
 var crds = sync.OnceValues(func() (CRDs, error) {
-	const typesModule = "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring"
-	v, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", typesModule).Output()
+	sums, err := os.ReadFile("testdata/crds/SHA256SUMS")
 	if err != nil {
-		return nil, fmt.Errorf("go list -m %s: %w", typesModule, err)
-	}
-	version := strings.TrimSpace(string(v))
-	cmd := exec.Command("go", "mod", "download", "-json", "github.com/prometheus-operator/prometheus-operator@"+version)
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("go mod download: %w: %s", err, out)
-	}
-	var mod struct{ Dir string }
-	if err := json.Unmarshal(out, &mod); err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(mod.Dir, "example", "prometheus-operator-crd")
-	return LoadCRDs(filepath.Join(dir, "monitoring.coreos.com_servicemonitors.yaml"),
-		filepath.Join(dir, "monitoring.coreos.com_prometheusrules.yaml"))
+	for line := range strings.Lines(string(sums)) {
+		sum, file, _ := strings.Cut(strings.TrimSpace(line), "  ")
+		b, err := os.ReadFile(filepath.Join("testdata/crds", file))
+		if err != nil {
+			return nil, err
+		}
+		if got := fmt.Sprintf("%x", sha256.Sum256(b)); got != sum {
+			return nil, fmt.Errorf("testdata/crds/%s was changed: sha256 %s, want %s", file, got, sum)
+		}
+	}
+	return LoadCRDs("testdata/crds/monitoring.coreos.com_servicemonitors.yaml",
+		"testdata/crds/monitoring.coreos.com_prometheusrules.yaml")
 })
 
 func loadCRDs(t *testing.T) CRDs {
@@ -77,7 +81,7 @@ func productionValues(t *testing.T) map[string]any {
 	return v
 }
 
-func render(t *testing.T, values map[string]any, rel Release) []Object {
+func renderObjs(t *testing.T, values map[string]any, rel Release) []Object {
 	t.Helper()
 	ms, err := Render(chartDir, values, rel)
 	if err != nil {
@@ -130,20 +134,34 @@ func get(v any, path ...any) any {
 
 // ---------------------------------------------------------------- helm lint
 
+// TestLint: helm lint, for the oldest Kubernetes the chart allows
+// (Chart.yaml's kubeVersion) and the one the objects are validated for.
 func TestLint(t *testing.T) {
 	for name, values := range map[string]map[string]any{
 		"default values":    nil,
 		"production values": productionValues(t),
 	} {
-		t.Run(name, func(t *testing.T) {
-			msgs, err := Lint(chartDir, values, namespace)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, m := range msgs {
-				t.Error(m)
-			}
-		})
+		for _, kv := range []string{"v1.30.0", KubeVersion} {
+			t.Run(name+" "+kv, func(t *testing.T) {
+				msgs, err := Lint(chartDir, values, namespace, kv)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range msgs {
+					t.Error(m)
+				}
+			})
+		}
+	}
+}
+
+// TestTemplatesReadOnlyDefinedValues: rendered strictly (a value the
+// values do not define is an error, as with helm lint --strict).
+func TestTemplatesReadOnlyDefinedValues(t *testing.T) {
+	for _, values := range []map[string]any{nil, productionValues(t)} {
+		if _, err := RenderStrict(chartDir, values, Release{Name: "bff", Namespace: namespace}); err != nil {
+			t.Error(err)
+		}
 	}
 }
 
@@ -166,7 +184,7 @@ func TestRenderedObjectsValidate(t *testing.T) {
 			[]string{"ConfigMap", "Deployment", "HorizontalPodAutoscaler", "Ingress", "NetworkPolicy", "PodDisruptionBudget", "PrometheusRule", "Service", "Service", "ServiceAccount", "ServiceMonitor"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			objs := render(t, tc.values, tc.rel)
+			objs := renderObjs(t, tc.values, tc.rel)
 			if got := kinds(objs); !slices.Equal(got, tc.want) {
 				t.Errorf("rendered %v, want %v", got, tc.want)
 			}
@@ -183,7 +201,7 @@ func TestRenderedObjectsValidate(t *testing.T) {
 // is a rendered object with one mistake a chart author could make.
 func TestValidatorRefusesBrokenObjects(t *testing.T) {
 	crds := loadCRDs(t)
-	objs := render(t, productionValues(t), Release{Name: "bff", Namespace: namespace})
+	objs := renderObjs(t, productionValues(t), Release{Name: "bff", Namespace: namespace})
 	for _, tc := range []struct {
 		name, kind, old, new, want string
 	}{
@@ -263,10 +281,10 @@ func TestValuesSchemaRefuses(t *testing.T) {
 // -------------------------------------------------- one source of truth
 
 // TestPlainManifestsAreTheChart: deploy/kubernetes is the chart rendered
-// with its default values. `make manifests` (this test with -update)
+// with its default values (and the selector of the manifests before it). `make manifests` (this test with -update)
 // writes them.
 func TestPlainManifestsAreTheChart(t *testing.T) {
-	ms, err := Render(chartDir, nil, plainRelease)
+	ms, err := Render(chartDir, plainValues, plainRelease)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +329,8 @@ func TestPlainManifestsAreTheChart(t *testing.T) {
 }
 
 func plainHeader(template string) string {
-	return "# Rendered from the Helm chart (deploy/helm/bff/" + template + ", default values) by\n" +
+	return "# Rendered from the Helm chart (deploy/helm/bff/" + template + ", default values and\n" +
+		"# nameOnlySelector: true) by\n" +
 		"# `make manifests`. Do not edit: change the chart, then run `make manifests`.\n"
 }
 
@@ -326,7 +345,7 @@ func TestPlainManifestsKustomization(t *testing.T) {
 	if err := yaml.Unmarshal(b, &k); err != nil {
 		t.Fatal(err)
 	}
-	ms, err := Render(chartDir, nil, plainRelease)
+	ms, err := Render(chartDir, plainValues, plainRelease)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +367,7 @@ func TestPlainManifestsKustomization(t *testing.T) {
 // rules of deploy/prometheus/alerts.yaml unchanged; in particular Helm does
 // not expand their {{ $labels }} templates.
 func TestPrometheusRuleIsTheAlertsFile(t *testing.T) {
-	rule := find(t, render(t, productionValues(t), Release{Name: "bff", Namespace: namespace}), "PrometheusRule")
+	rule := find(t, renderObjs(t, productionValues(t), Release{Name: "bff", Namespace: namespace}), "PrometheusRule")
 	b, err := os.ReadFile(alertsFile)
 	if err != nil {
 		t.Fatal(err)
@@ -372,7 +391,7 @@ func TestPrometheusRuleIsTheAlertsFile(t *testing.T) {
 // ServiceMonitor names the job after the admin Service's
 // app.kubernetes.io/name label and selects only that Service.
 func TestServiceMonitorScrapesTheAlertsJob(t *testing.T) {
-	objs := render(t, productionValues(t), Release{Name: "payments-bff", Namespace: "payments"})
+	objs := renderObjs(t, productionValues(t), Release{Name: "payments-bff", Namespace: "payments"})
 	sm := find(t, objs, "ServiceMonitor")
 	label, _ := get(sm.Body, "spec", "jobLabel").(string)
 	selector, _ := get(sm.Body, "spec", "selector", "matchLabels").(map[string]any)
@@ -402,7 +421,7 @@ func TestServiceMonitorScrapesTheAlertsJob(t *testing.T) {
 // to the BFF's public Service, never to the admin one, with TLS.
 func TestIngressRoutesTheBFFOnTheAppHost(t *testing.T) {
 	values := productionValues(t)
-	objs := render(t, values, Release{Name: "payments-bff", Namespace: "payments"})
+	objs := renderObjs(t, values, Release{Name: "payments-bff", Namespace: "payments"})
 	ing := find(t, objs, "Ingress")
 	cm := find(t, objs, "ConfigMap")
 	var cfg map[string]any
@@ -432,7 +451,7 @@ func TestIngressRoutesTheBFFOnTheAppHost(t *testing.T) {
 func TestSecretsComeFromTheExistingSecret(t *testing.T) {
 	values := productionValues(t)
 	secret := get(values, "secrets", "existingSecret")
-	for _, o := range render(t, values, Release{Name: "bff", Namespace: namespace}) {
+	for _, o := range renderObjs(t, values, Release{Name: "bff", Namespace: namespace}) {
 		if o.Kind == "Secret" {
 			t.Errorf("the chart renders a Secret (%s): secrets are referenced, never created", o.Name)
 		}
@@ -463,7 +482,7 @@ func TestSecretsComeFromTheExistingSecret(t *testing.T) {
 func TestTheBFFAcceptsTheConfig(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bff")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/bff")
+	build := exec.Command(goTool(), "build", "-o", bin, "./cmd/bff")
 	build.Dir = "../../.."
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/bff: %v\n%s", err, out)
@@ -491,7 +510,7 @@ func TestTheBFFAcceptsTheConfig(t *testing.T) {
 		{"a refused config", map[string]any{"config": map[string]any{"session": map[string]any{"secure_cookie": false}}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			objs := render(t, tc.values, Release{Name: "bff", Namespace: namespace})
+			objs := renderObjs(t, tc.values, Release{Name: "bff", Namespace: namespace})
 			cfg := get(find(t, objs, "ConfigMap").Body, "data", "config.yaml").(string)
 			for path, content := range files {
 				local := filepath.Join(dir, filepath.Base(path))
@@ -532,4 +551,13 @@ func TestTheBFFAcceptsTheConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// goTool is the go command: make's $(GO) (test-chart passes it as GO), else
+// the one on PATH.
+func goTool() string {
+	if g := os.Getenv("GO"); g != "" {
+		return g
+	}
+	return "go"
 }

@@ -19,19 +19,27 @@ chart's name ("bff", "bff-eu"), else "<release>-bff". Both are DNS labels (63 ch
 {{- end }}
 {{- end }}
 
-{{/* Labels on every object. */}}
+{{/*
+The labels that select the BFF's pods. A Deployment's selector cannot change after the first
+install: nameOnlySelector keeps the one of the manifests that came before the chart.
+*/}}
+{{- define "bff.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "bff.name" . }}
+{{- if not .Values.nameOnlySelector }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+{{- end }}
+
+{{/* Labels on every object but those the selector already holds. */}}
 {{- define "bff.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{ include "bff.selectorLabels" . }}
+{{- if .Values.nameOnlySelector }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
 app.kubernetes.io/version: {{ include "bff.version" . | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: bff
-{{- end }}
-
-{{/* The labels that select the BFF's pods: they never change after the first install. */}}
-{{- define "bff.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "bff.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
 {{- define "bff.version" -}}
@@ -83,28 +91,32 @@ of a hosted collector) come from a Secret, never from values.
   value: {{ . | quote }}
 {{- end }}
 - name: OTEL_SERVICE_NAME
-  value: {{ default (include "bff.fullname" .) .Values.otel.serviceName | quote }}
+  value: {{ .Values.otel.serviceName | quote }}
 - name: OTEL_TRACES_SAMPLER
   value: {{ .Values.otel.sampler | quote }}
 {{- with .Values.otel.samplerArg }}
 - name: OTEL_TRACES_SAMPLER_ARG
-  value: {{ . | quote }}
+  value: {{ toString . | quote }}
 {{- end }}
 - name: K8S_POD_NAME
   valueFrom:
     fieldRef: {fieldPath: metadata.name}
+- name: K8S_NAMESPACE_NAME
+  valueFrom:
+    fieldRef: {fieldPath: metadata.namespace}
 - name: OTEL_RESOURCE_ATTRIBUTES
-  value: {{ printf "k8s.pod.name=$(K8S_POD_NAME),k8s.namespace.name=%s%s" .Release.Namespace (ternary (printf ",%s" .Values.otel.resourceAttributes) "" (ne .Values.otel.resourceAttributes "")) | quote }}
+  value: {{ printf "k8s.pod.name=$(K8S_POD_NAME),k8s.namespace.name=$(K8S_NAMESPACE_NAME)%s" (ternary (printf ",%s" .Values.otel.resourceAttributes) "" (ne .Values.otel.resourceAttributes "")) | quote }}
 {{- if .Values.otel.headersSecret.name }}
 - name: OTEL_EXPORTER_OTLP_HEADERS
   valueFrom:
-    secretKeyRef: {name: {{ .Values.otel.headersSecret.name }}, key: {{ required "otel.headersSecret.key" .Values.otel.headersSecret.key }}}
+    secretKeyRef: {name: {{ .Values.otel.headersSecret.name | quote }}, key: {{ required "otel.headersSecret.key" .Values.otel.headersSecret.key | quote }}}
 {{- end }}
 {{- end }}
 
 {{/*
 The environment variables taken from the Secret: [name, key] pairs, for the keys that are set.
-The upstream client secret and the admin token are files instead (rotation without a restart).
+The upstream client secret and the admin token are files instead (the client secret is re-read
+on rotation; the admin token is read at start).
 */}}
 {{- define "bff.secretEnv" -}}
 {{- $k := .Values.secrets.keys }}
@@ -115,4 +127,88 @@ The upstream client secret and the admin token are files instead (rotation witho
 {{- end }}
 {{- end }}
 {{- toYaml $pairs }}
+{{- end }}
+
+{{/*
+Peers of a NetworkPolicy rule, never empty: an empty or null list would admit everyone.
+Call with (list "the values' path" $peers).
+*/}}
+{{- define "bff.peers" -}}
+{{- $path := index . 0 }}
+{{- $peers := index . 1 }}
+{{- if not $peers }}
+{{- fail (printf "%s is empty: a NetworkPolicy rule without peers admits every address; name them, or set networkPolicy.enabled=false" $path) }}
+{{- end }}
+{{- toYaml $peers }}
+{{- end }}
+
+{{- define "bff.ports" -}}
+{{- $path := index . 0 }}
+{{- $ports := index . 1 }}
+{{- if not $ports }}
+{{- fail (printf "%s is empty: a NetworkPolicy rule without ports admits every port" $path) }}
+{{- end }}
+{{- range $ports }}
+- {protocol: TCP, port: {{ . }}}
+{{- end }}
+{{- end }}
+
+{{/* A Go duration of the config ("1m30s", "500ms") in seconds, rounded up. */}}
+{{- define "bff.seconds" -}}
+{{- $ms := 0 }}
+{{- range regexFindAll "[0-9]+(ms|h|m|s)" (toString .) -1 }}
+{{- $n := regexFind "^[0-9]+" . | atoi }}
+{{- if hasSuffix "ms" . }}{{ $ms = add $ms $n }}
+{{- else if hasSuffix "h" . }}{{ $ms = add $ms (mul $n 3600000) }}
+{{- else if hasSuffix "m" . }}{{ $ms = add $ms (mul $n 60000) }}
+{{- else }}{{ $ms = add $ms (mul $n 1000) }}
+{{- end }}
+{{- end }}
+{{- div (add $ms 999) 1000 }}
+{{- end }}
+
+{{/*
+What a wrong combination of values would break quietly, refused at render time.
+*/}}
+{{- define "bff.checks" -}}
+{{- $k := .Values.secrets.keys }}
+{{- if eq (toString (default "production" .Values.config.env)) "production" }}
+{{- range $key := list "redisEncryptionKey" "sessionKeys" "ledgerPostgresURL" }}
+{{- if not (index $k $key) }}
+{{- fail (printf "secrets.keys.%s: production needs it (the BFF refuses to start without it)" $key) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $redis := default dict .Values.config.redis }}
+{{- if and (not $k.redisURL) (not $redis.sentinel) (not $redis.cluster_addrs) }}
+{{- fail "secrets.keys.redisURL: needed unless config.redis.sentinel or config.redis.cluster_addrs is set (without it the BFF would dial Redis on its own loopback)" }}
+{{- end }}
+{{- $grace := int .Values.terminationGracePeriodSeconds }}
+{{- $delay := include "bff.seconds" (default "5s" .Values.config.shutdown_delay) | int }}
+{{- $drain := include "bff.seconds" (default "30s" .Values.config.shutdown_timeout) | int }}
+{{- $pre := int .Values.preStopSleepSeconds }}
+{{- if le $grace (add $pre $delay $drain) }}
+{{- fail (printf "terminationGracePeriodSeconds (%d) must exceed preStopSleepSeconds + config.shutdown_delay + config.shutdown_timeout (%d + %d + %d): pods would be killed while requests, payments among them, still drain" $grace $pre $delay $drain) }}
+{{- end }}
+{{- if .Values.ingress.enabled }}
+{{- $public := (urlParse (toString .Values.config.public_url)).host }}
+{{- if ne $public .Values.ingress.host }}
+{{- fail (printf "ingress.host (%s) is not the host of config.public_url (%s): the session cookie and the CSRF origin check follow public_url" .Values.ingress.host $public) }}
+{{- end }}
+{{- end }}
+{{- if and .Values.otel.enabled .Values.networkPolicy.enabled (not .Values.otel.networkPolicyTo) }}
+{{- $u := urlParse (toString .Values.otel.endpoint) }}
+{{- if not (and (eq $u.scheme "https") (or (not (contains ":" $u.host)) (hasSuffix ":443" $u.host))) }}
+{{- fail "otel.networkPolicyTo is empty: the NetworkPolicy would drop every span sent to otel.endpoint; name where the collector runs" }}
+{{- end }}
+{{- end }}
+{{- range .Values.extraEnv }}
+{{- if and (hasKey . "value") (regexMatch "(?i)(SECRET|PASSWORD|KEYS?|TOKEN|_URL)$" (toString .name)) }}
+{{- fail (printf "extraEnv %s: a secret setting takes valueFrom.secretKeyRef, never a value" .name) }}
+{{- end }}
+{{- end }}
+{{- $groups := (.Files.Get "files/alerts.yaml" | fromYaml).groups }}
+{{- if and .Values.prometheusRule.enabled (not $groups) }}
+{{- fail "files/alerts.yaml has no alert groups: it is a link to deploy/prometheus/alerts.yaml, which this checkout did not keep as a link" }}
+{{- end }}
 {{- end }}
