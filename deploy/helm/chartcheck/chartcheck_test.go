@@ -3,6 +3,7 @@ package chartcheck
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -181,7 +182,7 @@ func TestRenderedObjectsValidate(t *testing.T) {
 		{"default values", nil, Release{Name: "bff", Namespace: namespace},
 			[]string{"ConfigMap", "Deployment", "HorizontalPodAutoscaler", "NetworkPolicy", "PodDisruptionBudget", "Service", "Service", "ServiceAccount"}},
 		{"production values", productionValues(t), Release{Name: "payments-bff", Namespace: "payments"},
-			[]string{"ConfigMap", "Deployment", "HorizontalPodAutoscaler", "Ingress", "NetworkPolicy", "PodDisruptionBudget", "PrometheusRule", "Service", "Service", "ServiceAccount", "ServiceMonitor"}},
+			[]string{"ConfigMap", "ConfigMap", "Deployment", "HorizontalPodAutoscaler", "Ingress", "NetworkPolicy", "PodDisruptionBudget", "PrometheusRule", "Service", "Service", "ServiceAccount", "ServiceMonitor"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := renderObjs(t, tc.values, tc.rel)
@@ -384,6 +385,37 @@ func TestPrometheusRuleIsTheAlertsFile(t *testing.T) {
 	}
 	if !strings.Contains(string(rule.Raw), "{{ $labels.instance }}") {
 		t.Error("the alerts' {{ $labels }} templates did not survive rendering")
+	}
+}
+
+// TestDashboardConfigMapIsTheDashboard: the sidecar's ConfigMap carries
+// deploy/grafana/bff-dashboard.json unchanged, with the sidecar's label.
+func TestDashboardConfigMapIsTheDashboard(t *testing.T) {
+	var cm Object
+	for _, o := range renderObjs(t, productionValues(t), Release{Name: "bff", Namespace: namespace}) {
+		if o.Kind == "ConfigMap" && strings.HasSuffix(o.Name, "-dashboard") {
+			cm = o
+		}
+	}
+	if cm.Name == "" {
+		t.Fatal("no dashboard ConfigMap")
+	}
+	if get(cm.Body, "metadata", "labels", "grafana_dashboard") != "1" {
+		t.Error("the ConfigMap lacks the sidecar's label grafana_dashboard: \"1\"")
+	}
+	b, err := os.ReadFile("../../grafana/bff-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got any
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(get(cm.Body, "data", "bff-dashboard.json").(string)), &got); err != nil {
+		t.Fatalf("the ConfigMap's dashboard is not JSON: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Error("the ConfigMap's dashboard differs from deploy/grafana/bff-dashboard.json")
 	}
 }
 
