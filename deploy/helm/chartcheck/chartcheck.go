@@ -184,7 +184,11 @@ func Validate(o Object, namespace string, crds CRDs) error {
 
 // ValidateUpdate checks o as the API server would as an update of old (what
 // `helm upgrade` or `kubectl apply` sends): the create checks, and those of
-// an update, such as fields that cannot change.
+// an update, such as fields that cannot change. It models a replacement of
+// the old rendering by the new one, not a patch of the live object: fields
+// the server fills (a Service's clusterIP, the HPA's replica count) are not
+// known, and a custom resource gets the create checks only (the bundled
+// CRDs have no transition rules).
 func ValidateUpdate(old, o Object, namespace string, crds CRDs) error {
 	return validate(o, &old, namespace, crds)
 }

@@ -421,7 +421,7 @@ func TestDashboardConfigMapIsTheDashboard(t *testing.T) {
 
 // TestServiceMonitorScrapesTheAlertsJob: the alerts select job="bff"; the
 // ServiceMonitor names the job after the admin Service's
-// app.kubernetes.io/name label and selects only that Service.
+// app.kubernetes.io/part-of label and selects only that Service.
 func TestServiceMonitorScrapesTheAlertsJob(t *testing.T) {
 	objs := renderObjs(t, productionValues(t), Release{Name: "payments-bff", Namespace: "payments"})
 	sm := find(t, objs, "ServiceMonitor")
@@ -592,4 +592,196 @@ func goTool() string {
 		return g
 	}
 	return "go"
+}
+
+// --------------------------------------------------------------- upgrades
+
+// readObjects reads the objects of YAML files.
+func readObjects(t *testing.T, files []string) map[string]Object {
+	t.Helper()
+	objs := map[string]Object{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Objects([]Manifest{{Template: f, Content: string(b)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range got {
+			objs[o.Kind+"/"+o.Name] = o
+		}
+	}
+	return objs
+}
+
+// TestPlainManifestsUpgradeInPlace: the manifests of deploy/kubernetes as
+// they were before the chart (testdata/previous) update in place to the
+// chart's rendering: no field that cannot change (a Deployment's selector)
+// changes.
+func TestPlainManifestsUpgradeInPlace(t *testing.T) {
+	crds := loadCRDs(t)
+	files, _ := filepath.Glob("testdata/previous/*.yaml")
+	if len(files) != 8 {
+		t.Fatalf("want the 8 previous manifests, got %v", files)
+	}
+	prev := readObjects(t, files)
+	for _, o := range renderObjs(t, plainValues, plainRelease) {
+		old, ok := prev[o.Kind+"/"+o.Name]
+		if !ok {
+			t.Errorf("%s %s is new", o.Kind, o.Name)
+			continue
+		}
+		if err := ValidateUpdate(old, o, namespace, crds); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestHelmUpgrade: a release installed with the default values upgrades to
+// the production values, and back, in place.
+func TestHelmUpgrade(t *testing.T) {
+	crds := loadCRDs(t)
+	rel := Release{Name: "bff", Namespace: namespace}
+	def, prod := renderObjs(t, nil, rel), renderObjs(t, productionValues(t), rel)
+	updated := 0
+	for _, pair := range [][2][]Object{{def, prod}, {prod, def}} {
+		before := map[string]Object{}
+		for _, o := range pair[0] {
+			before[o.Kind+"/"+o.Name] = o
+		}
+		for _, o := range pair[1] {
+			if old, ok := before[o.Kind+"/"+o.Name]; ok {
+				updated++
+				if err := ValidateUpdate(old, o, namespace, crds); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+	}
+	if updated < 16 {
+		t.Errorf("only %d objects were updated", updated)
+	}
+}
+
+// TestValidateUpdateRefusesASelectorChange: the update check can fail.
+func TestValidateUpdateRefusesASelectorChange(t *testing.T) {
+	crds := loadCRDs(t)
+	rel := Release{Name: "bff", Namespace: namespace}
+	old := find(t, renderObjs(t, map[string]any{"nameOnlySelector": true}, rel), "Deployment")
+	o := find(t, renderObjs(t, nil, rel), "Deployment")
+	err := ValidateUpdate(old, o, namespace, crds)
+	if err == nil || !strings.Contains(err.Error(), "field is immutable") {
+		t.Errorf("a changed selector: %v, want field is immutable", err)
+	}
+}
+
+// ---------------------------------------------------------- combinations
+
+// TestValueCombinations: values a team would set render objects the API
+// server accepts; values that would break quietly are refused at render
+// time (or by the validation), with a message that names the value and
+// never repeats a secret.
+func TestValueCombinations(t *testing.T) {
+	crds := loadCRDs(t)
+	monitoring := `[{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}}]`
+	good := map[string]string{
+		"autoscaling off":        `{autoscaling: {enabled: false}, replicaCount: 4}`,
+		"no NetworkPolicy":       `{networkPolicy: {enabled: false}, otel: {enabled: true, endpoint: "http://c:4318"}}`,
+		"no PDB":                 `{podDisruptionBudget: {enabled: false}}`,
+		"own ServiceAccount":     `{serviceAccount: {create: false, name: bff-runner}}`,
+		"fullnameOverride":       `{fullnameOverride: payments-bff}`,
+		"nameOverride":           `{nameOverride: web-bff, serviceMonitor: {enabled: true}}`,
+		"Sentinel":               `{secrets: {keys: {redisURL: "", redisPassword: redis-password, redisSentinelPassword: sentinel-password}}, config: {redis: {sentinel: {master: mymaster, addrs: ["sentinel.redis.svc:26379"]}}}}`,
+		"dev login":              `{config: {env: development, auth: {mode: dev}, session: {secure_cookie: false}, public_url: "http://localhost:8080"}, secrets: {keys: {oidcClientSecret: "", ledgerPostgresURL: ""}}}`,
+		"tracing to a collector": `{otel: {enabled: true, endpoint: "http://otel.monitoring.svc:4318", samplerArg: 0.05, headersSecret: {name: otel-auth, key: headers}, networkPolicyTo: ` + monitoring + `}}`,
+		"tracing to a SaaS":      `{otel: {enabled: true, endpoint: "https://otlp.vendor.example", headersSecret: {name: otel-auth, key: headers}, networkPolicyTo: [{ipBlock: {cidr: 203.0.113.0/24}}], ports: [443]}}`,
+		"Ingress with the app":   `{ingress: {enabled: true, host: app.example.com, appBackend: {name: web, port: {number: 80}}}}`,
+		"Ingress, public_url with its port and capitals": `{ingress: {enabled: true, host: app.example.com}, config: {public_url: "https://App.Example.com:443"}}`,
+		"nodelocal DNS":     `{networkPolicy: {dnsTo: [{ipBlock: {cidr: 169.254.20.10/32}}]}}`,
+		"decryption keys":   `{extraEnv: [{name: BFF_REDIS_DECRYPTION_KEYS, valueFrom: {secretKeyRef: {name: bff-secrets, key: old-keys}}}]}`,
+		"a harmless extra":  `{extraEnv: [{name: BFF_LOG_LEVEL, value: debug}, {name: TZ, value: UTC}]}`,
+		"a scrape interval": `{serviceMonitor: {enabled: true, interval: 1m30s}}`,
+		"a longer drain":    `{config: {shutdown_timeout: 1m}, terminationGracePeriodSeconds: 75}`,
+		"no delay":          `{config: {shutdown_delay: "0"}}`,
+		"an extra egress":   `{networkPolicy: {extraEgress: [{to: [{ipBlock: {cidr: 198.51.100.0/24}}], ports: [{protocol: TCP, port: 8443}]}]}}`,
+		"the dashboard":     `{grafanaDashboard: {enabled: true, label: grafana.io/dashboard, folder: Payments}}`,
+	}
+	for name, v := range good {
+		t.Run(name, func(t *testing.T) {
+			var values map[string]any
+			if err := yaml.Unmarshal([]byte(v), &values); err != nil {
+				t.Fatal(err)
+			}
+			objs := renderObjs(t, values, Release{Name: "release-1", Namespace: "team"})
+			for _, o := range objs {
+				if err := Validate(o, "team", crds); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	bad := []struct{ name, values, want string }{
+		{"no ingress peers", `{networkPolicy: {ingressFrom: []}}`, "ingressFrom"},
+		{"null ingress peers", `{networkPolicy: {ingressFrom: null}}`, "ingressFrom"},
+		{"no Redis peers", `{redis: {networkPolicyTo: []}}`, "/redis/networkPolicyTo"},
+		{"no Redis ports", `{redis: {ports: []}}`, "/redis/ports"},
+		{"null Redis ports", `{redis: {ports: null}}`, "redis.ports"},
+		{"null PostgreSQL peers", `{postgres: {networkPolicyTo: null}}`, "postgres.networkPolicyTo"},
+		{"an allow-all extra egress", `{networkPolicy: {extraEgress: [{to: [], ports: []}]}}`, "extraEgress"},
+		{"an empty extra egress", `{networkPolicy: {extraEgress: [{}]}}`, "extraEgress"},
+		{"tracing dropped by the NetworkPolicy", `{otel: {enabled: true, endpoint: "http://otel.monitoring.svc:4318"}}`, "otel.networkPolicyTo"},
+		{"tracing over https, still dropped", `{otel: {enabled: true, endpoint: "https://otel-collector.monitoring.svc"}}`, "otel.networkPolicyTo"},
+		{"tracing without an endpoint", `{otel: {enabled: true, networkPolicyTo: [{podSelector: {}}]}}`, "otel.endpoint"},
+		{"a grace period shorter than the drain", `{terminationGracePeriodSeconds: 10, config: {shutdown_timeout: 60s}}`, "terminationGracePeriodSeconds"},
+		{"a drain longer than the grace period", `{config: {shutdown_timeout: 1m30s}}`, "terminationGracePeriodSeconds"},
+		{"a fractional drain", `{config: {shutdown_timeout: 39.5s}}`, "shutdown_timeout"},
+		{"a drain in nanoseconds", `{config: {shutdown_timeout: 40000000000ns}}`, "shutdown_timeout"},
+		{"a bare number", `{config: {shutdown_timeout: 30}}`, "shutdown_timeout"},
+		{"no room to flush traces", `{otel: {enabled: true, endpoint: "http://c:4318", networkPolicyTo: [{podSelector: {}}]}, terminationGracePeriodSeconds: 41}`, "terminationGracePeriodSeconds"},
+		{"no encryption key in production", `{secrets: {keys: {redisEncryptionKey: ""}}}`, "redisEncryptionKey"},
+		{"no session keys in production", `{secrets: {keys: {sessionKeys: ""}}}`, "sessionKeys"},
+		{"no ledger in production", `{secrets: {keys: {ledgerPostgresURL: ""}}}`, "ledgerPostgresURL"},
+		{"no Redis at all", `{secrets: {keys: {redisURL: ""}}}`, "redisURL"},
+		{"a Redis URL and Sentinel", `{config: {redis: {sentinel: {master: m, addrs: ["s:26379"]}}}}`, "redisURL"},
+		{"a Redis URL and Cluster", `{config: {redis: {cluster_addrs: ["c:6379"]}}}`, "redisURL"},
+		{"an Ingress on another host", `{ingress: {enabled: true, host: evil.example.org}}`, "ingress.host"},
+		{"a literal secret in extraEnv", `{extraEnv: [{name: BFF_REDIS_DECRYPTION_KEYS, value: "c2VjcmV0"}]}`, "extraEnv"},
+		{"literal OTLP headers in extraEnv", `{extraEnv: [{name: OTEL_EXPORTER_OTLP_HEADERS, value: "api-key=c2VjcmV0"}]}`, "extraEnv"},
+		{"a variable the chart sets", `{extraEnv: [{name: BFF_REDIS_URL, valueFrom: {secretKeyRef: {name: other, key: url}}}]}`, "extraEnv"},
+		{"the environment through extraEnv", `{extraEnv: [{name: BFF_ENV, value: development}]}`, "extraEnv"},
+		{"the drain through extraEnv", `{extraEnv: [{name: BFF_SHUTDOWN_TIMEOUT, value: 10m}]}`, "extraEnv"},
+		{"a flow-mapping injection", `{otel: {enabled: true, endpoint: "http://c:4318", networkPolicyTo: [{podSelector: {}}], headersSecret: {name: "a, optional: true", key: h}}}`, "name"},
+		{"a URL as the Secret's name", `{secrets: {existingSecret: "redis://:hunter2@x"}}`, "existingSecret"},
+		{"a PDB that blocks drains", `{podDisruptionBudget: {maxUnavailable: 0}}`, "maxUnavailable"},
+		{"a dashboard label that is not a label", `{grafanaDashboard: {enabled: true, label: "a: b"}}`, "label"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			var values map[string]any
+			if err := yaml.Unmarshal([]byte(tc.values), &values); err != nil {
+				t.Fatal(err)
+			}
+			ms, err := Render(chartDir, values, Release{Name: "bff", Namespace: namespace})
+			if err == nil {
+				objs, oerr := Objects(ms)
+				err = oerr
+				for _, o := range objs {
+					if verr := Validate(o, namespace, crds); verr != nil {
+						err = verr
+					}
+				}
+			}
+			if err == nil {
+				t.Fatalf("rendered and validated with %s", tc.values)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("refused, but the error does not name %q: %v", tc.want, err)
+			}
+			if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "c2VjcmV0") {
+				t.Errorf("the error repeats the secret: %v", err)
+			}
+		})
+	}
 }

@@ -148,8 +148,8 @@ Call with (list "the values' path" $peers).
 {{- if not $ports }}
 {{- fail (printf "%s is empty: a NetworkPolicy rule without ports admits every port" $path) }}
 {{- end }}
-{{- range $ports }}
-- {protocol: TCP, port: {{ . }}}
+{{- range $i, $p := $ports }}
+{{- if $i }}{{ "\n" }}{{ end }}- {protocol: TCP, port: {{ $p }}}
 {{- end }}
 {{- end }}
 
@@ -180,31 +180,40 @@ What a wrong combination of values would break quietly, refused at render time.
 {{- end }}
 {{- end }}
 {{- $redis := default dict .Values.config.redis }}
-{{- if and (not $k.redisURL) (not $redis.sentinel) (not $redis.cluster_addrs) }}
+{{- $sentinel := get $redis "sentinel" }}
+{{- $cluster := get $redis "cluster_addrs" }}
+{{- if and (not $k.redisURL) (not $sentinel) (not $cluster) }}
 {{- fail "secrets.keys.redisURL: needed unless config.redis.sentinel or config.redis.cluster_addrs is set (without it the BFF would dial Redis on its own loopback)" }}
+{{- end }}
+{{- if and $k.redisURL (or $sentinel $cluster) }}
+{{- fail "secrets.keys.redisURL: set it to \"\" with config.redis.sentinel or config.redis.cluster_addrs (the BFF refuses a URL with either)" }}
 {{- end }}
 {{- $grace := int .Values.terminationGracePeriodSeconds }}
 {{- $delay := include "bff.seconds" (default "5s" .Values.config.shutdown_delay) | int }}
 {{- $drain := include "bff.seconds" (default "30s" .Values.config.shutdown_timeout) | int }}
 {{- $pre := int .Values.preStopSleepSeconds }}
-{{- if le $grace (add $pre $delay $drain) }}
-{{- fail (printf "terminationGracePeriodSeconds (%d) must exceed preStopSleepSeconds + config.shutdown_delay + config.shutdown_timeout (%d + %d + %d): pods would be killed while requests, payments among them, still drain" $grace $pre $delay $drain) }}
+{{- $flush := ternary 5 0 (.Values.otel.enabled | default false) }}
+{{- if le $grace (add $pre $delay $drain $flush) }}
+{{- fail (printf "terminationGracePeriodSeconds (%d) must exceed preStopSleepSeconds + config.shutdown_delay + config.shutdown_timeout (%d + %d + %d)%s: pods would be killed while requests, payments among them, still drain" $grace $pre $delay $drain (ternary " + 5 to flush the traces" "" (.Values.otel.enabled | default false))) }}
 {{- end }}
 {{- if .Values.ingress.enabled }}
-{{- $public := (urlParse (toString .Values.config.public_url)).host }}
-{{- if ne $public .Values.ingress.host }}
+{{- $public := (urlParse (toString .Values.config.public_url)).host | lower | trimSuffix ":443" }}
+{{- if ne $public (lower .Values.ingress.host) }}
 {{- fail (printf "ingress.host (%s) is not the host of config.public_url (%s): the session cookie and the CSRF origin check follow public_url" .Values.ingress.host $public) }}
 {{- end }}
 {{- end }}
 {{- if and .Values.otel.enabled .Values.networkPolicy.enabled (not .Values.otel.networkPolicyTo) }}
-{{- $u := urlParse (toString .Values.otel.endpoint) }}
-{{- if not (and (eq $u.scheme "https") (or (not (contains ":" $u.host)) (hasSuffix ":443" $u.host))) }}
-{{- fail "otel.networkPolicyTo is empty: the NetworkPolicy would drop every span sent to otel.endpoint; name where the collector runs" }}
+{{- fail "otel.networkPolicyTo is empty: the NetworkPolicy would drop every span sent to otel.endpoint; name where the collector runs (an ipBlock for a hosted one, with otel.ports)" }}
 {{- end }}
-{{- end }}
+{{- $owned := list "BFF_ENV" "BFF_LISTEN" "BFF_ADMIN_LISTEN" "BFF_UPSTREAM_CLIENT_SECRET_FILE" "BFF_ADMIN_TOKEN_FILE" "GOMEMLIMIT" "K8S_POD_NAME" "K8S_NAMESPACE_NAME" }}
+{{- range (include "bff.secretEnv" . | fromYamlArray) }}{{ $owned = append $owned (index . 0) }}{{ end }}
 {{- range .Values.extraEnv }}
-{{- if and (hasKey . "value") (regexMatch "(?i)(SECRET|PASSWORD|KEYS?|TOKEN|_URL)$" (toString .name)) }}
-{{- fail (printf "extraEnv %s: a secret setting takes valueFrom.secretKeyRef, never a value" .name) }}
+{{- $name := toString .name }}
+{{- if or (has $name $owned) (hasPrefix "BFF_SHUTDOWN_" $name) (hasPrefix "OTEL_" $name | and $.Values.otel.enabled) }}
+{{- fail (printf "extraEnv %s: the chart sets it (or checks it) from its own values; set those instead" $name) }}
+{{- end }}
+{{- if and (hasKey . "value") (regexMatch "(?i)(SECRET|PASSWORD|PASSWD|KEYS?|TOKEN|HEADERS|DSN|CREDENTIALS|AUTH)$|(?i)^BFF_.*(REDIS|POSTGRES)_URL$" $name) }}
+{{- fail (printf "extraEnv %s: a secret setting takes valueFrom.secretKeyRef, never a value" $name) }}
 {{- end }}
 {{- end }}
 {{- $groups := (.Files.Get "files/alerts.yaml" | fromYaml).groups }}
