@@ -71,10 +71,14 @@ func validateBuiltin(o Object, old *Object, namespace string) error {
 	if !ok {
 		return fmt.Errorf("no validation for %s here: add its strategy to chartcheck", gvk)
 	}
+	verb := "create"
+	if old != nil {
+		verb = "update"
+	}
 	var w recorder
 	ctx := genericapirequest.WithNamespace(context.Background(), namespace)
 	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
-		IsResourceRequest: true, Verb: "create", APIGroup: gvk.Group, APIVersion: gvk.Version,
+		IsResourceRequest: true, Verb: verb, APIGroup: gvk.Group, APIVersion: gvk.Version,
 		Namespace: namespace, Resource: s.resource, Name: o.Name,
 	})
 	ctx = warning.WithWarningRecorder(ctx, &w)
@@ -88,8 +92,6 @@ func validateBuiltin(o Object, old *Object, namespace string) error {
 		if prevGVK.GroupKind() != gvk.GroupKind() {
 			return fmt.Errorf("the previous object is a %s", prevGVK.Kind)
 		}
-		info, _ := genericapirequest.RequestInfoFrom(ctx)
-		info.Verb = "update"
 		err = rest.BeforeUpdate(s.strategy, ctx, obj, prev)
 	}
 	if err != nil {
@@ -124,7 +126,8 @@ func decode(o Object, namespace string, create bool) (runtime.Object, *schema.Gr
 	return obj, gvk, nil
 }
 
-// recorder collects the warnings a create would return to kubectl.
+// recorder collects the warnings a create or an update would return to
+// kubectl.
 type recorder []string
 
 func (r *recorder) AddWarning(_, text string) { *r = append(*r, text) }

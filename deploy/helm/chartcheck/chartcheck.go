@@ -1,9 +1,10 @@
 // Package chartcheck lints, renders and validates the BFF's Helm chart
 // (deploy/helm/bff) without a cluster, with Helm's and Kubernetes' own code:
 // Helm's linter and template engine, then, for every rendered object, what
-// the API server would do on create (strict decoding, defaulting, the
-// resource's validation and warnings) and, for the Prometheus Operator's
-// objects, their CustomResourceDefinitions' schemas.
+// the API server would do on create or on update (strict decoding,
+// defaulting, the resource's validation and warnings, immutable fields) and,
+// for the Prometheus Operator's objects, their CustomResourceDefinitions'
+// schemas.
 //
 // It is a module of its own so that the BFF's go.mod does not carry Helm and
 // Kubernetes.
