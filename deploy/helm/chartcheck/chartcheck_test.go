@@ -240,45 +240,6 @@ func TestValidatorRefusesBrokenObjects(t *testing.T) {
 	}
 }
 
-// ---------------------------------------------------------- values schema
-
-// TestValuesSchemaRefuses: values.schema.json refuses what would otherwise
-// render quietly wrong, with a message that names the value.
-func TestValuesSchemaRefuses(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		values string
-		want   string
-	}{
-		{"a secret value instead of a Secret's key", `{secrets: {keys: {redisURL: "redis://:hunter2@redis:6379/0"}}}`, "redisURL"},
-		{"a secret in the config", `{config: {redis: {url: "redis://:hunter2@redis:6379/0"}}}`, "url"},
-		{"the session keys in the config", `{config: {session: {keys: ["c2VjcmV0"]}}}`, "keys"},
-		{"the ledger URL in the config", `{config: {ledger: {postgres_url: "postgres://bff:pw@db/bff"}}}`, "postgres_url"},
-		{"an unknown top-level value", `{replicas: 5}`, "replicas"},
-		{"a misspelt value", `{ingress: {enabled: true, hosts: ["app.example.com"]}}`, "hosts"},
-		{"no Secret", `{secrets: {existingSecret: ""}}`, "existingSecret"},
-		{"too few pods", `{autoscaling: {minReplicas: 1}}`, "minReplicas"},
-		{"a port out of range", `{ports: {http: 70000}}`, "http"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var values map[string]any
-			if err := yaml.Unmarshal([]byte(tc.values), &values); err != nil {
-				t.Fatal(err)
-			}
-			_, err := Render(chartDir, values, Release{Name: "bff", Namespace: namespace})
-			if err == nil {
-				t.Fatalf("rendered with %s", tc.values)
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("refused, but the error does not name %q: %v", tc.want, err)
-			}
-			if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "c2VjcmV0") {
-				t.Errorf("the error repeats the secret: %v", err)
-			}
-		})
-	}
-}
-
 // -------------------------------------------------- one source of truth
 
 // TestPlainManifestsAreTheChart: deploy/kubernetes is the chart rendered
@@ -680,9 +641,9 @@ func TestValidateUpdateRefusesASelectorChange(t *testing.T) {
 // ---------------------------------------------------------- combinations
 
 // TestValueCombinations: values a team would set render objects the API
-// server accepts; values that would break quietly are refused at render
-// time (or by the validation), with a message that names the value and
-// never repeats a secret.
+// server accepts; values that would break quietly are refused, by
+// values.schema.json or at render time (or by the validation), with a
+// message that names the value and never repeats a secret.
 func TestValueCombinations(t *testing.T) {
 	crds := loadCRDs(t)
 	monitoring := `[{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}}]`
@@ -756,6 +717,16 @@ func TestValueCombinations(t *testing.T) {
 		{"a URL as the Secret's name", `{secrets: {existingSecret: "redis://:hunter2@x"}}`, "existingSecret"},
 		{"a PDB that blocks drains", `{podDisruptionBudget: {maxUnavailable: 0}}`, "maxUnavailable"},
 		{"a dashboard label that is not a label", `{grafanaDashboard: {enabled: true, label: "a: b"}}`, "label"},
+		// values.schema.json
+		{"a secret value instead of a Secret's key", `{secrets: {keys: {redisURL: "redis://:hunter2@redis:6379/0"}}}`, "redisURL"},
+		{"a secret in the config", `{config: {redis: {url: "redis://:hunter2@redis:6379/0"}}}`, "url"},
+		{"the session keys in the config", `{config: {session: {keys: ["c2VjcmV0"]}}}`, "keys"},
+		{"the ledger URL in the config", `{config: {ledger: {postgres_url: "postgres://bff:hunter2@db/bff"}}}`, "postgres_url"},
+		{"an unknown top-level value", `{replicas: 5}`, "replicas"},
+		{"a misspelt value", `{ingress: {enabled: true, hosts: ["app.example.com"]}}`, "hosts"},
+		{"no Secret", `{secrets: {existingSecret: ""}}`, "existingSecret"},
+		{"too few pods", `{autoscaling: {minReplicas: 1}}`, "minReplicas"},
+		{"a port out of range", `{ports: {http: 70000}}`, "http"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
