@@ -557,10 +557,21 @@ func goTool() string {
 
 // --------------------------------------------------------------- upgrades
 
+// byKey indexes objects by kind and name, as an update finds its object.
+func byKey(objs []Object) map[string]Object {
+	m := map[string]Object{}
+	for _, o := range objs {
+		m[o.key()] = o
+	}
+	return m
+}
+
+func (o Object) key() string { return o.Kind + "/" + o.Name }
+
 // readObjects reads the objects of YAML files.
 func readObjects(t *testing.T, files []string) map[string]Object {
 	t.Helper()
-	objs := map[string]Object{}
+	var objs []Object
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -570,11 +581,9 @@ func readObjects(t *testing.T, files []string) map[string]Object {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, o := range got {
-			objs[o.Kind+"/"+o.Name] = o
-		}
+		objs = append(objs, got...)
 	}
-	return objs
+	return byKey(objs)
 }
 
 // TestPlainManifestsUpgradeInPlace: the manifests of deploy/kubernetes as
@@ -589,7 +598,7 @@ func TestPlainManifestsUpgradeInPlace(t *testing.T) {
 	}
 	prev := readObjects(t, files)
 	for _, o := range renderObjs(t, plainValues, plainRelease) {
-		old, ok := prev[o.Kind+"/"+o.Name]
+		old, ok := prev[o.key()]
 		if !ok {
 			t.Errorf("%s %s is new", o.Kind, o.Name)
 			continue
@@ -608,12 +617,9 @@ func TestHelmUpgrade(t *testing.T) {
 	def, prod := renderObjs(t, nil, rel), renderObjs(t, productionValues(t), rel)
 	updated := 0
 	for _, pair := range [][2][]Object{{def, prod}, {prod, def}} {
-		before := map[string]Object{}
-		for _, o := range pair[0] {
-			before[o.Kind+"/"+o.Name] = o
-		}
+		before := byKey(pair[0])
 		for _, o := range pair[1] {
-			if old, ok := before[o.Kind+"/"+o.Name]; ok {
+			if old, ok := before[o.key()]; ok {
 				updated++
 				if err := ValidateUpdate(old, o, namespace, crds); err != nil {
 					t.Error(err)
