@@ -275,3 +275,54 @@ func TestRunSeedAndNow(t *testing.T) {
 		t.Errorf("got %s, want a connection started 2026-06-23 (30 days before -now)", replies[0])
 	}
 }
+
+// The served Date header is the simulator's clock, frozen by -now and
+// moved by the control API, as the createdAt of a payment made there: the
+// HTTP server keeps the Date the simulator sets.
+func TestRunDateFollowsTheClock(t *testing.T) {
+	base, stop, _ := start(t, []string{"-control", "-now", "2026-07-23T04:12:09Z"}, nil)
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	post := func(path, body string) *http.Response {
+		t.Helper()
+		res, err := http.Post(base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	steps := []struct {
+		advance  string // "": no move
+		wantDate string
+	}{
+		{"", "Thu, 23 Jul 2026 04:12:09 GMT"},
+		{"90m", "Thu, 23 Jul 2026 05:42:09 GMT"},
+		{"48h30s", "Sat, 25 Jul 2026 05:42:39 GMT"},
+	}
+	for _, st := range steps {
+		if st.advance != "" {
+			post("/_sim/clock/advance", `{"duration":"`+st.advance+`"}`)
+		}
+		res := post("/oauth/token", `{"clientId":"dev-client","clientSecret":"dev-secret","userId":"u"}`)
+		if got := res.Header.Get("Date"); res.StatusCode != http.StatusOK || got != st.wantDate {
+			t.Errorf("after +%s: got %d with Date %q, want 200 with Date %q", st.advance, res.StatusCode, got, st.wantDate)
+		}
+	}
+	res, err := http.Post(base+"/_sim/payments", "application/json", strings.NewReader(
+		`{"userId":"u","includeFakeProviders":true,"paymentInformation":{"amount":5,"currency":"EUR","creditorAccount":{"iban":"FR7630006000011234567890189"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		CreatedAt string `json:"createdAt"`
+	}
+	err = json.NewDecoder(res.Body).Decode(&p)
+	res.Body.Close()
+	if err != nil || res.StatusCode != http.StatusCreated || p.CreatedAt != "2026-07-25T05:42:39Z" {
+		t.Errorf("POST /_sim/payments: got %d createdAt %q (%v), want 201 createdAt 2026-07-25T05:42:39Z", res.StatusCode, p.CreatedAt, err)
+	}
+}

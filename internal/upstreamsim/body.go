@@ -21,6 +21,12 @@ func jsonObject(r *http.Request, body []byte) (map[string]any, *apiError) {
 	if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
 		return map[string]any{}, nil
 	}
+	return parseJSONObject(body)
+}
+
+// parseJSONObject parses a body declared JSON: empty reads as {}; one that
+// does not parse, or is not an object, is a 400 CLIENT_ERROR.
+func parseJSONObject(body []byte) (map[string]any, *apiError) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return map[string]any{}, nil
 	}

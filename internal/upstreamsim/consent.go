@@ -135,10 +135,14 @@ func (c *consentPages) valid(kind, userID, id, token string) bool {
 }
 
 // publicBase is where a browser reaches the simulator: the publicURL
-// setting, else the scheme and Host the API request came to.
+// setting, else the scheme and Host the request came to, else (no request)
+// "", which leaves links as paths on the simulator.
 func (s *Server) publicBase(r *http.Request) string {
 	if u := s.knobs.Load().publicURL; u != "" {
 		return u
+	}
+	if r == nil { // a Go call (CreateDirectPayment): no Host to go by, the link is a path
+		return ""
 	}
 	scheme := "http"
 	if r.TLS != nil {

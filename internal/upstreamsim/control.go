@@ -279,6 +279,7 @@ func (s *Server) controlRoutes() http.Handler {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	s.consentControl(mux)
+	s.directPaymentControl(mux)
 	s.fixtureControl(mux)
 	mux.HandleFunc("/_sim/", func(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, notFound("Cannot %s %s", r.Method, r.URL.Path))

@@ -41,6 +41,7 @@ var controlCalls = []struct {
 	{"GET", "/_sim/personas/alice", nil},
 	{"POST", "/_sim/payments/01KY12900GPN7T3N1FPMPK309R/status", map[string]any{"status": "ACSC"}},
 	{"POST", "/_sim/connections/01KY12900GPN7T3N1FPMPK309R/status", map[string]any{"status": "ACTIVE"}},
+	{"POST", "/_sim/payments", directBody("alice", paymentBody("Order direct"))},
 }
 
 // Every control call refuses a key it does not know, naming it, and a body
@@ -85,7 +86,8 @@ func TestControlRefusesUnknownKeys(t *testing.T) {
 
 // simState is what control calls change, for comparing before and after.
 func simState(s *Server) []any {
-	return []any{s.Settings(), s.Org(), s.Faults(), s.Now(), s.TotalMints(), len(s.Requests()), s.Persona("alice")}
+	return []any{s.Settings(), s.Org(), s.Faults(), s.Now(), s.TotalMints(), len(s.Requests()), s.Persona("alice"),
+		len(s.PaymentRemittances("alice"))}
 }
 
 // The case: a key of another call is refused, not ignored, and

@@ -157,15 +157,22 @@ func parsePaymentInformation(ck *checker, pi map[string]any) paymentInfo {
 	return info
 }
 
-// parsePaymentRequest validates a POST /v2/payments body: field problems
-// (paymentInformation missing or malformed) are a 400 VALIDATION_ERROR with
-// a stringified list; so is a payment with neither merchantId nor
-// creditorAccount.
+// parsePaymentRequest validates a POST /v2/payments body: see
+// parsePaymentFields.
 func parsePaymentRequest(r *http.Request, body []byte) (paymentRequest, *apiError) {
 	m, e := jsonObject(r, body)
 	if e != nil {
 		return paymentRequest{}, e
 	}
+	return parsePaymentFields(m)
+}
+
+// parsePaymentFields validates the fields of a payment creation, read from
+// a JSON object: field problems (paymentInformation missing or malformed)
+// are a 400 VALIDATION_ERROR with a stringified list; so is a payment with
+// neither merchantId nor creditorAccount. POST /v2/payments and the direct
+// payment of the control API (CreateDirectPayment) share it.
+func parsePaymentFields(m map[string]any) (paymentRequest, *apiError) {
 	var ck checker
 	var req paymentRequest
 	pi := ck.obj(m, "paymentInformation", "paymentInformation", true)
@@ -236,6 +243,18 @@ func (s *Server) checkPayment(u *userData, req paymentRequest) *apiError {
 	return checkProvidersUp(req.providerIDs)
 }
 
+// makePayment applies the business rules (checkPayment) to req for userID
+// and stores the payment.
+func (s *Server) makePayment(userID string, req paymentRequest, now time.Time) (*payment, *apiError) {
+	u := s.users.get(userID, now)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if e := s.checkPayment(u, req); e != nil {
+		return nil, e
+	}
+	return addPayment(u, req, now), nil
+}
+
 // addPayment stores a new payment. The caller holds u.mu.
 func addPayment(u *userData, req paymentRequest, now time.Time) *payment {
 	p := &payment{
@@ -257,13 +276,10 @@ func (s *Server) createPayment(w http.ResponseWriter, r *http.Request, c *call) 
 	if e != nil {
 		return e
 	}
-	u := s.users.get(c.userID(), c.now)
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if e := s.checkPayment(u, req); e != nil {
+	p, e := s.makePayment(c.userID(), req, c.now)
+	if e != nil {
 		return e
 	}
-	p := addPayment(u, req, c.now)
 	writeJSON(w, http.StatusCreated, struct {
 		ID     string `json:"id"`
 		PayURL string `json:"payUrl"`

@@ -225,10 +225,13 @@ func New(opts Options) *Server {
 // ServeHTTP serves the upstream API, the bank consent pages under
 // /consent/ and, with Options.Control, /_sim/. Each API request is recorded,
 // then faults apply, then routing, auth and the plan gate, then the route's
-// handler.
+// handler. Every reply it writes, a fault's included, carries a Date header
+// read from the simulator's clock when the reply's header is written (see
+// statusWriter); a hang-up writes none.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &statusWriter{ResponseWriter: w, now: s.clock.now}
+	sw.stampDate() // for a reply no handler writes: net/http's implicit 200
 	defer func() {
 		s.opts.Logger.LogAttrs(r.Context(), slog.LevelDebug, "upstream-sim request",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path),
@@ -265,23 +268,32 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.api.ServeHTTP(sw, r)
 }
 
-// statusWriter records the status for the request log line. Unwrap keeps
+// statusWriter records the status for the request log line, and stamps the
+// reply's Date header from the simulator's clock (now) as the header goes
+// out: a client that measures the upstream's clock through Date then sees
+// the clock that stamps createdAt, moved by Advance or frozen by fixtures,
+// not the host's. net/http keeps a Date the handler set. Unwrap keeps
 // http.ResponseController (hijacking for HangUp faults) working.
 type statusWriter struct {
 	http.ResponseWriter
+	now    func() time.Time
 	status int
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		w.stampDate()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// stampDate sets the Date header to the simulator's time.
+func (w *statusWriter) stampDate() { w.Header().Set("Date", w.now().Format(http.TimeFormat)) }
+
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
-		w.status = http.StatusOK
+		w.WriteHeader(http.StatusOK)
 	}
 	return w.ResponseWriter.Write(b)
 }
