@@ -11,8 +11,10 @@ import (
 	"github.com/fintech-bff/bff/internal/session"
 )
 
-// api forwards /api/<upstream path> for the caller's session.
-func api(a *authn, f *proxy.Forwarder, budget SessionBudget, refused func(string)) echo.HandlerFunc {
+// api serves /api/<upstream path> for the caller's session: the calls that
+// cost money through payments (which sends them through the proxy), every
+// other through the proxy.
+func api(a *authn, f *proxy.Forwarder, pay Payments, budget SessionBudget, refused func(string)) echo.HandlerFunc {
 	// The edge's route labels ("/api" + template), made once, not per request.
 	labels := map[string]string{}
 	for _, p := range f.Prefixes() {
@@ -40,7 +42,16 @@ func api(a *authn, f *proxy.Forwarder, budget SessionBudget, refused func(string
 		if r.Method == http.MethodPost { // only money-moving requests record it; no hash on reads
 			call.SessionRef = session.Handle(p.id)
 		}
-		res, err := f.Forward(c.Response(), r, call)
+		var res proxy.Result
+		t, bad := f.Target(call, r.Method)
+		switch {
+		case bad != nil:
+			res, err = proxy.Result{Route: t.Route}, bad
+		case pay != nil && pay.Handles(t, r.Method):
+			res, err = pay.Serve(c.Response(), r, call, t)
+		default:
+			res, err = f.Forward(c.Response(), r, call, t)
+		}
 		if res.Route != "" {
 			s.route = labels[res.Route]
 		}

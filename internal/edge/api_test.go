@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/session"
@@ -54,12 +55,12 @@ func TestAPIFailuresAreRenderedByTheEdge(t *testing.T) {
 	fwd := proxy.New(proxy.Options{
 		BaseURL: base, Routes: proxy.NewRoutes([]proxy.Route{{Prefix: "/v2/payments", Methods: []string{"GET", "POST"}}}),
 		Tokens: fixedToken{}, Timeout: 5 * time.Second, MaxBodyBytes: 1 << 20, Retry: proxy.Retry{MaxAttempts: 1},
-		MoneyRoutes: []string{"/v2/payments"}, Ledger: led,
 	})
+	pay := payments.New(payments.Options{Upstream: fwd, Timeout: 5 * time.Second, MoneyRoutes: []string{"/v2/payments"}, Ledger: led})
 	var logs syncbuf.Buffer
 	e := NewPublic(Deps{
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: NewMetrics(prometheus.NewRegistry()), Sessions: sessions,
-		Cookies: cookies, Forwarder: fwd, PublicOrigin: "http://bff.local", Tokens: noTokens{},
+		Cookies: cookies, Forwarder: fwd, Payments: pay, PublicOrigin: "http://bff.local", Tokens: noTokens{},
 	})
 	id, _, err := sessions.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
 	if err != nil {

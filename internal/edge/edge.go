@@ -19,6 +19,13 @@ import (
 	"github.com/fintech-bff/bff/internal/session"
 )
 
+// Payments is what the edge needs of payments.Service: which calls are
+// its own, and serving them.
+type Payments interface {
+	Handles(t proxy.Target, method string) bool
+	Serve(w http.ResponseWriter, r *http.Request, c proxy.Call, t proxy.Target) (proxy.Result, error)
+}
+
 // Deps is what the public edge is built from.
 type Deps struct {
 	Logger    *slog.Logger
@@ -26,6 +33,9 @@ type Deps struct {
 	Sessions  *session.Manager
 	Cookies   *session.Cookies
 	Forwarder *proxy.Forwarder
+	// Payments, when set, serves the API calls that cost money (money-
+	// moving POSTs, the refresh); the Forwarder serves the rest.
+	Payments Payments
 	// PublicOrigin is public_url's origin (scheme://host[:port]).
 	PublicOrigin string
 	// AllowedOrigins are cors.allowed_origins.

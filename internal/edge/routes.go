@@ -33,7 +33,7 @@ func routes(e *echo.Echo, d Deps, m *httpMetrics, am *authMetrics) {
 	e.DELETE("/auth/sessions/:id", revokeSession(ad))
 	e.DELETE("/auth/sessions", logoutEverywhere(ad))
 	e.POST("/auth/logout", logout(ad, logoutURL))
-	forward := api(a, d.Forwarder, d.Budget, d.Refused)
+	forward := api(a, d.Forwarder, d.Payments, d.Budget, d.Refused)
 	e.Any("/api/*", forward)
 	e.Any("/api", forward)
 	if d.Static != nil {

@@ -14,15 +14,21 @@
 //	         constraint, so exactly one request anywhere wins) in state
 //	         in_flight, with a deadline after which its owner can no
 //	         longer reach the upstream.
+//	Sending  the owner marks, durably and before it sends, that the
+//	         request is about to leave (with the evidence settling needs);
+//	         the mark is fenced by the claim and its deadline.
 //	Finish   the owner stores the final answer (done): repeats replay it.
 //	Release  the owner learned that the upstream surely did not act
 //	         (released): the next request with the key claims it again.
 //	Unknown  the owner cannot tell whether the upstream acted (unknown):
 //	         the key is never sent upstream again.
-//	Abandon  another request finds an in_flight row past its deadline: the
-//	         owner died or hung, so the row becomes unknown, never runnable.
+//	Abandon  an in_flight row past its deadline: the owner died or hung.
+//	         Without the send mark the request provably never left, and
+//	         the key is released; with it the row becomes unknown.
 //	Settle   an unknown row whose outcome was learned from the upstream
 //	         becomes done, and repeats replay that.
+//	Due      the background settler leases the open rows to look at, one
+//	         instance at a time per row.
 //
 // The package is plain Go: no HTTP framework.
 package ledger
@@ -58,7 +64,8 @@ const (
 	EndRefused   = "refused"    // the upstream answered that it did not act
 	EndFailed    = "failed"     // the upstream's own 5xx error body, and no payment found
 	EndAmbiguous = "ambiguous"  // timeout, hang-up or 5xx after the request was sent
-	EndOwnerLost = "owner_lost" // the owning instance died or hung past its deadline
+	EndOwnerLost = "owner_lost" // the owning instance died or hung past its deadline, after its send mark
+	EndNeverSent = "never_sent" // the owner died or hung before its send mark: given back
 	EndSettled   = "settled"    // the outcome was learned from the upstream afterwards
 )
 
@@ -108,9 +115,14 @@ type Outcome struct {
 	Response       *Response
 }
 
-// Record is a key's row as another request finds it.
+// Record is a key's row as another request (or the settler) finds it.
 type Record struct {
 	ID             int64
+	UserID         string
+	Route          string
+	Key            string
+	Match          []byte
+	RequestID      string // the request that claimed it
 	State          State
 	Fingerprint    []byte
 	ClaimedAt      time.Time
@@ -120,6 +132,11 @@ type Record struct {
 	PaymentID      string
 	Ending         string
 	Response       *Response // set when State is done
+	// Sent: the owner marked the send (it may have reached the upstream).
+	Sent  bool
+	Sends int
+	// Send is the evidence recorded with the mark (Content opened).
+	Send Send
 }
 
 // Claim is a won claim: the holder may send the request upstream once.
@@ -128,12 +145,34 @@ type Claim struct {
 	Owner string
 }
 
-// Neighbours are a user's other money-moving requests on a route since a
-// time, which settling must not mistake for its own.
+// Send is what the owner records, with the mark, just before it sends: the
+// evidence a later settling of this request reads. The zero value marks a
+// send that is never settled (no content).
+type Send struct {
+	// Content is what settling compares of a payment (JSON, sealed at
+	// rest); nil: this request is never settled from the upstream.
+	Content []byte
+	// SeenBefore are the ids of the payments with this content that the
+	// upstream listed just before the send: never this request's.
+	SeenBefore []string
+	// SeenFrom (the upstream's clock): every payment created after the
+	// snapshot has a createdAt at or after it. Zero: not known.
+	SeenFrom time.Time
+	// SeenCut (the upstream's clock): the snapshot did not read every
+	// payment, only those created after SeenCut. Zero: it read them all.
+	SeenCut time.Time
+	// WindowEnd (the upstream's clock): a payment created after it cannot
+	// be this request's. Zero: not known.
+	WindowEnd time.Time
+}
+
+// Neighbours are what the user's other money-moving requests, on every
+// route, tell settling.
 type Neighbours struct {
-	Taken map[string]bool // payment ids other records already own
-	// Open: another record with the same Match (or none) is in flight or
-	// unknown, so a matching payment could be its.
+	Taken map[string]bool // of the payment ids asked about, those another record owns
+	// Open: another record with the same Match (or none), whose deadline is
+	// after the time asked about, is in flight or unknown, so a matching
+	// payment could be its.
 	Open bool
 }
 
@@ -177,6 +216,26 @@ func (s sealer) open(id int64, b []byte) (*Response, error) {
 }
 
 func aad(id int64) []byte { return fmt.Appendf(nil, "money_requests/%d", id) }
+
+// sealContent seals what settling compares (payment data) under its own
+// associated data, so it cannot pass for an answer or move to another row.
+func (s sealer) sealContent(id int64, content []byte) []byte {
+	if content == nil {
+		return nil
+	}
+	return s.box.Seal(nil, content, fmt.Appendf(nil, "money_requests/%d/content", id))
+}
+
+func (s sealer) openContent(id int64, b []byte) ([]byte, error) {
+	if b == nil {
+		return nil, nil
+	}
+	plain, err := s.box.Open(nil, b, fmt.Appendf(nil, "money_requests/%d/content", id))
+	if err != nil {
+		return nil, ErrUnreadable
+	}
+	return plain, nil
+}
 
 func newOwner() string {
 	var b [12]byte

@@ -25,11 +25,13 @@ type store interface {
 	Finish(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
 	Release(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
 	Unknown(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
-	Abandon(ctx context.Context, id int64) (bool, error)
+	Sending(ctx context.Context, c *ledger.Claim, s ledger.Send) (bool, error)
+	Abandon(ctx context.Context, id int64) (ledger.State, error)
 	Settle(ctx context.Context, id int64, o ledger.Outcome) (bool, error)
-	Neighbours(ctx context.Context, req ledger.Request, except int64, since time.Time) (ledger.Neighbours, error)
+	Neighbours(ctx context.Context, userID string, except int64, match []byte, since time.Time, ids []string) (ledger.Neighbours, error)
 	Event(ctx context.Context, id int64, req ledger.Request, what string) error
-	AbandonStale(ctx context.Context) (int64, error)
+	Due(ctx context.Context, limit int, lease, maxLease, giveUp time.Duration) ([]*ledger.Record, error)
+	Unknowns(ctx context.Context) (int64, time.Time, error)
 	Ping(ctx context.Context) error
 }
 
@@ -46,15 +48,20 @@ func key32() []byte {
 
 // ticking is a clock that moves 1 ms each time it is read, so a 1 µs bound
 // has passed by the next call, as it has on a database's clock.
-func ticking() func() time.Time {
+// The wait moves it on as time passing would.
+func ticking() (now func() time.Time, wait func(time.Duration)) {
 	var mu sync.Mutex
 	t := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	return func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		t = t.Add(time.Millisecond)
-		return t
-	}
+			mu.Lock()
+			defer mu.Unlock()
+			t = t.Add(time.Millisecond)
+			return t
+		}, func(d time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			t = t.Add(d)
+		}
 }
 
 func openPostgres(t *testing.T, url string, key []byte, older ...[]byte) *ledger.Postgres {
@@ -67,17 +74,19 @@ func openPostgres(t *testing.T, url string, key []byte, older ...[]byte) *ledger
 	return p
 }
 
-// stores runs f against every ledger implementation.
-func stores(t *testing.T, f func(t *testing.T, s store)) {
+// stores runs f against every ledger implementation; wait lets d pass on
+// the store's clock.
+func stores(t *testing.T, f func(t *testing.T, s store, wait func(time.Duration))) {
 	t.Run("memory", func(t *testing.T) {
-		m, err := ledger.NewMemory(ticking(), key32(), nil)
+		now, wait := ticking()
+		m, err := ledger.NewMemory(now, key32(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		f(t, m)
+		f(t, m, wait)
 	})
 	t.Run("postgres", func(t *testing.T) {
-		f(t, openPostgres(t, pgtest.Database(t), key32()))
+		f(t, openPostgres(t, pgtest.Database(t), key32()), time.Sleep)
 	})
 }
 
@@ -96,7 +105,7 @@ var created = &ledger.Response{Status: 201, Header: http.Header{"Content-Type": 
 
 func TestProtocol(t *testing.T) {
 	ctx := context.Background()
-	stores(t, func(t *testing.T, s store) {
+	stores(t, func(t *testing.T, s store, wait func(time.Duration)) {
 		t.Run("the first claim wins and a repeat sees it in flight", func(t *testing.T) {
 			req := request("a")
 			c, rec, err := s.Claim(ctx, req, time.Hour)
@@ -178,19 +187,26 @@ func TestProtocol(t *testing.T) {
 			}
 		})
 
-		t.Run("a claim past its deadline is abandoned, never run again", func(t *testing.T) {
+		t.Run("a claim past its deadline after its send mark is abandoned as unknown, never run again", func(t *testing.T) {
 			req := request("e")
 			fresh, _, _ := s.Claim(ctx, request("e2"), time.Hour)
-			c, _, _ := s.Claim(ctx, req, time.Microsecond)
+			c, _, _ := s.Claim(ctx, req, 50*time.Millisecond)
+			if ok, err := s.Sending(ctx, c, ledger.Send{}); !ok || err != nil {
+				t.Fatalf("mark: got %v, %v", ok, err)
+			}
+			wait(60 * time.Millisecond) // the store's clock passes the deadline
 			_, rec, _ := s.Claim(ctx, req, time.Hour)
-			if rec == nil || rec.State != ledger.StateInFlight || !rec.Expired {
-				t.Fatalf("got %+v, want in flight and expired", rec)
+			if rec == nil || rec.State != ledger.StateInFlight || !rec.Expired || !rec.Sent {
+				t.Fatalf("got %+v, want in flight, expired, sent", rec)
 			}
-			if ok, err := s.Abandon(ctx, fresh.ID); ok || err != nil {
-				t.Fatalf("abandoning a live claim: got %v, %v; want false", ok, err)
+			if st, err := s.Abandon(ctx, fresh.ID); st != "" || err != nil {
+				t.Fatalf("abandoning a live claim: got %q, %v; want no change", st, err)
 			}
-			if ok, err := s.Abandon(ctx, c.ID); !ok || err != nil {
-				t.Fatalf("abandon: got %v, %v", ok, err)
+			if ok, _ := s.Sending(ctx, c, ledger.Send{}); ok {
+				t.Fatal("an owner past its deadline could still mark a send")
+			}
+			if st, err := s.Abandon(ctx, c.ID); st != ledger.StateUnknown || err != nil {
+				t.Fatalf("abandon: got %q, %v; want unknown", st, err)
 			}
 			if c2, rec, _ := s.Claim(ctx, req, time.Hour); c2 != nil || rec.State != ledger.StateUnknown || rec.Ending != ledger.EndOwnerLost {
 				t.Fatalf("after abandon: got claim %v, record %+v; want unknown, owner_lost", c2, rec)
@@ -201,22 +217,55 @@ func TestProtocol(t *testing.T) {
 			}
 		})
 
-		t.Run("the sweeper abandons stale claims only", func(t *testing.T) {
-			live, _, _ := s.Claim(ctx, request("f1"), time.Hour)
-			stale, _, _ := s.Claim(ctx, request("f2"), time.Microsecond)
-			n, err := s.AbandonStale(ctx)
-			if err != nil || n < 1 {
-				t.Fatalf("got %d, %v; want at least the stale claim", n, err)
+		t.Run("a claim past its deadline without a send mark is given back", func(t *testing.T) {
+			req := request("e3")
+			c, _, _ := s.Claim(ctx, req, 50*time.Millisecond)
+			wait(60 * time.Millisecond)
+			if st, err := s.Abandon(ctx, c.ID); st != ledger.StateReleased || err != nil {
+				t.Fatalf("abandon: got %q, %v; want released", st, err)
 			}
-			if ok, _ := s.Unknown(ctx, stale, ledger.Outcome{}); ok {
-				t.Fatal("the stale claim was still in flight")
+			if ok, _ := s.Sending(ctx, c, ledger.Send{}); ok {
+				t.Fatal("the dead owner could still mark a send after its claim was given back")
 			}
-			if ok, _ := s.Unknown(ctx, live, ledger.Outcome{Ending: ledger.EndAmbiguous}); !ok {
-				t.Fatal("the sweeper took a live claim")
+			c2, rec, err := s.Claim(ctx, req, time.Hour)
+			if c2 == nil || rec != nil || err != nil {
+				t.Fatalf("the repeat: got claim %v, record %+v, %v; want a new claim", c2, rec, err)
 			}
 		})
 
-		t.Run("neighbours name other records' payments and open requests", func(t *testing.T) {
+		t.Run("the settler leases open records once until their lease runs out", func(t *testing.T) {
+			stale, _, _ := s.Claim(ctx, request("f2"), 50*time.Millisecond)
+			unknown, _, _ := s.Claim(ctx, request("f3"), time.Hour)
+			_, _ = s.Sending(ctx, unknown, ledger.Send{Content: []byte(`{"paymentInformation":{"amount":1}}`), SeenBefore: []string{"01JOLD"}})
+			_, _ = s.Unknown(ctx, unknown, ledger.Outcome{Ending: ledger.EndAmbiguous})
+			live, _, _ := s.Claim(ctx, request("f1"), time.Hour)
+			wait(1100 * time.Millisecond) // past the stale deadline and the unknown's first wait
+			due, err := s.Due(ctx, 100, time.Hour, time.Hour, time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[int64]*ledger.Record{}
+			for _, r := range due {
+				got[r.ID] = r
+			}
+			if got[stale.ID] == nil || got[unknown.ID] == nil || got[live.ID] != nil {
+				t.Fatalf("got %d due records %v, want the stale and the unknown one, not the live one", len(due), got)
+			}
+			if r := got[unknown.ID]; string(r.Send.Content) != `{"paymentInformation":{"amount":1}}` || len(r.Send.SeenBefore) != 1 || r.UserID != "alice" {
+				t.Fatalf("got evidence %+v, want the recorded one", r.Send)
+			}
+			again, _ := s.Due(ctx, 100, time.Hour, time.Hour, time.Hour)
+			for _, r := range again {
+				if r.ID == stale.ID || r.ID == unknown.ID {
+					t.Fatalf("record %d was leased twice", r.ID)
+				}
+			}
+			if n, oldest, err := s.Unknowns(ctx); err != nil || n < 1 || oldest.IsZero() {
+				t.Fatalf("unknowns: got %d, %v, %v; want at least one with its time", n, oldest, err)
+			}
+		})
+
+		t.Run("neighbours name other records' payments and open requests, on every route", func(t *testing.T) {
 			since := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 			base := request("g")
 			base.UserID = fmt.Sprintf("neighbour-%d", seq.Add(1))
@@ -229,24 +278,25 @@ func TestProtocol(t *testing.T) {
 			if _, _, err := s.Claim(ctx, other, time.Hour); err != nil {
 				t.Fatal(err)
 			}
-			if n, err := s.Neighbours(ctx, a, ca.ID, since); err != nil || n.Open {
+			if n, err := s.Neighbours(ctx, a.UserID, ca.ID, a.Match, since, nil); err != nil || n.Open {
 				t.Fatalf("an open request with other content: got %+v, %v; want not open", n, err)
 			}
 			b := base
-			b.Key = "b"
+			b.Key, b.Route = "b", "/v2/pay"
 			cb, _, _ := s.Claim(ctx, b, time.Hour)
-			n, err := s.Neighbours(ctx, a, ca.ID, since)
+			n, err := s.Neighbours(ctx, a.UserID, ca.ID, a.Match, since, []string{"01JB"})
 			if err != nil || !n.Open || len(n.Taken) != 0 {
-				t.Fatalf("an open request with the same content: got %+v, %v; want open, nothing taken", n, err)
+				t.Fatalf("an open request with the same content on another route: got %+v, %v; want open, nothing taken", n, err)
+			}
+			if n, _ := s.Neighbours(ctx, a.UserID, ca.ID, a.Match, time.Now().Add(2*time.Hour), nil); n.Open {
+				t.Fatal("a request whose deadline is before the time asked about counted as open")
 			}
 			_, _ = s.Finish(ctx, cb, ledger.Outcome{Ending: ledger.EndAnswered, PaymentID: "01JB", Response: created})
-			n, _ = s.Neighbours(ctx, a, ca.ID, since)
-			if n.Open || !n.Taken["01JB"] {
-				t.Fatalf("got %+v, want not open, 01JB taken", n)
+			n, _ = s.Neighbours(ctx, a.UserID, ca.ID, a.Match, since, []string{"01JB", "01JC"})
+			if n.Open || !n.Taken["01JB"] || n.Taken["01JC"] {
+				t.Fatalf("got %+v, want not open, 01JB taken (on another route), 01JC not", n)
 			}
-			stranger := base
-			stranger.UserID = "someone-else"
-			if n, _ := s.Neighbours(ctx, stranger, 0, since); n.Open || len(n.Taken) != 0 {
+			if n, _ := s.Neighbours(ctx, "someone-else", 0, a.Match, since, []string{"01JB"}); n.Open || len(n.Taken) != 0 {
 				t.Fatalf("another user's neighbours: got %+v, want none", n)
 			}
 		})

@@ -24,11 +24,14 @@ type memKey struct{ user, route, key string }
 
 type memRecord struct {
 	Record
-	key      memKey
-	owner    string
-	match    []byte
-	created  time.Time
-	response []byte // sealed, like the database's column
+	key        memKey
+	owner      string
+	created    time.Time
+	finished   time.Time
+	settleNext time.Time
+	tries      int
+	response   []byte // sealed, like the database's column
+	content    []byte // sealed, likewise
 }
 
 // NewMemory returns an empty in-process ledger; now is its clock (nil:
@@ -64,24 +67,46 @@ func (m *Memory) Claim(_ context.Context, req Request, bound time.Duration) (*Cl
 	case !ok:
 		m.nextID++
 		r = &memRecord{key: k, created: now}
-		r.ID = m.nextID
+		r.ID, r.UserID, r.Route, r.Key = m.nextID, req.UserID, req.Route, req.Key
 		r.Fingerprint = bytes.Clone(req.Fingerprint)
 		m.byKey[k], m.byID[r.ID] = r, r
 	case r.State == StateReleased && bytes.Equal(r.Fingerprint, req.Fingerprint):
 	default:
-		rec := r.Record
-		rec.Expired = rec.State == StateInFlight && now.After(rec.Deadline)
-		resp, err := m.open(r.ID, r.response)
-		if err != nil {
-			return nil, nil, err
-		}
-		rec.Response = resp
-		return nil, &rec, nil
+		rec, err := m.view(r, now)
+		return nil, rec, err
 	}
-	r.State, r.owner, r.match = StateInFlight, newOwner(), bytes.Clone(req.Match)
+	r.State, r.owner, r.Match, r.RequestID = StateInFlight, newOwner(), bytes.Clone(req.Match), req.RequestID
 	r.ClaimedAt, r.Deadline = now, now.Add(bound)
 	r.UpstreamStatus, r.Ending = 0, ""
+	r.Sent, r.Send, r.content, r.settleNext = false, Send{}, nil, time.Time{}
 	return &Claim{ID: r.ID, Owner: r.owner}, nil, nil
+}
+
+// view copies r as a caller sees it. The caller holds m.mu.
+func (m *Memory) view(r *memRecord, now time.Time) (*Record, error) {
+	rec := r.Record
+	rec.Expired = rec.State == StateInFlight && now.After(rec.Deadline)
+	var err error
+	if rec.Response, err = m.open(r.ID, r.response); err != nil {
+		return nil, err
+	}
+	if rec.Send.Content, err = m.openContent(r.ID, r.content); err != nil {
+		return nil, err
+	}
+	rec.Send.SeenBefore = append([]string(nil), r.Send.SeenBefore...)
+	return &rec, nil
+}
+
+// Sending is Postgres.Sending.
+func (m *Memory) Sending(_ context.Context, c *Claim, s Send) (bool, error) {
+	now := m.now()
+	return m.update(c.ID, func(r *memRecord) bool {
+		return r.owner == c.Owner && r.State == StateInFlight && now.Before(r.Deadline)
+	}, func(r *memRecord) {
+		r.Sent, r.Sends = true, r.Sends+1
+		r.content = m.sealContent(c.ID, s.Content)
+		r.Send = Send{SeenBefore: append([]string(nil), s.SeenBefore...), SeenFrom: s.SeenFrom, SeenCut: s.SeenCut, WindowEnd: s.WindowEnd}
+	}), nil
 }
 
 // update applies f to record id when cond holds, under the lock.
@@ -122,6 +147,9 @@ func (m *Memory) end(state State, o Outcome, sealed []byte) func(*memRecord) {
 		if sealed != nil {
 			r.response = sealed
 		}
+		if state != StateInFlight {
+			r.finished = m.now()
+		}
 	}
 }
 
@@ -141,14 +169,33 @@ func (m *Memory) Release(_ context.Context, c *Claim, o Outcome) (bool, error) {
 
 // Unknown is Postgres.Unknown.
 func (m *Memory) Unknown(_ context.Context, c *Claim, o Outcome) (bool, error) {
-	return m.update(c.ID, m.owned(c, StateInFlight), m.end(StateUnknown, o, nil)), nil
+	now := m.now()
+	end := m.end(StateUnknown, o, nil)
+	return m.update(c.ID, m.owned(c, StateInFlight), func(r *memRecord) {
+		end(r)
+		r.finished, r.settleNext = now, now.Add(time.Second)
+	}), nil
 }
 
 // Abandon is Postgres.Abandon.
-func (m *Memory) Abandon(_ context.Context, id int64) (bool, error) {
-	now := m.now()
-	return m.update(id, func(r *memRecord) bool { return r.State == StateInFlight && now.After(r.Deadline) },
-		m.end(StateUnknown, Outcome{Ending: EndOwnerLost}, nil)), nil
+func (m *Memory) Abandon(_ context.Context, id int64) (State, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.byID[id]
+	if !ok || r.State != StateInFlight || !m.now().After(r.Deadline) {
+		return "", nil
+	}
+	m.abandonLocked(r)
+	return r.State, nil
+}
+
+func (m *Memory) abandonLocked(r *memRecord) {
+	if r.Sent {
+		m.end(StateUnknown, Outcome{Ending: EndOwnerLost}, nil)(r)
+	} else {
+		m.end(StateReleased, Outcome{Ending: EndNeverSent}, nil)(r)
+	}
+	r.finished, r.settleNext = m.now(), time.Time{}
 }
 
 // Settle is Postgres.Settle.
@@ -162,19 +209,23 @@ func (m *Memory) Settle(_ context.Context, id int64, o Outcome) (bool, error) {
 }
 
 // Neighbours is Postgres.Neighbours.
-func (m *Memory) Neighbours(_ context.Context, req Request, except int64, since time.Time) (Neighbours, error) {
+func (m *Memory) Neighbours(_ context.Context, userID string, except int64, match []byte, since time.Time, ids []string) (Neighbours, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := Neighbours{Taken: map[string]bool{}}
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
 	for _, r := range m.byID {
-		if r.ID == except || r.key.user != req.UserID || r.key.route != req.Route || r.created.Before(since) {
+		if r.ID == except || r.key.user != userID {
 			continue
 		}
-		if r.PaymentID != "" {
+		if r.PaymentID != "" && want[r.PaymentID] {
 			n.Taken[r.PaymentID] = true
 		}
-		same := r.match == nil || req.Match == nil || bytes.Equal(r.match, req.Match)
-		if same && (r.State == StateInFlight || r.State == StateUnknown) {
+		same := r.Match == nil || match == nil || bytes.Equal(r.Match, match)
+		if same && (r.State == StateInFlight || r.State == StateUnknown) && r.Deadline.After(since) {
 			n.Open = true
 		}
 	}
@@ -185,17 +236,46 @@ func (m *Memory) Neighbours(_ context.Context, req Request, except int64, since 
 // for development; the trail is the database's).
 func (m *Memory) Event(context.Context, int64, Request, string) error { return nil }
 
-// AbandonStale is Postgres.AbandonStale.
-func (m *Memory) AbandonStale(context.Context) (int64, error) {
+// Due is Postgres.Due.
+func (m *Memory) Due(_ context.Context, limit int, lease, maxLease, giveUp time.Duration) ([]*Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
+	var out []*Record
+	for id := int64(1); id <= m.nextID && len(out) < limit; id++ {
+		r := m.byID[id]
+		due := (r.State == StateInFlight && now.After(r.Deadline)) ||
+			(r.State == StateUnknown && r.content != nil && now.Sub(r.finished) < giveUp)
+		if !due || now.Before(r.settleNext) {
+			continue
+		}
+		d := lease << min(r.tries, 20)
+		if d > maxLease || d <= 0 {
+			d = maxLease
+		}
+		r.settleNext, r.tries = now.Add(d), r.tries+1
+		rec, err := m.view(r, now)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// Unknowns is Postgres.Unknowns.
+func (m *Memory) Unknowns(context.Context) (int64, time.Time, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	var n int64
+	var oldest time.Time
 	for _, r := range m.byID {
-		if r.State == StateInFlight && now.After(r.Deadline) {
-			m.end(StateUnknown, Outcome{Ending: EndOwnerLost}, nil)(r)
+		if r.State == StateUnknown {
 			n++
+			if oldest.IsZero() || r.finished.Before(oldest) {
+				oldest = r.finished
+			}
 		}
 	}
-	return n, nil
+	return n, oldest, nil
 }

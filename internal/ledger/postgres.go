@@ -114,7 +114,9 @@ WITH c AS (
   ON CONFLICT ON CONSTRAINT money_requests_key DO UPDATE
     SET state = 'in_flight', owner = excluded.owner, attempts = m.attempts + 1, claimed_at = now(), match_key = excluded.match_key,
         deadline = excluded.deadline, finished_at = NULL, ending = NULL, upstream_status = NULL,
-        session_ref = excluded.session_ref, client_ip = excluded.client_ip, request_id = excluded.request_id
+        session_ref = excluded.session_ref, client_ip = excluded.client_ip, request_id = excluded.request_id,
+        sending_at = NULL, content = NULL, seen_before = NULL, seen_from = NULL, seen_cut = NULL, window_end = NULL,
+        settle_next = NULL
     WHERE m.state = 'released' AND m.fingerprint = excluded.fingerprint
   RETURNING id
 ), e AS (
@@ -135,23 +137,26 @@ SELECT id FROM c`,
 	return nil, rec, err
 }
 
-func (p *Postgres) lookup(ctx context.Context, req Request) (*Record, error) {
+// recordColumns are the columns scanRecord reads, in its order.
+const recordColumns = `id, user_id, route, idem_key, match_key, request_id, state, fingerprint, claimed_at, deadline,
+  now() > deadline, upstream_status, payment_id, ending, response, sending_at IS NOT NULL, sends, content,
+  seen_before, seen_from, seen_cut, window_end`
+
+func (p *Postgres) scanRecord(row pgx.Row) (*Record, error) {
 	var r Record
 	var state string
 	var status *int32
 	var paymentID, ending *string
-	var resp []byte
-	err := p.pool.QueryRow(ctx, `
-SELECT id, state, fingerprint, claimed_at, deadline, now() > deadline, upstream_status, payment_id, ending, response
-FROM money_requests WHERE user_id = $1 AND route = $2 AND idem_key = $3`,
-		req.UserID, req.Route, req.Key).Scan(&r.ID, &state, &r.Fingerprint, &r.ClaimedAt, &r.Deadline, &r.Expired,
-		&status, &paymentID, &ending, &resp)
+	var resp, content []byte
+	var sends int32
+	var seenFrom, seenCut, windowEnd *time.Time
+	err := row.Scan(&r.ID, &r.UserID, &r.Route, &r.Key, &r.Match, &r.RequestID, &state, &r.Fingerprint, &r.ClaimedAt, &r.Deadline,
+		&r.Expired, &status, &paymentID, &ending, &resp, &r.Sent, &sends, &content,
+		&r.Send.SeenBefore, &seenFrom, &seenCut, &windowEnd)
 	if err != nil {
-		// No row: the key was claimed and then removed, which nothing does;
-		// report it as a failure rather than guess.
-		return nil, unavailable(err)
+		return nil, err
 	}
-	r.State = State(state)
+	r.State, r.Sends = State(state), int(sends)
 	if status != nil {
 		r.UpstreamStatus = int(*status)
 	}
@@ -161,10 +166,44 @@ FROM money_requests WHERE user_id = $1 AND route = $2 AND idem_key = $3`,
 	if ending != nil {
 		r.Ending = *ending
 	}
+	for _, t := range []struct {
+		from *time.Time
+		to   *time.Time
+	}{{seenFrom, &r.Send.SeenFrom}, {seenCut, &r.Send.SeenCut}, {windowEnd, &r.Send.WindowEnd}} {
+		if t.from != nil {
+			*t.to = *t.from
+		}
+	}
 	if r.Response, err = p.open(r.ID, resp); err != nil {
 		return nil, err
 	}
+	if r.Send.Content, err = p.openContent(r.ID, content); err != nil {
+		return nil, err
+	}
 	return &r, nil
+}
+
+func (p *Postgres) lookup(ctx context.Context, req Request) (*Record, error) {
+	r, err := p.scanRecord(p.pool.QueryRow(ctx, `SELECT `+recordColumns+`
+FROM money_requests WHERE user_id = $1 AND route = $2 AND idem_key = $3`, req.UserID, req.Route, req.Key))
+	if err != nil {
+		// No row: the key was claimed and then removed, which nothing does;
+		// report it as a failure rather than guess.
+		return nil, unavailable(err)
+	}
+	return r, nil
+}
+
+// Sending marks, before the owner sends, that its request is about to
+// leave, with the evidence settling will need. It reports false when the
+// claim is no longer the owner's to send (past its deadline, abandoned):
+// then nothing may be sent.
+func (p *Postgres) Sending(ctx context.Context, c *Claim, s Send) (bool, error) {
+	return p.exec(ctx, `
+UPDATE money_requests SET sending_at = now(), sends = sends + 1, content = $3, seen_before = $4,
+  seen_from = $5, seen_cut = $6, window_end = $7
+WHERE id = $1 AND owner = $2 AND state = 'in_flight' AND now() < deadline`,
+		c.ID, c.Owner, p.sealContent(c.ID, s.Content), s.SeenBefore, nullTime(s.SeenFrom), nullTime(s.SeenCut), nullTime(s.WindowEnd))
 }
 
 // Finish stores the owner's final answer (done). It reports false when the
@@ -190,17 +229,31 @@ WHERE id = $1 AND owner = $2 AND state = 'in_flight'`, c.ID, c.Owner, o.Ending, 
 // Unknown records that the owner cannot tell whether the upstream acted.
 func (p *Postgres) Unknown(ctx context.Context, c *Claim, o Outcome) (bool, error) {
 	return p.exec(ctx, `
-UPDATE money_requests SET state = 'unknown', ending = $3, upstream_status = $4, finished_at = now()
+UPDATE money_requests SET state = 'unknown', ending = $3, upstream_status = $4, finished_at = now(),
+  settle_next = now() + interval '1 second'
 WHERE id = $1 AND owner = $2 AND state = 'in_flight'`, c.ID, c.Owner, o.Ending, nullInt(o.UpstreamStatus))
 }
 
-// Abandon turns an in-flight record past its deadline into unknown: its
-// owner died or hung and can no longer reach the upstream. It reports
-// whether it changed the record.
-func (p *Postgres) Abandon(ctx context.Context, id int64) (bool, error) {
-	return p.exec(ctx, `
-UPDATE money_requests SET state = 'unknown', ending = 'owner_lost', finished_at = now()
-WHERE id = $1 AND state = 'in_flight' AND now() > deadline`, id)
+// Abandon ends an in-flight record past its deadline, whose owner died or
+// hung and can no longer reach the upstream: released (the key runs again)
+// when the owner never marked its send, else unknown. It returns the new
+// state, or "" when the record was not in flight past its deadline.
+func (p *Postgres) Abandon(ctx context.Context, id int64) (State, error) {
+	var state string
+	err := p.pool.QueryRow(ctx, `
+UPDATE money_requests SET
+  state = CASE WHEN sending_at IS NULL THEN 'released' ELSE 'unknown' END,
+  ending = CASE WHEN sending_at IS NULL THEN 'never_sent' ELSE 'owner_lost' END,
+  finished_at = now(), settle_next = NULL
+WHERE id = $1 AND state = 'in_flight' AND now() > deadline
+RETURNING state`, id).Scan(&state)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", unavailable(err)
+	}
+	return State(state), nil
 }
 
 // Settle stores an outcome learned from the upstream for an unknown record.
@@ -214,30 +267,37 @@ UPDATE money_requests SET state = 'done', ending = 'settled', upstream_status = 
 WHERE id = $1 AND state = 'unknown'`, id, nullInt(o.UpstreamStatus), nullString(o.PaymentID), sealed)
 }
 
-// Neighbours lists what the user's other records on route since since
-// claim, for settling.
-func (p *Postgres) Neighbours(ctx context.Context, req Request, except int64, since time.Time) (Neighbours, error) {
+// Neighbours tells settling what the user's other records, on every route,
+// say: which of ids they own, and whether one with the same match (or none)
+// whose deadline is after since is still in flight or unknown.
+func (p *Postgres) Neighbours(ctx context.Context, userID string, except int64, match []byte, since time.Time, ids []string) (Neighbours, error) {
 	n := Neighbours{Taken: map[string]bool{}}
+	if ids == nil {
+		ids = []string{}
+	}
 	rows, err := p.pool.Query(ctx, `
-SELECT state, payment_id, (match_key IS NULL OR $5::bytea IS NULL OR match_key = $5) FROM money_requests
-WHERE user_id = $1 AND route = $2 AND id <> $3 AND created_at >= $4`, req.UserID, req.Route, except, since, req.Match)
+SELECT payment_id, state IN ('in_flight', 'unknown') AND deadline > $4 AND (match_key IS NULL OR $3::bytea IS NULL OR match_key = $3)
+FROM money_requests
+WHERE user_id = $1 AND id <> $2 AND (payment_id = ANY($5) OR (state IN ('in_flight', 'unknown') AND deadline > $4))`,
+		userID, except, match, since, ids)
 	if err != nil {
 		return n, unavailable(err)
 	}
 	defer rows.Close()
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
 	for rows.Next() {
-		var state string
 		var pid *string
-		var same bool
-		if err := rows.Scan(&state, &pid, &same); err != nil {
+		var open bool
+		if err := rows.Scan(&pid, &open); err != nil {
 			return n, unavailable(err)
 		}
-		if pid != nil {
+		if pid != nil && want[*pid] {
 			n.Taken[*pid] = true
 		}
-		if s := State(state); same && (s == StateInFlight || s == StateUnknown) {
-			n.Open = true
-		}
+		n.Open = n.Open || open
 	}
 	return n, unavailable(rows.Err())
 }
@@ -250,17 +310,59 @@ INSERT INTO money_request_events (money_request, what, session_ref, client_ip, r
 	return unavailable(err)
 }
 
-// AbandonStale turns every in-flight record past its deadline into unknown
-// (owner_lost) and reports how many it changed: the sweeper's job, so the
-// ledger tells the truth about requests no client came back for.
-func (p *Postgres) AbandonStale(ctx context.Context) (int64, error) {
-	tag, err := p.pool.Exec(ctx, `
-UPDATE money_requests SET state = 'unknown', ending = 'owner_lost', finished_at = now()
-WHERE state = 'in_flight' AND deadline < now()`)
+// Due leases up to limit open records for the background settler: in
+// flight past their deadline, or unknown, settleable (content recorded)
+// and ended less than giveUp ago, and not leased or looked at since their
+// settle_next. Each is leased for lease·2^looks (at most maxLease) by
+// settle_next, so one instance at a time looks at a record, and less often
+// as it stays unknown. Safe to call from every instance at once (SKIP
+// LOCKED: they take different rows).
+func (p *Postgres) Due(ctx context.Context, limit int, lease, maxLease, giveUp time.Duration) ([]*Record, error) {
+	rows, err := p.pool.Query(ctx, `
+WITH due AS (
+  SELECT id FROM money_requests
+  WHERE state IN ('in_flight', 'unknown')
+    AND ((state = 'in_flight' AND deadline < now())
+      OR (state = 'unknown' AND content IS NOT NULL AND finished_at > now() - $4 * interval '1 microsecond'))
+    AND (settle_next IS NULL OR settle_next <= now())
+  ORDER BY deadline LIMIT $1
+  FOR UPDATE SKIP LOCKED
+), leased AS (
+  UPDATE money_requests m
+  SET settle_next = now() + least($2 * power(2, least(m.settle_tries, 20)), $3) * interval '1 microsecond',
+      settle_tries = m.settle_tries + 1
+  FROM due WHERE m.id = due.id
+  RETURNING m.*
+)
+SELECT `+recordColumns+` FROM leased`, limit, lease.Microseconds(), maxLease.Microseconds(), giveUp.Microseconds())
 	if err != nil {
-		return 0, unavailable(err)
+		return nil, unavailable(err)
 	}
-	return tag.RowsAffected(), nil
+	defer rows.Close()
+	var out []*Record
+	for rows.Next() {
+		r, err := p.scanRecord(rows)
+		if err != nil {
+			return out, unavailable(err)
+		}
+		out = append(out, r)
+	}
+	return out, unavailable(rows.Err())
+}
+
+// Unknowns counts the records whose outcome is unknown and says when the
+// oldest of them ended (zero when there is none), for the metrics.
+func (p *Postgres) Unknowns(ctx context.Context) (int64, time.Time, error) {
+	var n int64
+	var oldest *time.Time
+	err := p.pool.QueryRow(ctx, `SELECT count(*), min(finished_at) FROM money_requests WHERE state = 'unknown'`).Scan(&n, &oldest)
+	if err != nil {
+		return 0, time.Time{}, unavailable(err)
+	}
+	if oldest == nil {
+		return n, time.Time{}, nil
+	}
+	return n, *oldest, nil
 }
 
 func (p *Postgres) exec(ctx context.Context, sql string, args ...any) (bool, error) {
@@ -277,6 +379,13 @@ func nullInt(v int) *int32 {
 	}
 	n := int32(v)
 	return &n
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 func nullString(s string) *string {

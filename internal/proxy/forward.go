@@ -3,8 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"io"
 	"log/slog"
@@ -20,7 +18,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
-	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/telemetry"
 	"github.com/fintech-bff/bff/internal/tokens"
@@ -52,42 +49,18 @@ type Options struct {
 	Retry        Retry
 	Logger       *slog.Logger
 	Metrics      *Metrics
-	// MoneyRoutes are the path prefixes (whole segments, like Routes) under
-	// which a POST moves money: it needs an Idempotency-Key and runs at most
-	// once, recorded in Ledger. A money POST with no Ledger is refused.
-	MoneyRoutes []string
-	Ledger      Ledger
-	// Refresh, when set, is the credit guard: at most one POST to
-	// RefreshPath per user per RefreshEvery (the refresh costs the
-	// organization 20 weekly credits); a sooner one is 429
-	// REFRESH_TOO_SOON and never reaches the upstream.
-	Refresh      Guard
-	RefreshEvery time.Duration
-}
-
-// RefreshPath is the on-demand refresh, the route that costs credits.
-const RefreshPath = "/chat/chat/connections/refresh"
-
-// Guard holds a key for an interval (limits.Redis, limits.Local).
-type Guard interface {
-	Hold(ctx context.Context, key string, every time.Duration) (limits.Decision, error)
-	Release(ctx context.Context, key, token string) error
 }
 
 // Forwarder forwards allowlisted calls. Safe for concurrent use.
 type Forwarder struct {
 	routes   *Routes
-	money    *Routes // the money prefixes, POST only
 	rp       *httputil.ReverseProxy
 	upstream *transport
 	base     *url.URL
 	timeout  time.Duration
 	maxBody  int64
 	log      *slog.Logger
-	ledger   Ledger
 	metrics  *Metrics
-	refresh  Guard
-	every    time.Duration
 }
 
 // Call is what the edge knows of one API call.
@@ -105,12 +78,24 @@ type Call struct {
 	SessionRef string
 }
 
+// Target is where an allowlisted call goes: its decoded, checked upstream
+// path and the route template it matched.
+type Target struct {
+	Path  string
+	Route string
+}
+
 type callKey struct{}
 
 type callState struct {
 	Call
 	path  string // decoded, checked
 	route string
+	// once: the request is sent at most once (Exchange.Once): no retry, no
+	// resend after a 401.
+	once bool
+	// beforeSend runs once the token is ready, before the request leaves.
+	beforeSend func(context.Context) error
 	// notSent is set when the call failed before any request reached the
 	// upstream (no token, no connection, or the request never written
 	// whole): safe to run again.
@@ -144,9 +129,9 @@ func (st *callState) failure() error {
 type Result struct {
 	Route          string // the route template; "" when none matched
 	UpstreamStatus int    // the last upstream attempt's status; 0 when none
-	// Code is the error code of a stored answer Forward wrote from the
-	// payments ledger (a replayed refusal); "" otherwise. A failure of this
-	// request is Forward's error instead, rendered by the caller.
+	// Code is the error code of a stored answer written from the payments
+	// ledger (a replayed refusal); "" otherwise. A failure of this request
+	// is the returned error instead, rendered by the caller.
 	Code string
 }
 
@@ -163,13 +148,9 @@ func New(o Options) *Forwarder {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	money := make([]Route, len(o.MoneyRoutes))
-	for i, p := range o.MoneyRoutes {
-		money[i] = Route{Prefix: p, Methods: []string{http.MethodPost}}
-	}
 	base := *o.BaseURL
-	f := &Forwarder{routes: o.Routes, money: NewRoutes(money), timeout: o.Timeout, maxBody: o.MaxBodyBytes, log: o.Logger,
-		ledger: o.Ledger, metrics: o.Metrics, base: &base, refresh: o.Refresh, every: o.RefreshEvery,
+	f := &Forwarder{routes: o.Routes, timeout: o.Timeout, maxBody: o.MaxBodyBytes, log: o.Logger,
+		metrics: o.Metrics, base: &base,
 		upstream: &transport{base: o.Transport, tokens: o.Tokens, retry: o.Retry, metrics: o.Metrics}}
 	basePath := strings.TrimSuffix(base.Path, "/")
 	f.rp = &httputil.ReverseProxy{
@@ -182,26 +163,7 @@ func New(o Options) *Forwarder {
 			out.URL.RawPath = ""
 			out.URL.RawQuery = pr.In.URL.RawQuery // forwarded as sent
 			out.Host = base.Host
-			// Headers go upstream by allowlist: content negotiation,
-			// conditional requests, body framing and trace context. The
-			// client's credentials, cookies, CSRF marker, method overrides,
-			// forwarding claims and idempotency key stay here (the key
-			// because net/http's Transport treats a request carrying one as
-			// safe to send again on a new connection, which for a payment is
-			// a second payment; the BFF's ledger enforces it instead). The
-			// transport adds the user's upstream token.
-			h := make(http.Header, 8)
-			for _, k := range requestHeaders {
-				if v := out.Header[k]; len(v) > 0 {
-					h[k] = v
-				}
-			}
-			h["User-Agent"] = noUserAgent // no client User-Agent, and not Go's default either
-			out.Header = h
-			h.Set("X-Request-Id", c.RequestID)
-			if c.ClientIP != "" {
-				h.Set("X-Forwarded-For", c.ClientIP)
-			}
+			out.Header = upstreamHeader(out.Header, c.Call)
 		},
 		Transport: f.upstream,
 		// FlushInterval 0: the server's buffer sends as it fills (a large
@@ -245,76 +207,33 @@ func (b *bufferPool) Put(s []byte) { b.p.Put(&s) }
 // Prefixes lists the route templates Forward reports, for the caller's labels.
 func (f *Forwarder) Prefixes() []string { return f.routes.Prefixes() }
 
-// Forward serves one API call. It writes to w only what the upstream (or
-// the payments ledger, for a replay) answered; when the call fails it
-// writes nothing and returns the failure, a *problem.Problem, for the
-// caller to render.
-func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, c Call) (Result, error) {
+// Target checks an API call's path (CheckPath) and finds its route
+// (Routes.Match) for method. The Target's Route is set also with a
+// METHOD_NOT_ALLOWED problem, for the caller's labels.
+func (f *Forwarder) Target(c Call, method string) (Target, *problem.Problem) {
 	path, p := CheckPath(c.Path)
 	if p != nil {
-		return Result{}, p
+		return Target{}, p
 	}
-	route, p := f.routes.Match(path, r.Method)
-	if p != nil {
-		return Result{Route: route}, p
-	}
-	body, p := f.bufferBody(r)
-	if p != nil {
-		return Result{Route: route}, p
-	}
-	st := &callState{Call: c, path: path, route: route}
-	res := Result{Route: route}
-	var err error
-	money, isMoney := f.money.Under(path)
-	switch {
-	case f.refresh != nil && f.every > 0 && r.Method == http.MethodPost && path == RefreshPath:
-		err = f.forwardRefresh(w, r, st)
-	case isMoney && r.Method == http.MethodPost:
-		if f.ledger == nil {
-			return res, problem.New(problem.CodeLedgerUnavailable, "payments are not enabled: no ledger is configured")
-		}
-		res.Code, err = f.forwardMoney(w, r, st, body, money)
-	default:
-		f.serve(w, r, st, r.Context())
-		err = st.failure()
-	}
-	res.UpstreamStatus = st.upstreamStatus
-	return res, err
+	route, p := f.routes.Match(path, method)
+	return Target{Path: path, Route: route}, p
 }
 
-// forwardRefresh runs the on-demand refresh under the credit guard: one per
-// user per interval, taken before the call and given back when the
-// upstream did not accept it (402, 409, an error: nothing was charged).
-func (f *Forwarder) forwardRefresh(w http.ResponseWriter, r *http.Request, st *callState) error {
-	key := "refresh:" + userKey(st.UserID)
-	d, err := f.refresh.Hold(r.Context(), key, f.every)
-	if err != nil {
-		return problem.Wrap(problem.CodeSessionStoreUnavailable, "the refresh allowance cannot be checked right now", err)
+// Forward serves one API call to t (from Target). It writes to w only what
+// the upstream answered; when the call fails it writes nothing and returns
+// the failure, a *problem.Problem, for the caller to render.
+func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, c Call, t Target) (Result, error) {
+	res := Result{Route: t.Route}
+	if _, p := f.Body(r); p != nil {
+		return res, p
 	}
-	if !d.Allowed {
-		f.metrics.refused("refresh")
-		return problem.Later(problem.CodeRefreshTooSoon, d.RetryAfter, "data was refreshed less than %s ago; the next refresh is allowed in %d s", f.every)
-	}
+	st := &callState{Call: c, path: t.Path, route: t.Route}
 	f.serve(w, r, st, r.Context())
-	if st.upstreamStatus < 200 || st.upstreamStatus > 299 {
-		// The store is Redis: a store call's bound, like the ledger's.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), storeTimeout)
-		defer cancel()
-		if err := f.refresh.Release(ctx, key, d.Token); err != nil {
-			f.log.Warn("a refused refresh's allowance could not be given back", slog.String("requestId", st.RequestID), slog.String("error", err.Error()))
-		}
-	}
-	return st.failure()
+	res.UpstreamStatus = st.upstreamStatus
+	return res, st.failure()
 }
 
-// userKey names a user in a shared store without their id.
-func userKey(userID string) string {
-	sum := sha256.Sum256([]byte("bff-limit:" + userID))
-	return base64.RawURLEncoding.EncodeToString(sum[:18])
-}
-
-// serve forwards one call within the upstream timeout, under parent (the
-// client's context, or a detached one for idempotent payments).
+// serve forwards one call within the upstream timeout, under parent.
 func (f *Forwarder) serve(w http.ResponseWriter, r *http.Request, st *callState, parent context.Context) {
 	ctx, cancel := context.WithTimeout(parent, f.timeout)
 	defer cancel()
@@ -330,10 +249,14 @@ func (f *Forwarder) serve(w http.ResponseWriter, r *http.Request, st *callState,
 	f.rp.ServeHTTP(w, r.WithContext(context.WithValue(ctx, callKey{}, st)))
 }
 
-// bufferBody reads the request body, at most MaxBodyBytes, so that it can be
+// Body reads the request body, at most MaxBodyBytes, so that it can be
 // replayed on the 401 retry and the idempotent retries; a larger body, with
-// or without Content-Length, is 413 BODY_TOO_LARGE.
-func (f *Forwarder) bufferBody(r *http.Request) ([]byte, *problem.Problem) {
+// or without Content-Length, is 413 BODY_TOO_LARGE. It may be called again:
+// the body it leaves on r is the buffered one.
+func (f *Forwarder) Body(r *http.Request) ([]byte, *problem.Problem) {
+	if b, ok := r.Body.(bufferedBody); ok { // read already
+		return b.b, nil
+	}
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
@@ -353,9 +276,40 @@ func (f *Forwarder) bufferBody(r *http.Request) ([]byte, *problem.Problem) {
 		r.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
 		return b, nil
 	}
-	r.Body = io.NopCloser(bytes.NewReader(b))
+	r.Body = bufferedBody{bytes.NewReader(b), b}
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 	return b, nil
+}
+
+// bufferedBody is a request body Body has read whole.
+type bufferedBody struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (bufferedBody) Close() error { return nil }
+
+// upstreamHeader is the header of an upstream request: the client's
+// headers by allowlist (content negotiation, conditional requests, body
+// framing, trace context), and the BFF's own. The client's credentials,
+// cookies, CSRF marker, method overrides, forwarding claims and
+// idempotency key stay here (the key because net/http's Transport treats a
+// request carrying one as safe to send again on a new connection, which for
+// a payment is a second payment; the BFF's ledger enforces it instead). The
+// transport adds the user's upstream token.
+func upstreamHeader(in http.Header, c Call) http.Header {
+	h := make(http.Header, 8)
+	for _, k := range requestHeaders {
+		if v := in[k]; len(v) > 0 {
+			h[k] = v
+		}
+	}
+	h["User-Agent"] = noUserAgent // no client User-Agent, and not Go's default either
+	h.Set("X-Request-Id", c.RequestID)
+	if c.ClientIP != "" {
+		h.Set("X-Forwarded-For", c.ClientIP)
+	}
+	return h
 }
 
 // upstreamError carries a normalised upstream error from ModifyResponse to
@@ -414,25 +368,32 @@ func modifyResponse(resp *http.Response) error {
 // writes nothing (ReverseProxy calls it before any header is written).
 func (f *Forwarder) errorHandler(_ http.ResponseWriter, r *http.Request, err error) {
 	c := callFrom(r.Context())
-	c.err = f.classify(r, err)
+	c.err = f.classify(r.Context(), err)
 	c.notSent = notSent(err) || (c.written != nil && !c.written.Load())
 }
 
 // classify maps a failed exchange to its problem.
-func (f *Forwarder) classify(r *http.Request, err error) *problem.Problem {
+func (f *Forwarder) classify(ctx context.Context, err error) *problem.Problem {
 	var ue upstreamError
 	var me *tokens.MintError
 	var ne net.Error
+	var bs beforeSendError
 	switch {
 	case errors.As(err, &ue):
 		return ue.p
+	case errors.As(err, &bs):
+		var p *problem.Problem
+		if errors.As(bs.err, &p) {
+			return p
+		}
+		return problem.Wrap(problem.CodeUpstreamError, "the request could not be sent", bs.err)
 	case errors.As(err, &me):
 		return mintProblem(me)
 	case errors.Is(err, tokens.ErrStoreUnavailable):
 		return problem.Wrap(problem.CodeSessionStoreUnavailable, "the token store is not answering", err)
 	case errors.Is(err, tokens.ErrLockTimeout):
 		return problem.Wrap(problem.CodeUpstreamTimeout, "the upstream token endpoint did not answer in time", err)
-	case errors.Is(r.Context().Err(), context.Canceled): // the client went away, not our timeout
+	case errors.Is(ctx.Err(), context.Canceled): // the client went away, not our timeout
 		return problem.Wrap(problem.CodeClientClosedRequest, "the client closed the request", err)
 	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
 		return problem.Wrap(problem.CodeUpstreamTimeout, "the upstream did not answer in time", err)
@@ -465,6 +426,7 @@ func mintProblem(me *tokens.MintError) *problem.Problem {
 func notSent(err error) bool {
 	var me *tokens.MintError
 	var op *net.OpError
-	return errors.As(err, &me) || errors.Is(err, tokens.ErrStoreUnavailable) || errors.Is(err, tokens.ErrLockTimeout) ||
+	var bs beforeSendError
+	return errors.As(err, &me) || errors.As(err, &bs) || errors.Is(err, tokens.ErrStoreUnavailable) || errors.Is(err, tokens.ErrLockTimeout) ||
 		(errors.As(err, &op) && op.Op == "dial")
 }

@@ -104,7 +104,14 @@ func (f *fixture) do(method, target, body string, hdr map[string]string) *httpte
 // rendered as the envelope. It panics (failing the test) when Forward
 // fails with anything but a *problem.Problem, or fails after writing.
 func forward(fwd *proxy.Forwarder, w http.ResponseWriter, r *http.Request, c proxy.Call) proxy.Result {
-	res, err := fwd.Forward(w, r, c)
+	t, p := fwd.Target(c, r.Method)
+	var res proxy.Result
+	var err error
+	if p != nil {
+		res, err = proxy.Result{Route: t.Route}, p
+	} else {
+		res, err = fwd.Forward(w, r, c, t)
+	}
 	if err == nil {
 		return res
 	}

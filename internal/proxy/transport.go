@@ -38,7 +38,7 @@ func idempotent(method string) bool {
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	c := callFrom(ctx)
-	retryable := idempotent(req.Method)
+	retryable := idempotent(req.Method) && !c.once
 	// getBody re-reads the buffered body for this transport's own retries,
 	// which follow the contract. The outgoing request of a non-idempotent
 	// call carries no GetBody: with one, net/http's Transport itself may
@@ -73,6 +73,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				WroteRequest: func(i httptrace.WroteRequestInfo) { written.Store(i.Err == nil) },
 			}))
 		}
+		if c.beforeSend != nil && attempt == 1 && !authRetried {
+			if err := c.beforeSend(ctx); err != nil {
+				return nil, beforeSendError{err}
+			}
+		}
 		out.Header.Set("Authorization", "Bearer "+tok.Value)
 		start := time.Now()
 		resp, err := t.base.RoundTrip(out)
@@ -90,6 +95,17 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.upstreamStatus, c.upstreamType = resp.StatusCode, typ
 
 		if resp.StatusCode == http.StatusUnauthorized && !authRetried {
+			if c.once {
+				// Sent at most once: the token is dropped (the next call
+				// mints anew), and the 401 goes back to the caller, which
+				// must settle before anything is sent again: an upstream
+				// (or a gateway in front of it) may act and still answer 401.
+				if err := t.tokens.InvalidateToken(ctx, c.UserID, tok.Value); err != nil {
+					discard(resp)
+					return nil, err
+				}
+				return resp, nil
+			}
 			discard(resp)
 			if err := t.tokens.InvalidateToken(ctx, c.UserID, tok.Value); err != nil {
 				return nil, err
@@ -111,6 +127,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 }
+
+// beforeSendError is a failure of Exchange.BeforeSend: nothing was sent.
+type beforeSendError struct{ err error }
+
+func (e beforeSendError) Error() string { return e.err.Error() }
+func (e beforeSendError) Unwrap() error { return e.err }
 
 // hiddenTrace is a request's context without the httptrace hooks set above
 // the transport: ReverseProxy's Got1xxResponse passes an upstream's 1xx

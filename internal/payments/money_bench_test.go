@@ -1,4 +1,4 @@
-package proxy_test
+package payments_test
 
 import (
 	"context"
@@ -11,18 +11,25 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/pgtest"
 	"github.com/fintech-bff/bff/internal/proxy"
 )
 
-// BenchmarkPayment measures what the ledger adds to a payment: the same
+// BenchmarkPayment measures what at-most-once costs a payment: the same
 // POST through the same forwarder to the same upstream, as a plain POST
 // (baseline: a route that moves no money), with the in-process ledger, and
-// with the PostgreSQL ledger (two writes, one round trip each). Compare the
-// ns/op of the sub-benchmarks of one run.
+// with the PostgreSQL ledger. A payment adds one upstream GET (the
+// snapshot of the user's payments that settling needs) and three ledger
+// writes, one round trip each (the claim, the send mark, the outcome).
+// Compare the ns/op of the sub-benchmarks of one run.
 func BenchmarkPayment(b *testing.B) {
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodGet { // the snapshot before each payment
+			_, _ = w.Write([]byte(`{"items":[],"nextPage":null}`))
+			return
+		}
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write([]byte(`{"id":"01JPAYMENT0000000000000000","payUrl":"https://pay.example/01JPAYMENT"}`))
 	}))
@@ -36,7 +43,7 @@ func BenchmarkPayment(b *testing.B) {
 	mem, _ := ledger.NewMemory(nil, make([]byte, 32), nil)
 	for _, bc := range []struct {
 		name   string
-		ledger proxy.Ledger
+		ledger payments.Ledger
 		money  []string
 	}{
 		{"baseline-plain-post", nil, nil},
@@ -47,15 +54,15 @@ func BenchmarkPayment(b *testing.B) {
 			fwd := proxy.New(proxy.Options{
 				BaseURL: base, Routes: proxy.NewRoutes(contractRoutes), Tokens: &fakeTokens{},
 				Timeout: 5 * time.Second, MaxBodyBytes: 1 << 16, Retry: proxy.Retry{MaxAttempts: 1, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond},
-				MoneyRoutes: bc.money, Ledger: bc.ledger,
 			})
+			svc := payments.New(payments.Options{Upstream: fwd, Timeout: 5 * time.Second, MoneyRoutes: bc.money, Ledger: bc.ledger})
 			run := time.Now().UnixNano() // fresh keys each run: a repeated key would replay
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				r := httptest.NewRequest(http.MethodPost, "http://bff.local/api/v2/payments", strings.NewReader(payment))
 				r.Header.Set("Idempotency-Key", fmt.Sprintf("%d-%d", run, i))
 				w := httptest.NewRecorder()
-				forward(fwd, w, r, proxy.Call{UserID: "bench", RequestID: "r", Path: "/v2/payments", SessionRef: "h", ClientIP: "203.0.113.7"})
+				serve(b, fwd, svc, w, r, proxy.Call{UserID: "bench", RequestID: "r", Path: "/v2/payments", SessionRef: "h", ClientIP: "203.0.113.7"})
 				if w.Code != http.StatusCreated {
 					b.Fatalf("got %d %s", w.Code, w.Body)
 				}

@@ -1,4 +1,4 @@
-package proxy_test
+package payments_test
 
 import (
 	"bufio"
@@ -18,79 +18,99 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/proxy"
 )
 
 // bank is an upstream that keeps payments and lists them newest first; a
-// payment creation can be made to misbehave after it acted.
+// payment creation can be made to misbehave before or after it acted.
 type bank struct {
 	mu       sync.Mutex
 	payments []map[string]any
 	creates  atomic.Int64
+	seen     counter
 	// after, when set, replaces the reply to the next creation once the
-	// payment exists: "hangup", "500", or "slow" (sleeps past the timeout).
+	// payment exists: "hangup", "500", "502", "401" or "slow" (sleeps past
+	// the timeout).
 	after atomic.Value
 	// refuse, when set, answers the next creation before acting: "hangup"
-	// drops the connection, "500" is the upstream's typed error, anything
-	// else a 400 body.
+	// drops the connection, "500" is the upstream's typed error, "401" its
+	// 401, anything else a 400 body.
 	refuse atomic.Value
 }
 
+// add stores a new payment with the body's paymentInformation, as the
+// upstream does whoever asks (the BFF, or the user through another
+// channel).
+func (b *bank) add(body map[string]any) string {
+	n := b.creates.Add(1)
+	id := fmt.Sprintf("01JPAY%04d", n)
+	b.mu.Lock()
+	b.payments = append([]map[string]any{{
+		"id": id, "status": "INIT", "payUrl": "https://pay.example/" + id, "redirectUrl": body["redirectUrl"],
+		"paymentInformation": body["paymentInformation"], "createdAt": time.Now().UTC().Format(time.RFC3339Nano),
+	}}, b.payments...)
+	b.mu.Unlock()
+	return id
+}
+
+func hangUp(w http.ResponseWriter) {
+	conn, _, _ := http.NewResponseController(w).Hijack()
+	_ = conn.Close()
+}
+
+func writeJSON(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+}
+
 func (b *bank) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b.seen.add(r)
 	switch {
-	case r.Method == http.MethodPost && r.URL.Path == "/v2/payments":
-		if v, _ := b.refuse.Load().(string); v == "hangup" {
-			b.refuse.Store("")
-			// Read the request whole first: it reached the upstream, which
-			// then fails without acting (a hang-up before the request was
-			// written whole would rightly free the key instead).
-			_, _ = io.Copy(io.Discard, r.Body)
-			conn, _, _ := http.NewResponseController(w).Hijack()
-			_ = conn.Close()
+	case r.Method == http.MethodPost && (r.URL.Path == "/v2/payments" || r.URL.Path == "/v2/pay/open-banking-init"):
+		raw, _ := io.ReadAll(r.Body) // read whole: the request reached the upstream
+		switch v, _ := b.refuse.Swap("").(string); v {
+		case "":
+		case "hangup":
+			hangUp(w)
 			return
-		}
-		if v, _ := b.refuse.Swap("").(string); v == "500" {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusInternalServerError)
-			_, _ = io.WriteString(w, `{"type":"INTERNAL_ERROR","message":"PROVIDER_ERROR"}`)
+		case "500":
+			writeJSON(w, http.StatusInternalServerError, `{"type":"INTERNAL_ERROR","message":"PROVIDER_ERROR"}`)
 			return
-		} else if v != "" {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			_, _ = io.WriteString(w, v)
+		case "401":
+			writeJSON(w, http.StatusUnauthorized, `{"message":"Unauthorized"}`)
+			return
+		default:
+			writeJSON(w, http.StatusBadRequest, v)
 			return
 		}
 		var body map[string]any
-		_ = json.NewDecoder(r.Body).Decode(&body)
-		n := b.creates.Add(1)
-		id := fmt.Sprintf("01JPAY%04d", n)
-		b.mu.Lock()
-		b.payments = append([]map[string]any{{
-			"id": id, "status": "INIT", "payUrl": "https://pay.example/" + id,
-			"paymentInformation": body["paymentInformation"], "createdAt": time.Now().UTC().Format(time.RFC3339Nano),
-		}}, b.payments...)
-		b.mu.Unlock()
+		_ = json.Unmarshal(raw, &body)
+		id := b.add(body)
 		switch v, _ := b.after.Swap("").(string); v {
 		case "hangup":
-			conn, _, _ := http.NewResponseController(w).Hijack()
-			_ = conn.Close()
+			hangUp(w)
 			return
 		case "500":
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusInternalServerError)
-			_, _ = io.WriteString(w, `{"type":"INTERNAL_ERROR","message":"SERVER_ERROR"}`)
+			writeJSON(w, http.StatusInternalServerError, `{"type":"INTERNAL_ERROR","message":"SERVER_ERROR"}`)
 			return
 		case "502":
 			w.Header().Set("Content-Type", "text/html")
 			w.WriteHeader(http.StatusBadGateway)
 			_, _ = io.WriteString(w, `<html>gateway</html>`)
 			return
+		case "401":
+			writeJSON(w, http.StatusUnauthorized, `{"message":"Unauthorized"}`)
+			return
 		case "slow":
 			time.Sleep(400 * time.Millisecond)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusCreated)
-		_ = json.NewEncoder(w).Encode(map[string]string{"id": id, "payUrl": "https://pay.example/" + id})
+		if r.URL.Path == "/v2/pay/open-banking-init" {
+			writeJSON(w, http.StatusOK, fmt.Sprintf(`{"paymentId":%q,"status":"PENDING","authorizationUrl":"https://pay.example/%s"}`, id, id))
+			return
+		}
+		writeJSON(w, http.StatusCreated, fmt.Sprintf(`{"id":%q,"payUrl":"https://pay.example/%s"}`, id, id))
 	case r.Method == http.MethodGet && r.URL.Path == "/v2/payments":
 		b.mu.Lock()
 		items := append([]map[string]any(nil), b.payments...)
@@ -103,7 +123,7 @@ func (b *bank) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // failingLedger is a ledger whose database does not answer.
-type failingLedger struct{ proxy.Ledger }
+type failingLedger struct{ payments.Ledger }
 
 func (failingLedger) Claim(context.Context, ledger.Request, time.Duration) (*ledger.Claim, *ledger.Record, error) {
 	return nil, nil, fmt.Errorf("%w: connection refused", ledger.ErrUnavailable)
@@ -111,12 +131,14 @@ func (failingLedger) Claim(context.Context, ledger.Request, time.Duration) (*led
 
 type moneyFixture struct {
 	bank   *bank
-	ledger proxy.Ledger
+	ledger payments.Ledger
+	tokens *fakeTokens
 	fwd    *proxy.Forwarder
+	svc    *payments.Service
 	srv    *httptest.Server
 }
 
-func newMoneyFixture(t *testing.T, led proxy.Ledger) *moneyFixture {
+func newMoneyFixture(t *testing.T, led payments.Ledger) *moneyFixture {
 	t.Helper()
 	if led == nil {
 		m, err := ledger.NewMemory(nil, make([]byte, 32), nil)
@@ -125,40 +147,47 @@ func newMoneyFixture(t *testing.T, led proxy.Ledger) *moneyFixture {
 		}
 		led = m
 	}
-	f := &moneyFixture{bank: &bank{}, ledger: led}
+	f := &moneyFixture{bank: &bank{}, ledger: led, tokens: &fakeTokens{}}
 	f.srv = httptest.NewServer(f.bank)
 	t.Cleanup(f.srv.Close)
 	base, _ := url.Parse(f.srv.URL)
+	timeout := 300 * time.Millisecond
 	f.fwd = proxy.New(proxy.Options{
-		BaseURL: base, Routes: proxy.NewRoutes(contractRoutes), Tokens: &fakeTokens{},
-		Timeout: 200 * time.Millisecond, MaxBodyBytes: 1 << 16,
-		Retry:       proxy.Retry{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
-		MoneyRoutes: []string{"/v2/payments", "/v2/pay"}, Ledger: led,
+		BaseURL: base, Routes: proxy.NewRoutes(contractRoutes), Tokens: f.tokens,
+		Timeout: timeout, MaxBodyBytes: 1 << 16,
+		Retry: proxy.Retry{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
 	})
+	f.svc = payments.New(payments.Options{Upstream: f.fwd, Timeout: timeout, MoneyRoutes: []string{"/v2/payments", "/v2/pay"}, Ledger: led})
 	return f
 }
 
 const payment = `{"paymentInformation":{"amount":"12.50","currency":"ILS","remittanceInformation":"Order 7","creditorAccount":{"iban":"IL62 0108 0000 0009 9999 999"}},"providerIds":["demobank-sandbox"]}`
 
-func (f *moneyFixture) pay(body, key string) *httptest.ResponseRecorder {
-	r := httptest.NewRequest(http.MethodPost, "http://bff.local/api/v2/payments", strings.NewReader(body))
+func (f *moneyFixture) post(t *testing.T, path, body, key string) *httptest.ResponseRecorder {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodPost, "http://bff.local/api"+path, strings.NewReader(body))
 	r.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		r.Header.Set("Idempotency-Key", key)
 	}
 	w := httptest.NewRecorder()
-	forward(f.fwd, w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: "/v2/payments", ClientIP: "203.0.113.7", SessionRef: "handle"})
+	serve(t, f.fwd, f.svc, w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: path, ClientIP: "203.0.113.7", SessionRef: "handle"})
 	return w
+}
+
+func (f *moneyFixture) pay(t *testing.T, body, key string) *httptest.ResponseRecorder {
+	t.Helper()
+	return f.post(t, "/v2/payments", body, key)
 }
 
 func TestMoneyMovingRequests(t *testing.T) {
 	t.Run("a payment without a key is refused before the upstream", func(t *testing.T) {
 		f := newMoneyFixture(t, nil)
-		w := f.pay(payment, "")
+		w := f.pay(t, payment, "")
 		if p := decodeProblem(t, w); w.Code != 400 || p.Code != "IDEMPOTENCY_KEY_REQUIRED" || p.Action != "fix_request" || p.Retryable {
 			t.Fatalf("got %d %+v, want 400 IDEMPOTENCY_KEY_REQUIRED fix_request", w.Code, p)
 		}
-		if w := f.pay(payment, "bad key"); decodeProblem(t, w).Code != "IDEMPOTENCY_KEY_INVALID" {
+		if w := f.pay(t, payment, "bad key"); decodeProblem(t, w).Code != "IDEMPOTENCY_KEY_INVALID" {
 			t.Fatalf("a key with a space: got %s", w.Body)
 		}
 		if n := f.bank.creates.Load(); n != 0 {
@@ -168,15 +197,15 @@ func TestMoneyMovingRequests(t *testing.T) {
 
 	t.Run("the first runs, a repeat replays, another body is refused", func(t *testing.T) {
 		f := newMoneyFixture(t, nil)
-		first := f.pay(payment, "k1")
+		first := f.pay(t, payment, "k1")
 		if first.Code != 201 || first.Header().Get("Idempotent-Replayed") != "" {
 			t.Fatalf("first: got %d %s", first.Code, first.Body)
 		}
-		again := f.pay(payment, "k1")
+		again := f.pay(t, payment, "k1")
 		if again.Code != 201 || again.Body.String() != first.Body.String() || again.Header().Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("repeat: got %d %s replayed=%q", again.Code, again.Body, again.Header().Get("Idempotent-Replayed"))
 		}
-		if p := decodeProblem(t, f.pay(strings.Replace(payment, "12.50", "13", 1), "k1")); p.Code != "IDEMPOTENCY_KEY_REUSED" {
+		if p := decodeProblem(t, f.pay(t, strings.Replace(payment, "12.50", "13", 1), "k1")); p.Code != "IDEMPOTENCY_KEY_REUSED" {
 			t.Fatalf("another body: got %+v", p)
 		}
 		if n := f.bank.creates.Load(); n != 1 {
@@ -187,10 +216,10 @@ func TestMoneyMovingRequests(t *testing.T) {
 	t.Run("a refusal releases the key", func(t *testing.T) {
 		f := newMoneyFixture(t, nil)
 		f.bank.refuse.Store(`{"type":"PROVIDER_UNAVAILABLE","message":"the bank is down"}`)
-		if w := f.pay(payment, "k2"); decodeProblem(t, w).Code != "PROVIDER_UNAVAILABLE" {
+		if w := f.pay(t, payment, "k2"); decodeProblem(t, w).Code != "PROVIDER_UNAVAILABLE" {
 			t.Fatalf("got %d %s, want 503 PROVIDER_UNAVAILABLE", w.Code, w.Body)
 		}
-		if w := f.pay(payment, "k2"); w.Code != 201 || w.Header().Get("Idempotent-Replayed") != "" {
+		if w := f.pay(t, payment, "k2"); w.Code != 201 || w.Header().Get("Idempotent-Replayed") != "" {
 			t.Fatalf("the retry after a refusal: got %d %s, want a fresh 201", w.Code, w.Body)
 		}
 	})
@@ -199,7 +228,7 @@ func TestMoneyMovingRequests(t *testing.T) {
 		t.Run("after the upstream acted and its answer was lost ("+fault+"), the payment is settled, never repeated", func(t *testing.T) {
 			f := newMoneyFixture(t, nil)
 			f.bank.after.Store(fault)
-			w := f.pay(payment, "k-"+fault)
+			w := f.pay(t, payment, "k-"+fault)
 			if w.Code != 201 {
 				t.Fatalf("got %d %s, want the settled 201", w.Code, w.Body)
 			}
@@ -208,7 +237,7 @@ func TestMoneyMovingRequests(t *testing.T) {
 			if got.ID != "01JPAY0001" || got.PayURL != "https://pay.example/01JPAY0001" {
 				t.Fatalf("got %s, want the payment the upstream made", w.Body)
 			}
-			again := f.pay(payment, "k-"+fault)
+			again := f.pay(t, payment, "k-"+fault)
 			if again.Code != 201 || again.Body.String() != w.Body.String() || again.Header().Get("Idempotent-Replayed") != "true" {
 				t.Fatalf("repeat: got %d %s", again.Code, again.Body)
 			}
@@ -220,36 +249,28 @@ func TestMoneyMovingRequests(t *testing.T) {
 
 	t.Run("an outcome nobody can settle is PAYMENT_OUTCOME_UNKNOWN and never sent again", func(t *testing.T) {
 		f := newMoneyFixture(t, nil)
-		// Two payments with the same details: settling cannot tell which.
-		if w := f.pay(payment, "twin"); w.Code != 201 {
-			t.Fatalf("got %d", w.Code)
-		}
-		f.bank.mu.Lock()
-		f.bank.payments[0]["id"] = "01JNOT-IN-LEDGER"
-		f.bank.mu.Unlock()
-		f.bank.after.Store("hangup")
-		w := f.pay(payment, "lost")
+		f.bank.refuse.Store("hangup") // reached the upstream, which made nothing: nothing can tell
+		w := f.pay(t, payment, "lost")
 		p := decodeProblem(t, w)
 		if w.Code != 502 || p.Code != "PAYMENT_OUTCOME_UNKNOWN" || p.Action != "check_status" || p.Retryable {
 			t.Fatalf("got %d %+v, want 502 PAYMENT_OUTCOME_UNKNOWN check_status, not retryable", w.Code, p)
 		}
-		w = f.pay(payment, "lost")
-		if p := decodeProblem(t, w); p.Code != "PAYMENT_OUTCOME_UNKNOWN" {
+		if p := decodeProblem(t, f.pay(t, payment, "lost")); p.Code != "PAYMENT_OUTCOME_UNKNOWN" {
 			t.Fatalf("repeat: got %+v", p)
 		}
-		if n := f.bank.creates.Load(); n != 2 {
-			t.Fatalf("the upstream saw %d creations, want 2 (the twin and the lost one, never a third)", n)
+		if n := f.bank.seen.get("POST /v2/payments"); n != 1 {
+			t.Fatalf("the upstream got %d POSTs, want 1: an unknown key is never sent again", n)
 		}
 	})
 
 	t.Run("the upstream's own 500 with no payment made releases the key", func(t *testing.T) {
 		f := newMoneyFixture(t, nil)
 		f.bank.refuse.Store("500")
-		w := f.pay(payment, "k-500")
+		w := f.pay(t, payment, "k-500")
 		if p := decodeProblem(t, w); w.Code != 502 || p.Code != "UPSTREAM_ERROR" || !p.Retryable {
 			t.Fatalf("got %d %+v, want 502 UPSTREAM_ERROR retryable", w.Code, p)
 		}
-		if w := f.pay(payment, "k-500"); w.Code != 201 || w.Header().Get("Idempotent-Replayed") != "" {
+		if w := f.pay(t, payment, "k-500"); w.Code != 201 || w.Header().Get("Idempotent-Replayed") != "" {
 			t.Fatalf("the retry: got %d %s, want a fresh 201", w.Code, w.Body)
 		}
 		if n := f.bank.creates.Load(); n != 1 {
@@ -260,24 +281,24 @@ func TestMoneyMovingRequests(t *testing.T) {
 	t.Run("another unknown payment of the user with other content does not block settling", func(t *testing.T) {
 		f := newMoneyFixture(t, nil)
 		f.bank.refuse.Store("hangup") // never made, and nothing can tell: unknown
-		if p := decodeProblem(t, f.pay(strings.Replace(payment, "Order 7", "Order 8", 1), "lost-before")); p.Code != "PAYMENT_OUTCOME_UNKNOWN" {
+		if p := decodeProblem(t, f.pay(t, strings.Replace(payment, "Order 7", "Order 8", 1), "lost-before")); p.Code != "PAYMENT_OUTCOME_UNKNOWN" {
 			t.Fatalf("got %+v, want PAYMENT_OUTCOME_UNKNOWN", p)
 		}
 		f.bank.after.Store("hangup")
-		if w := f.pay(payment, "lost-after"); w.Code != 201 {
+		if w := f.pay(t, payment, "lost-after"); w.Code != 201 {
 			t.Fatalf("got %d %s, want the payment settled", w.Code, w.Body)
 		}
 		// The same content is confusable: a second lost payment like the
 		// first unknown one is left unknown.
 		f.bank.after.Store("hangup")
-		if p := decodeProblem(t, f.pay(strings.Replace(payment, "Order 7", "Order 8", 1), "lost-again")); p.Code != "PAYMENT_OUTCOME_UNKNOWN" {
+		if p := decodeProblem(t, f.pay(t, strings.Replace(payment, "Order 7", "Order 8", 1), "lost-again")); p.Code != "PAYMENT_OUTCOME_UNKNOWN" {
 			t.Fatalf("got %+v, want PAYMENT_OUTCOME_UNKNOWN while a request like it is unknown", p)
 		}
 	})
 
 	t.Run("a ledger that does not answer sends nothing", func(t *testing.T) {
 		f := newMoneyFixture(t, failingLedger{})
-		w := f.pay(payment, "k3")
+		w := f.pay(t, payment, "k3")
 		if p := decodeProblem(t, w); w.Code != 503 || p.Code != "LEDGER_UNAVAILABLE" || !p.Retryable {
 			t.Fatalf("got %d %+v, want 503 LEDGER_UNAVAILABLE retryable", w.Code, p)
 		}
@@ -290,7 +311,7 @@ func TestMoneyMovingRequests(t *testing.T) {
 		f := newMoneyFixture(t, failingLedger{})
 		r := httptest.NewRequest(http.MethodGet, "http://bff.local/api/v2/payments", nil)
 		w := httptest.NewRecorder()
-		forward(f.fwd, w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: "/v2/payments"})
+		serve(t, f.fwd, f.svc, w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: "/v2/payments"})
 		if w.Code != 200 {
 			t.Fatalf("GET: got %d %s, want 200 without the ledger", w.Code, w.Body)
 		}
@@ -374,19 +395,14 @@ func TestTransportNeverReplaysAPayment(t *testing.T) {
 	t.Run("the BFF sends a payment once", func(t *testing.T) {
 		h := startHangUpOnce(t)
 		base, _ := url.Parse("http://" + h.ln.Addr().String())
-		led, _ := ledger.NewMemory(nil, make([]byte, 32), nil)
-		fwd := proxy.New(proxy.Options{
-			BaseURL: base, Routes: proxy.NewRoutes(contractRoutes), Tokens: &fakeTokens{},
-			Timeout: time.Second, MaxBodyBytes: 1 << 16, Retry: proxy.Retry{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond},
-			MoneyRoutes: []string{"/v2/payments"}, Ledger: led,
-		})
+		fwd, svc := newService(t, base, nil, time.Second)
 		get := httptest.NewRequest(http.MethodGet, "http://bff.local/api/v2/payments", nil)
-		forward(fwd, httptest.NewRecorder(), get, proxy.Call{UserID: "alice", RequestID: "r0", Path: "/v2/payments"})
+		serve(t, fwd, svc, httptest.NewRecorder(), get, proxy.Call{UserID: "alice", RequestID: "r0", Path: "/v2/payments"})
 		r := httptest.NewRequest(http.MethodPost, "http://bff.local/api/v2/payments", strings.NewReader(payment))
 		r.Header.Set("Idempotency-Key", "k")
 		r.Header.Set("X-Idempotency-Key", "k")
 		w := httptest.NewRecorder()
-		forward(fwd, w, r, proxy.Call{UserID: "alice", RequestID: "r1", Path: "/v2/payments"})
+		serve(t, fwd, svc, w, r, proxy.Call{UserID: "alice", RequestID: "r1", Path: "/v2/payments"})
 		if n := h.posts.Load(); n != 1 {
 			t.Fatalf("the upstream read %d POSTs, want 1", n)
 		}
@@ -406,14 +422,11 @@ func TestIdempotencyKeyNeverGoesUpstream(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	base, _ := url.Parse(srv.URL)
-	led, _ := ledger.NewMemory(nil, make([]byte, 32), nil)
-	fwd := proxy.New(proxy.Options{BaseURL: base, Routes: proxy.NewRoutes(contractRoutes), Tokens: &fakeTokens{},
-		Timeout: time.Second, MaxBodyBytes: 1 << 16, Retry: proxy.Retry{MaxAttempts: 1, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond},
-		MoneyRoutes: []string{"/v2/payments"}, Ledger: led})
+	fwd, svc := newService(t, base, nil, time.Second)
 	r := httptest.NewRequest(http.MethodPost, "http://bff.local/api/v2/payments", strings.NewReader(payment))
 	r.Header.Set("Idempotency-Key", "k")
 	r.Header.Set("X-Idempotency-Key", "k")
-	forward(fwd, httptest.NewRecorder(), r, proxy.Call{UserID: "alice", RequestID: "r1", Path: "/v2/payments"})
+	serve(t, fwd, svc, httptest.NewRecorder(), r, proxy.Call{UserID: "alice", RequestID: "r1", Path: "/v2/payments"})
 	if got == nil {
 		t.Fatal("the upstream saw nothing")
 	}
@@ -429,23 +442,18 @@ func TestIdempotencyKeyNeverGoesUpstream(t *testing.T) {
 // outcome: the upstream cannot have acted, so the key is released.
 func TestPaymentNeverWrittenIsReleased(t *testing.T) {
 	base, _ := url.Parse("http://upstream.invalid")
-	led, _ := ledger.NewMemory(nil, make([]byte, 32), nil)
 	var dials atomic.Int64
 	stuck := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		dials.Add(1)
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}}
-	fwd := proxy.New(proxy.Options{
-		BaseURL: base, Routes: proxy.NewRoutes(contractRoutes), Tokens: &fakeTokens{}, Transport: stuck,
-		Timeout: 50 * time.Millisecond, MaxBodyBytes: 1 << 16, Retry: proxy.Retry{MaxAttempts: 1, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond},
-		MoneyRoutes: []string{"/v2/payments"}, Ledger: led,
-	})
+	fwd, svc := newService(t, base, stuck, 50*time.Millisecond)
 	for i := 0; i < 2; i++ {
 		r := httptest.NewRequest(http.MethodPost, "http://bff.local/api/v2/payments", strings.NewReader(payment))
 		r.Header.Set("Idempotency-Key", "never-written")
 		w := httptest.NewRecorder()
-		forward(fwd, w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: "/v2/payments"})
+		serve(t, fwd, svc, w, r, proxy.Call{UserID: "alice", RequestID: "req-123", Path: "/v2/payments"})
 		if p := decodeProblem(t, w); w.Code != 504 || p.Code != "UPSTREAM_TIMEOUT" {
 			t.Fatalf("attempt %d: got %d %+v, want 504 UPSTREAM_TIMEOUT (released, not unknown)", i+1, w.Code, p)
 		}
@@ -453,4 +461,19 @@ func TestPaymentNeverWrittenIsReleased(t *testing.T) {
 	if n := dials.Load(); n != 2 {
 		t.Fatalf("got %d connection attempts, want 2: the released key ran again", n)
 	}
+}
+
+// newService is a forwarder to base (through transport, when set) and a
+// payments service on it with an in-process ledger.
+func newService(t testing.TB, base *url.URL, transport http.RoundTripper, timeout time.Duration) (*proxy.Forwarder, *payments.Service) {
+	t.Helper()
+	led, err := ledger.NewMemory(nil, make([]byte, 32), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fwd := proxy.New(proxy.Options{
+		BaseURL: base, Routes: proxy.NewRoutes(contractRoutes), Tokens: &fakeTokens{}, Transport: transport,
+		Timeout: timeout, MaxBodyBytes: 1 << 16, Retry: proxy.Retry{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond},
+	})
+	return fwd, payments.New(payments.Options{Upstream: fwd, Timeout: timeout, MoneyRoutes: []string{"/v2/payments", "/v2/pay"}, Ledger: led})
 }

@@ -1,0 +1,432 @@
+package payments
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/problem"
+	"github.com/fintech-bff/bff/internal/proxy"
+)
+
+// MaxKeyLen bounds an Idempotency-Key.
+const MaxKeyLen = 255
+
+// ownerMargin is how long after its upstream deadline the owner of a claim
+// may still be storing its outcome. A claim's deadline is the upstream
+// timeout plus this: past it, the owner can no longer reach the upstream,
+// so another request (or the settler) may end the claim.
+const ownerMargin = 5 * time.Second
+
+// ledgerTimeout bounds each ledger call: a database that does not answer
+// fails the payment with a clear 503 before anything is sent. storeTimeout
+// bounds the credit guard's give-back to Redis the same way.
+const (
+	ledgerTimeout = 3 * time.Second
+	storeTimeout  = 3 * time.Second
+)
+
+// replayHeaders are the response headers kept with a stored response.
+var replayHeaders = []string{"Content-Type", "Location", "Retry-After", "Allow", "Cache-Control", "X-Request-Id"}
+
+// refused are upstream answers that say it did not act: the key is given
+// back and a repeat with it runs again.
+var refused = map[string]bool{problem.CodeProviderUnavailable: true, problem.CodeResourceLocked: true}
+
+// ValidKey reports whether an Idempotency-Key is acceptable: 1 to 255
+// printable ASCII characters, no comma (a comma-joined header is several
+// keys, RFC 9110 5.3).
+func ValidKey(k string) bool {
+	if len(k) == 0 || len(k) > MaxKeyLen {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e || k[i] == ',' {
+			return false
+		}
+	}
+	return true
+}
+
+// idempotencyKey reads the request's one Idempotency-Key.
+func idempotencyKey(h http.Header) (string, *problem.Problem) {
+	vs := h.Values("Idempotency-Key")
+	switch {
+	case len(vs) == 0 || (len(vs) == 1 && vs[0] == ""):
+		return "", problem.New(problem.CodeIdempotencyKeyRequired, "send an Idempotency-Key header (a fresh random value per payment, kept across its retries)")
+	case len(vs) > 1:
+		return "", problem.New(problem.CodeIdempotencyKeyInvalid, "send one Idempotency-Key header, not several")
+	case strings.Contains(vs[0], ","):
+		return "", problem.New(problem.CodeIdempotencyKeyInvalid, "the Idempotency-Key header holds several keys; send one")
+	case !ValidKey(vs[0]):
+		return "", problem.New(problem.CodeIdempotencyKeyInvalid, "the Idempotency-Key must be 1 to 255 printable ASCII characters")
+	}
+	return vs[0], nil
+}
+
+// fingerprint identifies a request: method, path, query and body.
+func fingerprint(method, path, query string, body []byte) []byte {
+	h := sha256.New()
+	for _, s := range []string{method, path, query} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	h.Write(body)
+	return h.Sum(nil)
+}
+
+// served is what the edge learns of a money request for its labels.
+type served struct {
+	status int    // the last upstream status; 0 when none
+	code   string // the code of a stored refusal replayed
+}
+
+// moneyCall is one money-moving request that won its claim.
+type moneyCall struct {
+	call     proxy.Call
+	target   proxy.Target
+	r        *http.Request
+	req      ledger.Request
+	claim    *ledger.Claim
+	body     []byte
+	since    time.Time       // a little before the claim: neighbours settling must weigh
+	detached context.Context // the request's values, never its cancellation
+}
+
+// pay runs a money-moving POST at most once per key: claimed in the ledger
+// before anything is sent, marked durably just before the one send, never
+// sent again after an end the BFF cannot read.
+func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t proxy.Target, route string) (served, *problem.Problem) {
+	key, p := idempotencyKey(r.Header)
+	if p != nil {
+		if p.Code == problem.CodeIdempotencyKeyRequired {
+			s.metrics.money("key_required")
+		} else {
+			s.metrics.money("key_invalid")
+		}
+		return served{}, p
+	}
+	body, p := s.up.Body(r)
+	if p != nil {
+		return served{}, p
+	}
+	req := ledger.Request{
+		UserID: c.UserID, Route: route, Key: key, Fingerprint: fingerprint(r.Method, t.Path, r.URL.RawQuery, body),
+		Match: matchKey(body), SessionRef: c.SessionRef, ClientIP: c.ClientIP, RequestID: c.RequestID,
+	}
+	// The payment is detached from the client: a mobile app that loses its
+	// connection mid-payment finds the outcome stored when it retries. Its
+	// deadline starts before the claim, so the claim's deadline (the same
+	// timeout plus ownerMargin, on the database's clock) comes later.
+	detached := context.WithoutCancel(r.Context())
+	ctx, cancel := context.WithTimeout(detached, s.timeout)
+	defer cancel()
+	m := &moneyCall{call: c, target: t, r: r, req: req, body: body, since: time.Now().Add(-time.Second), detached: detached}
+	claim, rec, err := s.claim(detached, req)
+	switch {
+	case err != nil:
+		return served{}, s.ledgerFailed(c, err)
+	case rec != nil:
+		return s.repeat(ctx, w, m, rec)
+	}
+	m.claim = claim
+	return s.own(ctx, w, m)
+}
+
+func (s *Service) claim(ctx context.Context, req ledger.Request) (*ledger.Claim, *ledger.Record, error) {
+	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+	defer cancel()
+	return s.ledger.Claim(lctx, req, s.timeout+ownerMargin)
+}
+
+// own sends the claimed request: a snapshot of the user's payments first
+// (what settling must never take for this request's), the durable mark,
+// then the one send, and its conclusion. After an upstream 401 it settles,
+// and sends once more only when the upstream shows it made nothing.
+func (s *Service) own(ctx context.Context, w http.ResponseWriter, m *moneyCall) (served, *problem.Problem) {
+	content := settleContent(m.target.Path, m.body)
+	var ev ledger.Send
+	if content != nil {
+		ev = s.snapshot(ctx, m.call, content)
+	}
+	for sends := 1; ; sends++ {
+		lost := false
+		rep, p := s.up.Exchange(ctx, proxy.Exchange{
+			Call: m.call, Target: m.target, Method: http.MethodPost, RawQuery: m.r.URL.RawQuery,
+			Header: m.r.Header, Body: m.body, Once: true, BeforeSend: s.mark(m.claim, ev, &lost),
+		})
+		out := served{status: rep.Status}
+		code := ""
+		if p != nil {
+			code = p.Code
+		}
+		switch {
+		case lost:
+			// The claim ran out before the send: another request or the
+			// settler has it now, and nothing was sent.
+			s.metrics.money("claim_lost")
+			return out, p
+		case !rep.Sent:
+			s.conclude(m, "released", ledger.Outcome{Ending: ledger.EndNotSent, UpstreamStatus: rep.Status}, s.ledger.Release)
+			return out, p
+		case rep.Answered() && rep.Status == http.StatusUnauthorized:
+			o, v := s.settle(m.detached, m.call, m.claim.ID, m.req.Match, m.since, ev)
+			switch {
+			case v == made:
+				return out, s.settled(w, m, o, rep.Status)
+			case v == none && sends == 1 && ctx.Err() == nil:
+				// The upstream refused the token and shows no payment this
+				// request could have made: one more send, with a fresh
+				// token (the transport dropped the refused one), a fresh
+				// snapshot and a fresh mark.
+				s.metrics.money("resent_after_401")
+				if ev = s.snapshot(ctx, m.call, content); ev.Content == nil {
+					return out, s.unknown(m, rep.Status, code)
+				}
+				continue
+			case v == none:
+				s.conclude(m, "released", ledger.Outcome{Ending: ledger.EndRefused, UpstreamStatus: rep.Status}, s.ledger.Release)
+				return out, p
+			}
+			return out, s.unknown(m, rep.Status, code)
+		case rep.Answered() && refused[code]:
+			s.conclude(m, "released", ledger.Outcome{Ending: ledger.EndRefused, UpstreamStatus: rep.Status}, s.ledger.Release)
+			return out, p
+		case rep.Answered() && rep.Status < 500:
+			answer := &recorder{header: http.Header{}}
+			o := ledger.Outcome{Ending: ledger.EndAnswered, UpstreamStatus: rep.Status}
+			if p != nil {
+				// The upstream's refusal, kept as the client sees it (the
+				// caller renders the same problem for this request id) so
+				// that a repeat replays it.
+				problem.Write(answer, p, m.call.RequestID)
+			} else {
+				answer.write(rep.Status, rep.Header, rep.Body)
+				o.PaymentID = paymentID(rep.Body)
+			}
+			o.Response = answer.response()
+			s.conclude(m, "answered", o, s.ledger.Finish)
+			if p == nil {
+				answer.copyTo(w)
+			}
+			return out, p
+		case rep.Answered() && rep.Type != "":
+			// The upstream's own error body (a typed 5xx): by its
+			// specification an HTTP error means the request failed. Unless
+			// its payment list shows otherwise, the key is given back.
+			o, v := s.settle(m.detached, m.call, m.claim.ID, m.req.Match, m.since, ev)
+			switch {
+			case v == made:
+				return out, s.settled(w, m, o, rep.Status)
+			case v == none || content == nil:
+				s.conclude(m, "released", ledger.Outcome{Ending: ledger.EndFailed, UpstreamStatus: rep.Status}, s.ledger.Release)
+				return out, p
+			}
+			return out, s.unknown(m, rep.Status, code)
+		}
+		// A timeout, a hang-up, a gateway's 5xx, a reply cut or too large
+		// to keep: only the upstream's payment list can tell.
+		if o, v := s.settle(m.detached, m.call, m.claim.ID, m.req.Match, m.since, ev); v == made {
+			return out, s.settled(w, m, o, rep.Status)
+		}
+		return out, s.unknown(m, rep.Status, code)
+	}
+}
+
+// mark is the durable mark written just before the send (BeforeSend): a
+// claim whose owner dies before it provably sent nothing. lost is set when
+// the claim was no longer the owner's to send.
+func (s *Service) mark(claim *ledger.Claim, ev ledger.Send, lost *bool) func(context.Context) error {
+	return func(ctx context.Context) error {
+		lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+		defer cancel()
+		ok, err := s.ledger.Sending(lctx, claim, ev)
+		if err != nil {
+			s.metrics.money("ledger_unavailable")
+			return problem.Wrap(problem.CodeLedgerUnavailable, "payments cannot be recorded right now; nothing was sent, retry with the same Idempotency-Key", err)
+		}
+		if !ok {
+			*lost = true
+			p := problem.New(problem.CodeLedgerUnavailable, "this payment's claim ran out before it could be sent; nothing was sent, retry with the same Idempotency-Key")
+			p.RetryAfter = "1"
+			return p
+		}
+		return nil
+	}
+}
+
+// settled stores an outcome settling proved and writes it.
+func (s *Service) settled(w http.ResponseWriter, m *moneyCall, o ledger.Outcome, status int) *problem.Problem {
+	o.UpstreamStatus = status
+	s.conclude(m, "settled", o, s.ledger.Finish)
+	fromResponse(o.Response).copyTo(w)
+	return nil
+}
+
+// unknown records that the outcome cannot be known now: the key is never
+// sent again, and the settler keeps looking.
+func (s *Service) unknown(m *moneyCall, status int, code string) *problem.Problem {
+	s.conclude(m, "unknown", ledger.Outcome{Ending: ledger.EndAmbiguous, UpstreamStatus: status}, s.ledger.Unknown)
+	return outcomeUnknown(code, status)
+}
+
+// conclude stores how the owner's request ended, trying again while the
+// ledger does not answer within ownerMargin. Should it never land, the
+// claim stays in flight, the settler ends it at its deadline (unknown: it
+// was marked) and settles it from the upstream: never run twice.
+func (s *Service) conclude(m *moneyCall, result string, o ledger.Outcome, write func(context.Context, *ledger.Claim, ledger.Outcome) (bool, error)) {
+	s.metrics.money(result)
+	ctx, cancel := context.WithTimeout(m.detached, ownerMargin)
+	defer cancel()
+	delay := 100 * time.Millisecond
+	for {
+		wctx, wcancel := context.WithTimeout(ctx, ledgerTimeout)
+		_, err := write(wctx, m.claim, o)
+		wcancel()
+		if err == nil {
+			return
+		}
+		if sleep(ctx, delay) != nil {
+			s.log.Error("a payment's outcome could not be written to the ledger; the settler ends it at its deadline",
+				slog.String("requestId", m.call.RequestID), slog.String("outcome", result), slog.String("error", err.Error()))
+			return
+		}
+		delay *= 2
+	}
+}
+
+// repeat answers a request whose key another request already claimed: the
+// stored answer written to w, or the failure. A claim whose owner died
+// before its send mark is given back and run here.
+func (s *Service) repeat(ctx context.Context, w http.ResponseWriter, m *moneyCall, rec *ledger.Record) (served, *problem.Problem) {
+	event := func(id int64, what string) {
+		s.metrics.money(what)
+		ectx, cancel := context.WithTimeout(m.detached, ledgerTimeout)
+		defer cancel()
+		if err := s.ledger.Event(ectx, id, m.req, what); err != nil {
+			s.log.Warn("a payment's audit event could not be written", slog.String("requestId", m.call.RequestID), slog.String("error", err.Error()))
+		}
+	}
+	for again := true; ; again = false {
+		switch {
+		case !bytes.Equal(rec.Fingerprint, m.req.Fingerprint):
+			event(rec.ID, ledger.EventReused)
+			return served{}, problem.New(problem.CodeIdempotencyKeyReused, "this Idempotency-Key was used for a different request")
+		case rec.State == ledger.StateDone:
+			event(rec.ID, ledger.EventReplayed)
+			return served{code: replay(w, rec.Response)}, nil
+		case rec.State == ledger.StateInFlight && rec.Expired && again:
+			// The owner is past its deadline: it died or hung, and can no
+			// longer reach the upstream.
+			lctx, cancel := context.WithTimeout(m.detached, ledgerTimeout)
+			state, err := s.ledger.Abandon(lctx, rec.ID)
+			cancel()
+			if err != nil {
+				return served{}, s.ledgerFailed(m.call, err)
+			}
+			if state == ledger.StateReleased {
+				s.metrics.money("released_unsent")
+			}
+			if state == ledger.StateUnknown {
+				rec.State = ledger.StateUnknown
+				break
+			}
+			// Given back (the owner never marked its send), or moved on
+			// meanwhile: claim again.
+			claim, next, err := s.claim(m.detached, m.req)
+			if err != nil {
+				return served{}, s.ledgerFailed(m.call, err)
+			}
+			if claim != nil {
+				m.claim = claim
+				return s.own(ctx, w, m)
+			}
+			rec = next
+			continue
+		case rec.State != ledger.StateUnknown: // in flight (or released, for a moment)
+			event(rec.ID, ledger.EventInProgress)
+			p := problem.New(problem.CodeIdempotencyInProgress, "a request with this Idempotency-Key is still being processed; retry shortly")
+			p.RetryAfter = "1"
+			return served{}, p
+		}
+		break
+	}
+	o, v := s.settle(m.detached, m.call, rec.ID, rec.Match, rec.ClaimedAt, rec.Send)
+	if v != made {
+		event(rec.ID, ledger.EventUnknown)
+		return served{}, outcomeUnknown("", rec.UpstreamStatus)
+	}
+	lctx, cancel := context.WithTimeout(m.detached, ledgerTimeout)
+	applied, err := s.ledger.Settle(lctx, rec.ID, o)
+	cancel()
+	if err != nil {
+		return served{}, s.ledgerFailed(m.call, err)
+	}
+	if !applied { // settled by another request meanwhile: replay what it stored
+		_, stored, err := s.claim(m.detached, m.req)
+		if err != nil || stored == nil || stored.State != ledger.StateDone {
+			return served{}, s.ledgerFailed(m.call, errors.Join(err, errors.New("the settled record could not be read back")))
+		}
+		o.Response = stored.Response
+	}
+	event(rec.ID, ledger.EventSettled)
+	return served{code: replay(w, o.Response)}, nil
+}
+
+// ledgerFailed is 503 LEDGER_UNAVAILABLE: nothing was sent upstream.
+func (s *Service) ledgerFailed(c proxy.Call, err error) *problem.Problem {
+	s.metrics.money("ledger_unavailable")
+	s.log.Error("the payments ledger failed; the payment was not sent", slog.String("requestId", c.RequestID), slog.String("error", err.Error()))
+	detail := "payments cannot be recorded right now; nothing was sent, retry with the same Idempotency-Key"
+	if errors.Is(err, ledger.ErrUnreadable) {
+		detail = "this payment's stored answer cannot be read right now; nothing was sent again"
+	}
+	return problem.Wrap(problem.CodeLedgerUnavailable, detail, err)
+}
+
+// outcomeUnknown is the answer when the upstream may or may not have acted.
+func outcomeUnknown(code string, status int) *problem.Problem {
+	detail := "the upstream may or may not have made this payment and it could not be confirmed; it will not be sent again. Check the payment list before making a new payment"
+	switch {
+	case code == problem.CodeUpstreamTimeout:
+		detail = "the upstream did not answer in time; " + detail
+	case status == http.StatusUnauthorized:
+		detail = "the upstream refused the BFF's credentials after receiving this payment; " + detail
+	case status >= 500:
+		detail = "the upstream failed while handling this payment; " + detail
+	}
+	return problem.New(problem.CodePaymentOutcomeUnknown, detail)
+}
+
+// paymentID reads the id a 2xx money-moving reply names, for the audit.
+func paymentID(body []byte) string {
+	var v struct {
+		ID        string `json:"id"`
+		PaymentID string `json:"paymentId"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return ""
+	}
+	if v.ID != "" {
+		return v.ID
+	}
+	return v.PaymentID
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}

@@ -1,0 +1,161 @@
+// Package payments runs the requests that cost money: the money-moving
+// POSTs (at most once per Idempotency-Key, recorded in the ledger, settled
+// from the upstream when their answer was lost) and the on-demand refresh
+// that costs 20 credits (at most one per user per interval). The edge
+// dispatches those requests here; payments sends them through the proxy's
+// Exchange, one send each, and never the other way round: proxy knows
+// nothing of payments.
+//
+// What each answer proves, and why, is written down in docs/payments.md;
+// the code follows that argument and concludes nothing it does not prove.
+package payments
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/limits"
+	"github.com/fintech-bff/bff/internal/problem"
+	"github.com/fintech-bff/bff/internal/proxy"
+)
+
+// Ledger is what payments needs of the ledger of money-moving requests
+// (ledger.Postgres, or ledger.Memory in development); see package ledger
+// for the protocol.
+type Ledger interface {
+	Claim(ctx context.Context, req ledger.Request, bound time.Duration) (*ledger.Claim, *ledger.Record, error)
+	Sending(ctx context.Context, c *ledger.Claim, s ledger.Send) (bool, error)
+	Finish(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
+	Release(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
+	Unknown(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
+	Abandon(ctx context.Context, id int64) (ledger.State, error)
+	Settle(ctx context.Context, id int64, o ledger.Outcome) (bool, error)
+	Neighbours(ctx context.Context, userID string, except int64, match []byte, since time.Time, ids []string) (ledger.Neighbours, error)
+	Event(ctx context.Context, id int64, req ledger.Request, what string) error
+	Due(ctx context.Context, limit int, lease, maxLease, giveUp time.Duration) ([]*ledger.Record, error)
+	Unknowns(ctx context.Context) (int64, time.Time, error)
+}
+
+var (
+	_ Ledger = (*ledger.Postgres)(nil)
+	_ Ledger = (*ledger.Memory)(nil)
+)
+
+// Upstream is what payments needs of the proxy: the request body, read
+// within its bound, and one exchange with the upstream.
+type Upstream interface {
+	Body(r *http.Request) ([]byte, *problem.Problem)
+	Exchange(ctx context.Context, x proxy.Exchange) (proxy.Reply, *problem.Problem)
+}
+
+var _ Upstream = (*proxy.Forwarder)(nil)
+
+// Guard holds a key for an interval (limits.Redis, limits.Local).
+type Guard interface {
+	Hold(ctx context.Context, key string, every time.Duration) (limits.Decision, error)
+	Release(ctx context.Context, key, token string) error
+}
+
+// RefreshPath is the on-demand refresh, the route that costs credits. The
+// guard holds for every path under it.
+const RefreshPath = "/chat/chat/connections/refresh"
+
+// Options configures a Service.
+type Options struct {
+	Upstream Upstream
+	// Timeout is the upstream timeout: a money request's sends end within
+	// it, and its claim's deadline is Timeout plus ownerMargin.
+	Timeout time.Duration
+	// MoneyRoutes are the path prefixes (whole segments) under which a
+	// POST moves money: it needs an Idempotency-Key and runs at most once,
+	// recorded in Ledger. A money POST with no Ledger is refused.
+	MoneyRoutes []string
+	Ledger      Ledger
+	// Refresh, when set with RefreshEvery, is the credit guard: at most
+	// one POST under RefreshPath per user per RefreshEvery.
+	Refresh      Guard
+	RefreshEvery time.Duration
+	Logger       *slog.Logger
+	Metrics      *Metrics
+	// Refused counts a request a limit refused (the proxy's
+	// bff_limit_refusals_total); nil: not counted.
+	Refused func(limit string)
+}
+
+// Service serves money-moving requests and the refresh. Safe for
+// concurrent use.
+type Service struct {
+	up      Upstream
+	timeout time.Duration
+	money   *proxy.Routes // the money prefixes, POST only
+	ledger  Ledger
+	refresh Guard
+	every   time.Duration
+	log     *slog.Logger
+	metrics *Metrics
+	refused func(string)
+	settler settler
+}
+
+// New returns a Service.
+func New(o Options) *Service {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Refused == nil {
+		o.Refused = func(string) {}
+	}
+	money := make([]proxy.Route, len(o.MoneyRoutes))
+	for i, p := range o.MoneyRoutes {
+		money[i] = proxy.Route{Prefix: p, Methods: []string{http.MethodPost}}
+	}
+	s := &Service{up: o.Upstream, timeout: o.Timeout, money: proxy.NewRoutes(money), ledger: o.Ledger,
+		refresh: o.Refresh, every: o.RefreshEvery, log: o.Logger, metrics: o.Metrics, refused: o.Refused}
+	s.settler = defaultSettler
+	return s
+}
+
+// Handles reports whether a call to t with method is payments' to serve: a
+// POST under a money route or under the refresh route (when its guard is
+// on).
+func (s *Service) Handles(t proxy.Target, method string) bool {
+	if method != http.MethodPost {
+		return false
+	}
+	if s.refreshGuarded(t.Path) {
+		return true
+	}
+	_, ok := s.money.Under(t.Path)
+	return ok
+}
+
+func (s *Service) refreshGuarded(path string) bool {
+	return s.refresh != nil && s.every > 0 &&
+		strings.HasPrefix(path, RefreshPath) && (len(path) == len(RefreshPath) || path[len(RefreshPath)] == '/')
+}
+
+// Serve runs one call that Handles accepted. Like proxy.Forward, it writes
+// to w only an answer (the upstream's, or a stored one replayed) and
+// returns a failure, a *problem.Problem, for the caller to render.
+func (s *Service) Serve(w http.ResponseWriter, r *http.Request, c proxy.Call, t proxy.Target) (proxy.Result, error) {
+	res := proxy.Result{Route: t.Route}
+	var p *problem.Problem
+	switch route, _ := s.money.Under(t.Path); {
+	case s.refreshGuarded(t.Path):
+		res.UpstreamStatus, p = s.serveRefresh(w, r, c, t)
+	case s.ledger == nil:
+		p = problem.New(problem.CodeLedgerUnavailable, "payments are not enabled: no ledger is configured")
+	default:
+		var out served
+		out, p = s.pay(w, r, c, t, route)
+		res.UpstreamStatus, res.Code = out.status, out.code
+	}
+	if p != nil {
+		return res, p
+	}
+	return res, nil
+}

@@ -1,0 +1,105 @@
+package payments
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/proxy"
+)
+
+// settler is how the background settler paces itself.
+type settler struct {
+	every    time.Duration // how often each instance asks the ledger for due records
+	batch    int           // records leased at most per look
+	lease    time.Duration // first wait before a record is looked at again (doubling)
+	maxLease time.Duration // the longest wait between looks
+	giveUp   time.Duration // after this long unknown, a record is left unknown for good
+}
+
+// defaultSettler: an unknown record is looked at after 2 s, 4 s, 8 s, …
+// then every 5 minutes, for a day. Past its WindowEnd nothing new can
+// appear for it, so the later looks only catch an upstream whose list was
+// late; a day bounds the cost of that.
+var defaultSettler = settler{every: time.Second, batch: 32, lease: 2 * time.Second, maxLease: 5 * time.Minute, giveUp: 24 * time.Hour}
+
+// Run settles unknown outcomes in the background until ctx ends: every
+// instance runs it, and the ledger leases each record to one of them at a
+// time. A claim past its deadline is ended (given back when its owner never
+// marked the send, else unknown), and each unknown outcome is looked for
+// in the upstream's payment list as soon as, and as long as, the evidence
+// may allow; a repeat of the key then replays what was found.
+func (s *Service) Run(ctx context.Context) {
+	if s.ledger == nil {
+		return
+	}
+	t := time.NewTicker(s.settler.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.settleDue(ctx)
+	}
+}
+
+// settleDue leases the due records and settles each.
+func (s *Service) settleDue(ctx context.Context) {
+	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+	recs, err := s.ledger.Due(lctx, s.settler.batch, s.settler.lease, s.settler.maxLease, s.settler.giveUp)
+	cancel()
+	if err != nil {
+		s.log.Warn("the settler could not read the ledger", slog.String("error", err.Error()))
+		return
+	}
+	for _, rec := range recs {
+		if ctx.Err() != nil {
+			return
+		}
+		s.settleRecord(ctx, rec)
+	}
+}
+
+func (s *Service) settleRecord(ctx context.Context, rec *ledger.Record) {
+	if rec.State == ledger.StateInFlight {
+		lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+		state, err := s.ledger.Abandon(lctx, rec.ID)
+		cancel()
+		switch {
+		case err != nil:
+			s.log.Warn("the settler could not end a stale claim", slog.String("error", err.Error()))
+			return
+		case state == ledger.StateReleased:
+			s.metrics.money("released_unsent")
+			return
+		case state != ledger.StateUnknown:
+			return
+		}
+	}
+	if rec.Send.Content == nil {
+		return
+	}
+	// The settler acts for the record's user, under the request id that
+	// claimed it, so the upstream's log ties its look-ups to the payment.
+	c := proxy.Call{UserID: rec.UserID, RequestID: rec.RequestID + "-settle-" + strconv.FormatInt(rec.ID, 10)}
+	o, v := s.settle(ctx, c, rec.ID, rec.Match, rec.ClaimedAt, rec.Send)
+	if v != made {
+		return
+	}
+	o.UpstreamStatus = rec.UpstreamStatus
+	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+	applied, err := s.ledger.Settle(lctx, rec.ID, o)
+	cancel()
+	if err != nil {
+		s.log.Warn("the settler could not store a settled outcome", slog.String("error", err.Error()))
+		return
+	}
+	if applied {
+		s.metrics.money("settled_background")
+		s.log.Info("an unknown payment outcome was settled", slog.String("requestId", rec.RequestID), slog.String("paymentId", o.PaymentID))
+	}
+}
