@@ -114,6 +114,10 @@ type Ledger struct {
 	// MaxConns bounds each instance's connections to it; 0: pgx's default
 	// (the larger of 4 and the CPU count).
 	MaxConns int `yaml:"max_conns"`
+	// RequireSynchronousReplication makes a production start refuse,
+	// rather than warn, when the database does not show a synchronous
+	// standby that its commits wait for (docs/ledger-database.md).
+	RequireSynchronousReplication bool `yaml:"require_synchronous_replication"`
 }
 
 // Upstream configures the API the BFF fronts.

@@ -134,6 +134,7 @@ func TestDefaults(t *testing.T) {
 		{"upstream.money_routes", d.Upstream.MoneyRoutes, []string{"/v2/payments", "/v2/pay"}},
 		{"ledger.postgres_url", d.Ledger.PostgresURL.Reveal(), ""},
 		{"ledger.max_conns", d.Ledger.MaxConns, 0},
+		{"ledger.require_synchronous_replication", d.Ledger.RequireSynchronousReplication, false},
 		{"redis.url", d.Redis.URL.Reveal(), "redis://127.0.0.1:6379/0"},
 		{"redis.key_prefix", d.Redis.KeyPrefix, "bff:"},
 		{"redis.dial_timeout", d.Redis.DialTimeout, 2 * time.Second},
