@@ -81,10 +81,18 @@ bench-micro:
 ## chaos: the payments fault-injection run, long: three instances behind
 ## HAProxy, CHAOS_USERS clients for CHAOS_DURATION while instances are killed
 ## and frozen, Redis restarts empty and the upstream drops answers. It fails
-## on any payment made twice; the figures go to bench/chaos.txt.
+## on any payment made twice; the figures go to bench/chaos.txt. Before it,
+## the ledger's database faults (internal/ledger/faults_test.go): a restart,
+## a LEDGER_PAUSE freeze, a failover to a synchronous standby, and the claims
+## a lagging asynchronous standby loses; their figures go to
+## bench/ledger-faults.txt (make test runs them with a 2 s freeze).
 CHAOS_DURATION ?= 3m
 CHAOS_USERS    ?= 200
+LEDGER_PAUSE   ?= 10s
 chaos: test-deps
+	rm -f bench/ledger-faults.txt
+	BFF_LEDGER_PAUSE=$(LEDGER_PAUSE) BFF_LEDGER_FAULTS_REPORT=$(CURDIR)/bench/ledger-faults.txt \
+	  ./scripts/with-postgres.sh $(GO) test -race -count=1 -timeout 10m -run '^(TestLedger|TestDurability)' -v ./internal/ledger
 	BFF_CHAOS_DURATION=$(CHAOS_DURATION) BFF_CHAOS_USERS=$(CHAOS_USERS) BFF_CHAOS_REPORT=$(CURDIR)/bench/chaos.txt \
 	  ./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -count=1 -timeout 40m -run '^TestPaymentsUnderFaults$$' -v ./e2e
 
