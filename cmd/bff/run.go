@@ -508,6 +508,12 @@ func openLedger(ctx context.Context, cfg *config.Config, encKey []byte, decKeys 
 	if err != nil {
 		return nil, fmt.Errorf("ledger.postgres_url: %w", err)
 	}
+	if cfg.Env == config.EnvProduction { // what the database promises: docs/ledger-database.md
+		if err := l.CheckDurability(octx, cfg.Ledger.RequireSynchronousReplication, log); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("ledger.postgres_url: %w", err)
+		}
+	}
 	return l, nil
 }
 
