@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/fintech-bff/bff/internal/redistest"
 	"github.com/fintech-bff/bff/internal/upstreamsim"
@@ -43,6 +46,7 @@ func chaosSettings(t *testing.T) (time.Duration, int) {
 type keyResult struct {
 	user, key string
 	outcome   string // paid, unknown, failed, gave_up
+	paymentID string // the id a 201 named
 	attempts  int
 	took      time.Duration // from the first attempt to the final answer
 	sawFault  bool          // at least one attempt failed before the end
@@ -89,7 +93,8 @@ func TestPaymentsUnderFaults(t *testing.T) {
 	// The injector: one fault every 1.5 s, in turn, until the run ends.
 	rng := rand.New(rand.NewPCG(1, 2))
 	kinds := []string{"kill instance", "freeze instance 3s", "upstream hangs up after acting",
-		"upstream answers late (past the timeout)", "upstream 500 before acting", "redis restart (all keys lost)"}
+		"upstream answers late (past the timeout)", "upstream 500 before acting", "redis restart (all keys lost)",
+		"upstream acts, then answers 401", "upstream hangs up before acting"}
 	for i := 0; time.Now().Add(1500 * time.Millisecond).Before(stop); i++ {
 		time.Sleep(1500 * time.Millisecond)
 		kind := kinds[i%len(kinds)]
@@ -113,6 +118,10 @@ func TestPaymentsUnderFaults(t *testing.T) {
 			a.sim.InjectFault(upstreamsim.Fault{Method: "POST", PathPrefix: "/v2/payments", Status: 500, Times: 1})
 		case 5:
 			rs.Restart(t)
+		case 6:
+			a.sim.InjectFault(upstreamsim.Fault{Method: "POST", PathPrefix: "/v2/payments", AfterActing: true, Status: 401, Times: 1})
+		case 7:
+			a.sim.InjectFault(upstreamsim.Fault{Method: "POST", PathPrefix: "/v2/payments", HangUp: true, Times: 1})
 		}
 	}
 	wg.Wait()
@@ -129,13 +138,14 @@ func TestPaymentsUnderFaults(t *testing.T) {
 		again, err := front.app(tryLogin(front, r.user)).try("POST", "/api/v2/payments", fmt.Sprintf(validPayment, r.key), "Idempotency-Key", r.key)
 		if err == nil && again.status == 201 {
 			results[i].outcome, results[i].settledLater = "paid", true
+			results[i].paymentID = paidID(again.body)
 			settledLater++
 		}
 	}
 
 	// Count each key's payments at the upstream.
 	byUser := map[string][]string{}
-	var paid, unknown, unknownButMade, failed, gaveUp, duplicates, phantom, withFault, made int
+	var paid, unknown, unknownButMade, failed, gaveUp, duplicates, phantom, falseOutcomes, withFault, made int
 	var recoveries []time.Duration
 	for _, r := range results {
 		have, ok := byUser[r.user]
@@ -155,6 +165,11 @@ func TestPaymentsUnderFaults(t *testing.T) {
 			if n != 1 {
 				phantom++
 				t.Errorf("key %s was answered 201 but the upstream holds %d payments for it", r.key, n)
+			}
+			// A true 201 names the payment this key made, never another.
+			if rem, ok := a.sim.PaymentRemittance(r.user, r.paymentID); !ok || rem != r.key {
+				falseOutcomes++
+				t.Errorf("key %s was answered 201 with payment %q, which the upstream holds for %q (found: %v)", r.key, r.paymentID, rem, ok)
 			}
 		case "unknown":
 			unknown++
@@ -185,10 +200,11 @@ func TestPaymentsUnderFaults(t *testing.T) {
 		"faults: %s\n"+
 		"logical payments: %d; paid %d (%d of them told unknown during the run, settled on a repeat after it),\n"+
 		"  still unknown %d (of which the upstream made %d), failed %d, gave up %d\n"+
-		"payments the upstream holds for these keys: %d; keys paid twice: %d; 201 without a payment: %d\n"+
+		"payments the upstream holds for these keys: %d; keys paid twice: %d; 201 without a payment: %d; 201 naming another payment: %d\n"+
+		"final unknowns in the ledger, by reason: %s\n"+
 		"payments that met a fault: %d; time to their final answer p50 %v, p90 %v, max %v\n",
 		dur, users, strings.Join(kindsSeen, ", "), len(results), paid, settledLater, unknown, unknownButMade, failed, gaveUp,
-		made, duplicates, phantom, withFault, pct(0.5), pct(0.9), pct(1))
+		made, duplicates, phantom, falseOutcomes, unknownReasons(t, a), withFault, pct(0.5), pct(0.9), pct(1))
 	t.Log(report)
 	if path := os.Getenv("BFF_CHAOS_REPORT"); path != "" {
 		if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
@@ -221,7 +237,7 @@ func payWithRetries(front *env, user, key string, token *string) keyResult {
 		switch {
 		case err != nil:
 		case r.status == 201:
-			res.outcome, res.took = "paid", time.Since(start)
+			res.outcome, res.took, res.paymentID = "paid", time.Since(start), paidID(r.body)
 			return res
 		case r.status == 502 && strings.Contains(string(r.body), "PAYMENT_OUTCOME_UNKNOWN"):
 			res.outcome, res.took = "unknown", time.Since(start)
@@ -248,4 +264,46 @@ func tryLogin(front *env, user string) string {
 	var v struct{ SessionToken string }
 	_ = json.Unmarshal(r.body, &v)
 	return v.SessionToken
+}
+
+// paidID is the payment id a 201 names.
+func paidID(body []byte) string {
+	var v struct{ ID string }
+	_ = json.Unmarshal(body, &v)
+	return v.ID
+}
+
+// unknownReasons lists the ledger's unknown rows by ending, each with the
+// requests that claimed them, for the run's report.
+func unknownReasons(t *testing.T, e *env) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, e.ledgerURL)
+	if err != nil {
+		t.Error(err)
+		return "(ledger unreadable)"
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT coalesce(ending, ''), count(*), string_agg(idem_key, ' ' ORDER BY idem_key)
+FROM money_requests WHERE state = 'unknown' GROUP BY 1 ORDER BY 1`)
+	if err != nil {
+		t.Error(err)
+		return "(ledger unreadable)"
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var ending, keys string
+		var n int
+		if err := rows.Scan(&ending, &n, &keys); err != nil {
+			t.Error(err)
+			break
+		}
+		out = append(out, fmt.Sprintf("%s ×%d (%s)", ending, n, keys))
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "; ")
 }

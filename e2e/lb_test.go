@@ -29,6 +29,8 @@ func startLB(t *testing.T, instances []*env) *lb {
 		t.Fatalf("haproxy is needed for the load-balancer tests: apt-get install -y haproxy")
 	}
 	addr := freeAddr(t)
+	// The abstract socket's name is the machine's: one per load balancer.
+	relay := "bff-relayed-" + strings.ReplaceAll(addr, ":", "-")
 	var servers strings.Builder
 	for i, e := range instances {
 		adminPort := e.admin[strings.LastIndex(e.admin, ":")+1:]
@@ -59,12 +61,23 @@ defaults
 frontend public
     bind %s
     http-request set-header X-Request-Id %%[unique-id]
+    default_backend relay
+# As deploy/haproxy.cfg: every request reaches an instance as the first of
+# its own connection, so an instance that dies mid-request is answered with
+# the 502 above, never a silent close that a client would resend.
+backend relay
+    server relayed abns@%s
+    timeout server 90s
+frontend relayed
+    bind abns@%s
+    option httpclose
+    unique-id-format %%[req.hdr(X-Request-Id)]
     default_backend bff
 backend bff
     balance roundrobin
     option httpchk GET /readyz
     http-check expect status 200
-%s`, addr, servers.String())
+%s`, addr, relay, relay, servers.String())
 	path := filepath.Join(t.TempDir(), "haproxy.cfg")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -237,10 +237,17 @@ func (s sealer) openContent(id int64, b []byte) ([]byte, error) {
 	return plain, nil
 }
 
+// markingOwner starts the owner fence of every claim made by a version
+// that writes the send mark before it sends. Only such a claim, found past
+// its deadline without a mark, provably sent nothing: a claim made by an
+// earlier version (still running during a rolling upgrade, whose owners
+// have no prefix) never writes the mark, and is ended as unknown.
+const markingOwner = "m1."
+
 func newOwner() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	return markingOwner + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // inFlightBound is how long a claim may stay in flight; the caller passes

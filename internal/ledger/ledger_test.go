@@ -427,3 +427,30 @@ func TestOpenNeverPrintsThePassword(t *testing.T) {
 		t.Fatalf("got %v, want an error without the password", err)
 	}
 }
+
+// During a rolling upgrade, instances of the version before the send mark
+// still claim keys: such a claim never writes the mark, so past its
+// deadline it is unknown (it may have been sent), never given back.
+func TestClaimOfAnEarlierVersionIsNeverGivenBack(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Database(t)
+	p := openPostgres(t, url, key32())
+	req := request("old-version")
+	c, _, err := p.Claim(ctx, req, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// The earlier version's owner fence: random, without the prefix.
+	if _, err := conn.Exec(ctx, "UPDATE money_requests SET owner = 'b2xkLXZlcnNpb24tb3du' WHERE id = $1", c.ID); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(60 * time.Millisecond)
+	if st, err := p.Abandon(ctx, c.ID); st != ledger.StateUnknown || err != nil {
+		t.Fatalf("got %q, %v; want unknown", st, err)
+	}
+}

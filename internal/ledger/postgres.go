@@ -236,17 +236,18 @@ WHERE id = $1 AND owner = $2 AND state = 'in_flight'`, c.ID, c.Owner, o.Ending, 
 
 // Abandon ends an in-flight record past its deadline, whose owner died or
 // hung and can no longer reach the upstream: released (the key runs again)
-// when the owner never marked its send, else unknown. It returns the new
+// when the owner, one that marks its sends (markingOwner), never marked
+// it; else unknown. It returns the new
 // state, or "" when the record was not in flight past its deadline.
 func (p *Postgres) Abandon(ctx context.Context, id int64) (State, error) {
 	var state string
 	err := p.pool.QueryRow(ctx, `
 UPDATE money_requests SET
-  state = CASE WHEN sending_at IS NULL THEN 'released' ELSE 'unknown' END,
-  ending = CASE WHEN sending_at IS NULL THEN 'never_sent' ELSE 'owner_lost' END,
+  state = CASE WHEN sending_at IS NULL AND starts_with(owner, $2) THEN 'released' ELSE 'unknown' END,
+  ending = CASE WHEN sending_at IS NULL AND starts_with(owner, $2) THEN 'never_sent' ELSE 'owner_lost' END,
   finished_at = now(), settle_next = NULL
 WHERE id = $1 AND state = 'in_flight' AND now() > deadline
-RETURNING state`, id).Scan(&state)
+RETURNING state`, id, markingOwner).Scan(&state)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
 	}

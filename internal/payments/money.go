@@ -225,7 +225,10 @@ func (s *Service) own(ctx context.Context, w http.ResponseWriter, m *moneyCall) 
 			switch {
 			case v == made:
 				return out, s.settled(w, m, o, rep.Status)
-			case v == none || content == nil:
+			case v == none || ev.Content == nil:
+				// No payment this request could have made is listed, or the
+				// request is one settling cannot check (then the upstream's
+				// word is all there is).
 				s.conclude(m, "released", ledger.Outcome{Ending: ledger.EndFailed, UpstreamStatus: rep.Status}, s.ledger.Release)
 				return out, p
 			}

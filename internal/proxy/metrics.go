@@ -12,7 +12,6 @@ import (
 type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
-	moneyReq *prometheus.CounterVec
 	refusals *prometheus.CounterVec
 }
 
@@ -28,16 +27,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time to the upstream's response headers, per attempt, by route template.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"route"}),
-		moneyReq: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bff_money_requests_total",
-			Help: "Money-moving requests by how the BFF answered: answered, released, unknown (502 PAYMENT_OUTCOME_UNKNOWN to the request that sent it), settled, replayed, in_progress, outcome_unknown (a repeat of an unknown key), key_reused, key_required, key_invalid, ledger_unavailable.",
-		}, []string{"result"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bff_limit_refusals_total",
 			Help: "Requests refused by a limit before reaching the upstream, by limit (requests, auth, refresh).",
 		}, []string{"limit"}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.moneyReq, m.refusals)
+	reg.MustRegister(m.requests, m.duration, m.refusals)
 	return m
 }
 
@@ -48,12 +43,6 @@ func (m *Metrics) Refused(limit string) { m.refused(limit) }
 func (m *Metrics) refused(limit string) {
 	if m != nil {
 		m.refusals.WithLabelValues(limit).Inc()
-	}
-}
-
-func (m *Metrics) money(result string) {
-	if m != nil {
-		m.moneyReq.WithLabelValues(result).Inc()
 	}
 }
 

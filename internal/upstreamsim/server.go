@@ -445,6 +445,20 @@ func (s *Server) SetConnectionStatus(userID, connectionID, status string) error 
 	return nil
 }
 
+// PaymentRemittance returns the remittance information of the user's
+// payment with this id, so a test can check that a payment a client was
+// told about is the one its request made.
+func (s *Server) PaymentRemittance(userID, paymentID string) (string, bool) {
+	u := s.users.get(userID, s.clock.now())
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	p, _, ok := find(u.payments, paymentID, paymentKey)
+	if !ok {
+		return "", false
+	}
+	return p.PaymentInformation.RemittanceInformation, true
+}
+
 // PaymentRemittances returns the remittance information of every payment
 // the user has, one entry per payment, so a test can count the payments a
 // request made (a duplicate shows as a repeated entry).

@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/upstreamsim"
+)
+
+// waitForRequest waits until the upstream has received a request with this
+// method and path.
+func waitForRequest(t *testing.T, sim *upstreamsim.Server, method, path string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, rq := range sim.Requests() {
+			if rq.Method == method && rq.Path == path {
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("%s %s never reached the upstream", method, path)
+}
+
+// An instance killed before it sent the payment (here while it reads the
+// user's payments just before the send) provably sent nothing: its claim
+// is given back at its deadline and the repeat on another instance runs
+// the payment, once. Before the send mark, such a key stayed
+// PAYMENT_OUTCOME_UNKNOWN for good.
+func TestOwnerKilledBeforeItsSendRunsAgain(t *testing.T) {
+	a := start(t, options{upstream: "timeout: 2s"})
+	b := a.another(options{upstream: "timeout: 2s"})
+	token := a.browser().login("unsent-owner")
+	body := fmt.Sprintf(validPayment, "Order unsent-1")
+	a.sim.InjectFault(upstreamsim.Fault{Method: "GET", PathPrefix: "/v2/payments", Delay: time.Minute, Times: 1})
+	lost := make(chan error, 1)
+	go func() {
+		_, err := a.app(token).try("POST", "/api/v2/payments", body, "Idempotency-Key", "unsent-key-1")
+		lost <- err
+	}()
+	waitForRequest(t, a.sim, "GET", "/v2/payments")
+	a.kill()
+	if err := <-lost; err == nil {
+		t.Fatal("the client got an answer from a killed instance")
+	}
+	if n := paymentPosts(a.sim); n != 0 {
+		t.Fatalf("the upstream received %d payment creations before the kill, want 0", n)
+	}
+	r, _ := retryUntilSettled(t, b.app(token), body, "unsent-key-1")
+	if r.status != 201 || r.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("after the owner died unsent: got %d %s, want a fresh 201", r.status, r.body)
+	}
+	if n := count(a.sim.PaymentRemittances("unsent-owner"), "Order unsent-1"); n != 1 {
+		t.Fatalf("the upstream holds %d payments for the key, want 1", n)
+	}
+	if state, ending, _ := ledgerRow(t, a, "unsent-key-1"); state != "done" || ending != "answered" {
+		t.Fatalf("ledger: got %s/%s, want done/answered", state, ending)
+	}
+}
+
+// A payment whose request reached the upstream, which hung up before
+// making anything, is never reported made with another payment's id: not
+// one the user made through the open-banking init, not one made outside
+// the BFF a moment before.
+func TestHungUpPaymentIsNeverAnotherPayment(t *testing.T) {
+	a := start(t, options{upstream: "timeout: 2s"})
+	token := a.browser().login("hung-up")
+	app := a.app(token)
+	body := fmt.Sprintf(validPayment, "Order same")
+	init := strings.Replace(body, `"providerIds":["demobank-sandbox"]`, `"providerId":"demobank-sandbox"`, 1)
+	if r := app.do("POST", "/api/v2/pay/open-banking-init", init, "Idempotency-Key", "A-1"); r.status != 200 {
+		t.Fatalf("A: got %d %s", r.status, r.body)
+	}
+	if _, err := a.sim.CreateDirectPayment("hung-up", []byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"B-1", "B-2"} {
+		a.sim.InjectFault(upstreamsim.Fault{Method: "POST", PathPrefix: "/v2/payments", HangUp: true, Times: 1})
+		wantProblem(t, app.do("POST", "/api/v2/payments", body, "Idempotency-Key", key), 502, "PAYMENT_OUTCOME_UNKNOWN")
+		wantProblem(t, app.do("POST", "/api/v2/payments", body, "Idempotency-Key", key), 502, "PAYMENT_OUTCOME_UNKNOWN")
+		if state, _, pid := ledgerRow(t, a, key); state != "unknown" || pid != "" {
+			t.Fatalf("%s in the ledger: got %s with payment %q, want unknown with none", key, state, pid)
+		}
+	}
+	if n := count(a.sim.PaymentRemittances("hung-up"), "Order same"); n != 2 {
+		t.Fatalf("the upstream holds %d payments, want 2 (A's and the outside one)", n)
+	}
+}
+
+// An upstream that makes the payment and still answers 401 gets it once:
+// the BFF settles it instead of resending.
+func TestPaymentAfterAn401IsSentOnce(t *testing.T) {
+	a := start(t, options{upstream: "timeout: 2s"})
+	token := a.browser().login("acted-401")
+	body := fmt.Sprintf(validPayment, "Order 401")
+	a.sim.InjectFault(upstreamsim.Fault{Method: "POST", PathPrefix: "/v2/payments", AfterActing: true, Status: 401, Times: 1})
+	r := a.app(token).do("POST", "/api/v2/payments", body, "Idempotency-Key", "k-401")
+	if r.status != 201 {
+		t.Fatalf("got %d %s, want the settled 201", r.status, r.body)
+	}
+	var got struct{ ID string }
+	_ = json.Unmarshal(r.body, &got)
+	if n := paymentPosts(a.sim); n != 1 {
+		t.Fatalf("the upstream received %d payment creations, want 1", n)
+	}
+	if n := count(a.sim.PaymentRemittances("acted-401"), "Order 401"); n != 1 {
+		t.Fatalf("the upstream holds %d payments, want 1", n)
+	}
+	if state, ending, pid := ledgerRow(t, a, "k-401"); state != "done" || ending != "settled" || pid != got.ID {
+		t.Fatalf("ledger: got %s/%s/%s, want done/settled/%s", state, ending, pid, got.ID)
+	}
+}
