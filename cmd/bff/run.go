@@ -31,6 +31,7 @@ import (
 	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/logbuf"
 	"github.com/fintech-bff/bff/internal/login"
+	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/session"
 	"github.com/fintech-bff/bff/internal/telemetry"
@@ -221,7 +222,6 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		return nil, err
 	}
 	a.ledger = led
-	go sweepLedger(cacheCtx, led, log)
 	proxyMetrics := proxy.NewMetrics(reg)
 	fwd := proxy.New(proxy.Options{
 		BaseURL: cfg.Upstream.BaseURLParsed(), Routes: proxy.NewRoutes(routes), Tokens: cache, Transport: upstreamTransport,
@@ -231,13 +231,19 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 			MaxDelay: cfg.Upstream.Retry.MaxDelay,
 		},
 		Logger: log, Metrics: proxyMetrics,
-		Refresh: a.limits, RefreshEvery: cfg.Limits.RefreshInterval,
-		MoneyRoutes: cfg.Upstream.MoneyRoutes, Ledger: led,
 	})
+	pay := payments.New(payments.Options{
+		Upstream: fwd, Timeout: cfg.Upstream.Timeout, MoneyRoutes: cfg.Upstream.MoneyRoutes, Ledger: led,
+		Refresh: a.limits, RefreshEvery: cfg.Limits.RefreshInterval,
+		Logger: log, Metrics: payments.NewMetrics(reg, led.Unknowns), Refused: proxyMetrics.Refused,
+	})
+	// The settler: every instance runs it, the ledger hands each open
+	// record to one of them at a time.
+	go pay.Run(cacheCtx)
 	deps := edge.Deps{
 		AuthLimit: a.limits, AuthPerMinute: cfg.Limits.AuthPerMinute, Refused: proxyMetrics.Refused,
 		Budget: sessionBudget(cacheCtx, cfg, a, log),
-		Logger: log, Metrics: edge.NewMetrics(reg), Sessions: sessions, Cookies: cookies, Forwarder: fwd,
+		Logger: log, Metrics: edge.NewMetrics(reg), Sessions: sessions, Cookies: cookies, Forwarder: fwd, Payments: pay,
 		PublicOrigin: cfg.PublicOrigin(), AllowedOrigins: cfg.CORS.AllowedOrigins,
 		TrustedProxies: cfg.TrustedProxyPrefixes(), TrustClientTraceparent: cfg.TrustClientTraceparent, DevLogin: cfg.Auth.Mode == config.AuthModeDev, Tokens: cache,
 		MobileRedirectURIs: cfg.Auth.MobileRedirectURIs,
@@ -441,7 +447,7 @@ func openStore(cfg *config.Config, log *slog.Logger) (sharedStore, app, error) {
 // in-process store).
 type budgets interface {
 	edge.RateLimiter
-	proxy.Guard
+	payments.Guard
 }
 
 var (
@@ -478,8 +484,7 @@ func sessionBudget(ctx context.Context, cfg *config.Config, a app, log *slog.Log
 
 // ledgerStore is the payments ledger as run uses it.
 type ledgerStore interface {
-	proxy.Ledger
-	AbandonStale(context.Context) (int64, error)
+	payments.Ledger
 	Ping(context.Context) error
 	Close()
 }
@@ -524,32 +529,6 @@ func ledgerTracer() pgx.QueryTracer {
 		return nil
 	}
 	return otelpgx.NewTracer()
-}
-
-// ledgerSweepEvery is how often each instance marks the claims whose owner
-// died as unknown; a client's repeat does the same at once, so this only
-// keeps the ledger (and its metric) truthful for requests nobody retried.
-const ledgerSweepEvery = 30 * time.Second
-
-func sweepLedger(ctx context.Context, l ledgerStore, log *slog.Logger) {
-	t := time.NewTicker(ledgerSweepEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		n, err := l.AbandonStale(sctx)
-		cancel()
-		if n > 0 {
-			log.Warn("payments whose instance died were marked outcome-unknown; their next repeat settles them from the upstream", slog.Int64("count", n))
-		}
-		if err != nil && ctx.Err() == nil {
-			log.Warn("the ledger sweep failed", slog.String("error", err.Error()))
-		}
-	}
 }
 
 // openLogin discovers the OpenID provider and makes the login binding
