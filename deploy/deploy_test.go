@@ -77,6 +77,8 @@ var knownMetrics = map[string]metric{
 	"bff_store_up":                          {"gauge", nil, true},
 	"bff_ledger_up":                         {"gauge", nil, true},
 	"bff_money_requests_total":              {"counter", []string{"result"}, true},
+	"bff_payments_unknown":                  {"gauge", nil, true},
+	"bff_payments_unknown_oldest_seconds":   {"gauge", nil, true},
 	"bff_limit_refusals_total":              {"counter", []string{"limit"}, true},
 
 	// collectors.NewGoCollector() (default set) and NewProcessCollector().

@@ -2,6 +2,8 @@ package payments
 
 import (
 	"context"
+	"math"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,7 +24,17 @@ func NewMetrics(reg prometheus.Registerer, unknowns func(context.Context) (int64
 	}, []string{"result"})}
 	reg.MustRegister(m.moneyReq)
 	if unknowns != nil {
-		reg.MustRegister(&unknownCollector{read: unknowns})
+		u := &unknownReader{read: unknowns}
+		reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "bff_payments_unknown",
+				Help: "Money-moving requests whose outcome is unknown now (PAYMENT_OUTCOME_UNKNOWN), in the ledger; NaN while the ledger does not answer.",
+			}, func() float64 { n, _ := u.get(); return n }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "bff_payments_unknown_oldest_seconds",
+				Help: "How long ago the oldest still-unknown money-moving request ended; 0 when there is none, NaN while the ledger does not answer.",
+			}, func() float64 { _, age := u.get(); return age }),
+		)
 	}
 	return m
 }
@@ -33,35 +45,34 @@ func (m *Metrics) money(result string) {
 	}
 }
 
-// unknownCollector reads the ledger once per scrape for both gauges.
-type unknownCollector struct {
+// unknownReader reads the ledger at most once a second for both gauges, so
+// a scrape costs one query (within 500 ms).
+type unknownReader struct {
 	read func(context.Context) (int64, time.Time, error)
+
+	mu     sync.Mutex
+	at     time.Time
+	n, age float64
 }
 
-var (
-	unknownDesc = prometheus.NewDesc("bff_payments_unknown",
-		"Money-moving requests whose outcome is unknown now (PAYMENT_OUTCOME_UNKNOWN), in the ledger.", nil, nil)
-	unknownAgeDesc = prometheus.NewDesc("bff_payments_unknown_oldest_seconds",
-		"How long ago the oldest still-unknown money-moving request ended; 0 when there is none.", nil, nil)
-)
-
-func (c *unknownCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- unknownDesc
-	ch <- unknownAgeDesc
-}
-
-func (c *unknownCollector) Collect(ch chan<- prometheus.Metric) {
+func (u *unknownReader) get() (n, age float64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if time.Since(u.at) < time.Second {
+		return u.n, u.age
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	n, oldest, err := c.read(ctx)
-	if err != nil {
+	count, oldest, err := u.read(ctx)
+	u.at = time.Now()
+	switch {
+	case err != nil:
 		// The ledger is down: bff_ledger_up says so; no made-up figures.
-		return
+		u.n, u.age = math.NaN(), math.NaN()
+	case oldest.IsZero():
+		u.n, u.age = float64(count), 0
+	default:
+		u.n, u.age = float64(count), max(time.Since(oldest).Seconds(), 0)
 	}
-	age := 0.0
-	if !oldest.IsZero() {
-		age = max(time.Since(oldest).Seconds(), 0)
-	}
-	ch <- prometheus.MustNewConstMetric(unknownDesc, prometheus.GaugeValue, float64(n))
-	ch <- prometheus.MustNewConstMetric(unknownAgeDesc, prometheus.GaugeValue, age)
+	return u.n, u.age
 }

@@ -104,6 +104,10 @@ type moneyCall struct {
 // before anything is sent, marked durably just before the one send, never
 // sent again after an end the BFF cannot read.
 func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t proxy.Target, route string) (served, *problem.Problem) {
+	body, p := s.up.Body(r) // 413 BODY_TOO_LARGE first, as on every route
+	if p != nil {
+		return served{}, p
+	}
 	key, p := idempotencyKey(r.Header)
 	if p != nil {
 		if p.Code == problem.CodeIdempotencyKeyRequired {
@@ -111,10 +115,6 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 		} else {
 			s.metrics.money("key_invalid")
 		}
-		return served{}, p
-	}
-	body, p := s.up.Body(r)
-	if p != nil {
 		return served{}, p
 	}
 	req := ledger.Request{
