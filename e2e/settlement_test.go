@@ -114,3 +114,55 @@ func TestPaymentAfterAn401IsSentOnce(t *testing.T) {
 		t.Fatalf("ledger: got %s/%s/%s, want done/settled/%s", state, ending, pid, got.ID)
 	}
 }
+
+// refreshPosts counts the refreshes that reached the upstream.
+func refreshPosts(sim *upstreamsim.Server) int {
+	n := 0
+	for _, rq := range sim.Requests() {
+		if rq.Method == "POST" && strings.HasPrefix(rq.Path, "/chat/chat/connections/refresh") {
+			n++
+		}
+	}
+	return n
+}
+
+// The 20-credit refresh is guarded like money: clients that hang up do not
+// free the hold (one upstream refresh for ten aborted clicks), every path
+// under the route is held, and a refresh the upstream says it did not
+// start (already_running) does not use the user's allowance.
+func TestRefreshIsGuardedLikeMoney(t *testing.T) {
+	a := start(t, options{limitsYAML: "limits: { requests_per_second: 0, auth_per_minute: 0, refresh_interval: 15m, sessions_per_user: 0 }"})
+	token := a.browser().login("refresher")
+	a.sim.InjectFault(upstreamsim.Fault{Method: "POST", PathPrefix: "/chat/chat/connections/refresh", Delay: 500 * time.Millisecond, Times: 1})
+	impatient := a.app(token)
+	impatient.http.Timeout = 100 * time.Millisecond
+	for i := 0; i < 10; i++ {
+		_, _ = impatient.try("POST", "/api/chat/chat/connections/refresh", "")
+		time.Sleep(20 * time.Millisecond)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for refreshPosts(a.sim) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(600 * time.Millisecond) // the detached refresh ends meanwhile
+	if n := refreshPosts(a.sim); n != 1 {
+		t.Fatalf("ten aborted clicks sent %d refreshes upstream, want 1", n)
+	}
+	app := a.app(token)
+	for _, path := range []string{"/api/chat/chat/connections/refresh", "/api/chat/chat/connections/refresh/", "/api/chat/chat/connections/refresh/x"} {
+		wantProblem(t, app.do("POST", path, ""), 429, "REFRESH_TOO_SOON")
+	}
+	if n := refreshPosts(a.sim); n != 1 {
+		t.Fatalf("the upstream got %d refreshes, want 1", n)
+	}
+
+	// The organization's refresh (started above) is still running: another
+	// user's click is answered already_running, which spends nothing.
+	other := a.app(a.browser().login("refresher-2"))
+	for i := 0; i < 2; i++ {
+		r := other.do("POST", "/api/chat/chat/connections/refresh", "")
+		if v := r.json(t); r.status != 200 || v["status"] != "already_running" {
+			t.Fatalf("click %d: got %d %s, want 200 already_running (not 429: the first spent no allowance)", i+1, r.status, r.body)
+		}
+	}
+}
