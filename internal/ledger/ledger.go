@@ -92,9 +92,11 @@ type Request struct {
 	Key         string // the Idempotency-Key
 	Fingerprint []byte // SHA-256 of method, path, query and body
 	// Match identifies the payment's content (a hash the caller makes of
-	// what the upstream's payment list shows). Settling treats only
-	// requests with the same Match, or none, as ones it could confuse.
-	Match      []byte
+	// what the upstream's payment list shows), for records without Content.
+	Match []byte
+	// Content is what settling compares of a payment (JSON; sealed at
+	// rest); nil when the request carries none.
+	Content    []byte
 	SessionRef string // a hash of the session id (session.Handle), never the id
 	ClientIP   string
 	RequestID  string
@@ -135,8 +137,10 @@ type Record struct {
 	// Sent: the owner marked the send (it may have reached the upstream).
 	Sent  bool
 	Sends int
-	// Send is the evidence recorded with the mark (Content opened).
-	Send Send
+	// Content is the request's (opened); Send is the evidence recorded
+	// with the mark.
+	Content []byte
+	Send    Send
 }
 
 // Claim is a won claim: the holder may send the request upstream once.
@@ -147,11 +151,12 @@ type Claim struct {
 
 // Send is what the owner records, with the mark, just before it sends: the
 // evidence a later settling of this request reads. The zero value marks a
-// send that is never settled (no content).
+// send that is never settled (no snapshot).
 type Send struct {
-	// Content is what settling compares of a payment (JSON, sealed at
-	// rest); nil: this request is never settled from the upstream.
-	Content []byte
+	// Snapshot: the owner read the user's payments just before the send,
+	// and the fields below are what it learned. Without it the send is
+	// never settled from the upstream.
+	Snapshot bool
 	// SeenBefore are the ids of the payments with this content that the
 	// upstream listed just before the send: never this request's.
 	SeenBefore []string
@@ -170,9 +175,12 @@ type Send struct {
 // route, tell settling.
 type Neighbours struct {
 	Taken map[string]bool // of the payment ids asked about, those another record owns
-	// Open: another record with the same Match (or none), whose deadline is
-	// after the time asked about, is in flight or unknown, so a matching
-	// payment could be its.
+	// Contents are the contents of the other records whose deadline is
+	// after the time asked about and which are in flight or unknown: a
+	// payment one of them matches could be that record's.
+	Contents [][]byte
+	// Open: such a record has no content and the same Match (or none), so
+	// any payment could be its.
 	Open bool
 }
 
@@ -218,19 +226,24 @@ func (s sealer) open(id int64, b []byte) (*Response, error) {
 func aad(id int64) []byte { return fmt.Appendf(nil, "money_requests/%d", id) }
 
 // sealContent seals what settling compares (payment data) under its own
-// associated data, so it cannot pass for an answer or move to another row.
-func (s sealer) sealContent(id int64, content []byte) []byte {
+// associated data, the row's key (written with the claim, before the row
+// has an id), so it cannot pass for an answer or move to another row.
+func (s sealer) sealContent(userID, route, key string, content []byte) []byte {
 	if content == nil {
 		return nil
 	}
-	return s.box.Seal(nil, content, fmt.Appendf(nil, "money_requests/%d/content", id))
+	return s.box.Seal(nil, content, contentAAD(userID, route, key))
 }
 
-func (s sealer) openContent(id int64, b []byte) ([]byte, error) {
+func contentAAD(userID, route, key string) []byte {
+	return fmt.Appendf(nil, "money_requests/content/%q/%q/%q", userID, route, key)
+}
+
+func (s sealer) openContent(userID, route, key string, b []byte) ([]byte, error) {
 	if b == nil {
 		return nil, nil
 	}
-	plain, err := s.box.Open(nil, b, fmt.Appendf(nil, "money_requests/%d/content", id))
+	plain, err := s.box.Open(nil, b, contentAAD(userID, route, key))
 	if err != nil {
 		return nil, ErrUnreadable
 	}

@@ -235,8 +235,10 @@ func TestProtocol(t *testing.T) {
 
 		t.Run("the settler leases open records once until their lease runs out", func(t *testing.T) {
 			stale, _, _ := s.Claim(ctx, request("f2"), 50*time.Millisecond)
-			unknown, _, _ := s.Claim(ctx, request("f3"), time.Hour)
-			_, _ = s.Sending(ctx, unknown, ledger.Send{Content: []byte(`{"paymentInformation":{"amount":1}}`), SeenBefore: []string{"01JOLD"}})
+			withContent := request("f3")
+			withContent.Content = []byte(`{"paymentInformation":{"amount":1}}`)
+			unknown, _, _ := s.Claim(ctx, withContent, time.Hour)
+			_, _ = s.Sending(ctx, unknown, ledger.Send{Snapshot: true, SeenBefore: []string{"01JOLD"}})
 			_, _ = s.Unknown(ctx, unknown, ledger.Outcome{Ending: ledger.EndAmbiguous})
 			live, _, _ := s.Claim(ctx, request("f1"), time.Hour)
 			wait(1100 * time.Millisecond) // past the stale deadline and the unknown's first wait
@@ -251,7 +253,7 @@ func TestProtocol(t *testing.T) {
 			if got[stale.ID] == nil || got[unknown.ID] == nil || got[live.ID] != nil {
 				t.Fatalf("got %d due records %v, want the stale and the unknown one, not the live one", len(due), got)
 			}
-			if r := got[unknown.ID]; string(r.Send.Content) != `{"paymentInformation":{"amount":1}}` || len(r.Send.SeenBefore) != 1 || r.UserID != "alice" {
+			if r := got[unknown.ID]; string(r.Content) != `{"paymentInformation":{"amount":1}}` || !r.Send.Snapshot || len(r.Send.SeenBefore) != 1 || r.UserID != "alice" {
 				t.Fatalf("got evidence %+v, want the recorded one", r.Send)
 			}
 			again, _ := s.Due(ctx, 100, time.Hour, time.Hour, time.Hour)
@@ -291,6 +293,14 @@ func TestProtocol(t *testing.T) {
 			if n, _ := s.Neighbours(ctx, a.UserID, ca.ID, a.Match, time.Now().Add(2*time.Hour), nil); n.Open {
 				t.Fatal("a request whose deadline is before the time asked about counted as open")
 			}
+			withContent := base
+			withContent.Key, withContent.Match, withContent.Content = "c", []byte("content-3"), []byte(`{"paymentInformation":{"amount":3}}`)
+			cc, _, _ := s.Claim(ctx, withContent, time.Hour)
+			n, _ = s.Neighbours(ctx, a.UserID, ca.ID, a.Match, since, nil)
+			if len(n.Contents) != 1 || string(n.Contents[0]) != string(withContent.Content) {
+				t.Fatalf("an open request with content: got contents %q, want its content", n.Contents)
+			}
+			_, _ = s.Finish(ctx, cc, ledger.Outcome{Ending: ledger.EndAnswered, Response: created})
 			_, _ = s.Finish(ctx, cb, ledger.Outcome{Ending: ledger.EndAnswered, PaymentID: "01JB", Response: created})
 			n, _ = s.Neighbours(ctx, a.UserID, ca.ID, a.Match, since, []string{"01JB", "01JC"})
 			if n.Open || !n.Taken["01JB"] || n.Taken["01JC"] {

@@ -76,9 +76,10 @@ func (m *Memory) Claim(_ context.Context, req Request, bound time.Duration) (*Cl
 		return nil, rec, err
 	}
 	r.State, r.owner, r.Match, r.RequestID = StateInFlight, newOwner(), bytes.Clone(req.Match), req.RequestID
+	r.content = m.sealContent(req.UserID, req.Route, req.Key, req.Content)
 	r.ClaimedAt, r.Deadline = now, now.Add(bound)
 	r.UpstreamStatus, r.Ending = 0, ""
-	r.Sent, r.Send, r.content, r.settleNext = false, Send{}, nil, time.Time{}
+	r.Sent, r.Send, r.settleNext = false, Send{}, time.Time{}
 	return &Claim{ID: r.ID, Owner: r.owner}, nil, nil
 }
 
@@ -90,7 +91,7 @@ func (m *Memory) view(r *memRecord, now time.Time) (*Record, error) {
 	if rec.Response, err = m.open(r.ID, r.response); err != nil {
 		return nil, err
 	}
-	if rec.Send.Content, err = m.openContent(r.ID, r.content); err != nil {
+	if rec.Content, err = m.openContent(r.UserID, r.Route, r.Key, r.content); err != nil {
 		return nil, err
 	}
 	rec.Send.SeenBefore = append([]string(nil), r.Send.SeenBefore...)
@@ -104,8 +105,8 @@ func (m *Memory) Sending(_ context.Context, c *Claim, s Send) (bool, error) {
 		return r.owner == c.Owner && r.State == StateInFlight && now.Before(r.Deadline)
 	}, func(r *memRecord) {
 		r.Sent, r.Sends = true, r.Sends+1
-		r.content = m.sealContent(c.ID, s.Content)
-		r.Send = Send{SeenBefore: append([]string(nil), s.SeenBefore...), SeenFrom: s.SeenFrom, SeenCut: s.SeenCut, WindowEnd: s.WindowEnd}
+		r.Send = s
+		r.Send.SeenBefore = append([]string(nil), s.SeenBefore...)
 	}), nil
 }
 
@@ -224,8 +225,16 @@ func (m *Memory) Neighbours(_ context.Context, userID string, except int64, matc
 		if r.PaymentID != "" && want[r.PaymentID] {
 			n.Taken[r.PaymentID] = true
 		}
-		same := r.Match == nil || match == nil || bytes.Equal(r.Match, match)
-		if same && (r.State == StateInFlight || r.State == StateUnknown) && r.Deadline.After(since) {
+		if (r.State != StateInFlight && r.State != StateUnknown) || !r.Deadline.After(since) {
+			continue
+		}
+		content, err := m.openContent(r.UserID, r.Route, r.Key, r.content)
+		switch {
+		case err != nil:
+			n.Open = true
+		case content != nil:
+			n.Contents = append(n.Contents, content)
+		case r.Match == nil || match == nil || bytes.Equal(r.Match, match):
 			n.Open = true
 		}
 	}
@@ -245,7 +254,7 @@ func (m *Memory) Due(_ context.Context, limit int, lease, maxLease, giveUp time.
 	for id := int64(1); id <= m.nextID && len(out) < limit; id++ {
 		r := m.byID[id]
 		due := (r.State == StateInFlight && now.After(r.Deadline)) ||
-			(r.State == StateUnknown && r.content != nil && now.Sub(r.finished) < giveUp)
+			(r.State == StateUnknown && r.content != nil && r.Send.Snapshot && now.Sub(r.finished) < giveUp)
 		if !due || now.Before(r.settleNext) {
 			continue
 		}

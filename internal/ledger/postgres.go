@@ -109,14 +109,14 @@ func (p *Postgres) Claim(ctx context.Context, req Request, bound time.Duration) 
 	err := p.pool.QueryRow(ctx, `
 WITH c AS (
   INSERT INTO money_requests AS m
-    (user_id, route, idem_key, fingerprint, session_ref, client_ip, request_id, state, owner, deadline, match_key)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, 'in_flight', $8, now() + $9 * interval '1 microsecond', $10)
+    (user_id, route, idem_key, fingerprint, session_ref, client_ip, request_id, state, owner, deadline, match_key, content)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, 'in_flight', $8, now() + $9 * interval '1 microsecond', $10, $12)
   ON CONFLICT ON CONSTRAINT money_requests_key DO UPDATE
     SET state = 'in_flight', owner = excluded.owner, attempts = m.attempts + 1, claimed_at = now(), match_key = excluded.match_key,
         deadline = excluded.deadline, finished_at = NULL, ending = NULL, upstream_status = NULL,
         session_ref = excluded.session_ref, client_ip = excluded.client_ip, request_id = excluded.request_id,
-        sending_at = NULL, content = NULL, seen_before = NULL, seen_from = NULL, seen_cut = NULL, window_end = NULL,
-        settle_next = NULL
+        sending_at = NULL, content = excluded.content, snapshot = false, seen_before = NULL, seen_from = NULL,
+        seen_cut = NULL, window_end = NULL, settle_next = NULL
     WHERE m.state = 'released' AND m.fingerprint = excluded.fingerprint
   RETURNING id
 ), e AS (
@@ -125,7 +125,7 @@ WITH c AS (
 )
 SELECT id FROM c`,
 		req.UserID, req.Route, req.Key, req.Fingerprint, req.SessionRef, req.ClientIP, req.RequestID,
-		owner, bound.Microseconds(), req.Match, EventClaimed).Scan(&c.ID)
+		owner, bound.Microseconds(), req.Match, EventClaimed, p.sealContent(req.UserID, req.Route, req.Key, req.Content)).Scan(&c.ID)
 	if err == nil {
 		c.Owner = owner
 		return &c, nil, nil
@@ -140,7 +140,7 @@ SELECT id FROM c`,
 // recordColumns are the columns scanRecord reads, in its order.
 const recordColumns = `id, user_id, route, idem_key, match_key, request_id, state, fingerprint, claimed_at, deadline,
   now() > deadline, upstream_status, payment_id, ending, response, sending_at IS NOT NULL, sends, content,
-  seen_before, seen_from, seen_cut, window_end`
+  snapshot, seen_before, seen_from, seen_cut, window_end`
 
 func (p *Postgres) scanRecord(row pgx.Row) (*Record, error) {
 	var r Record
@@ -152,7 +152,7 @@ func (p *Postgres) scanRecord(row pgx.Row) (*Record, error) {
 	var seenFrom, seenCut, windowEnd *time.Time
 	err := row.Scan(&r.ID, &r.UserID, &r.Route, &r.Key, &r.Match, &r.RequestID, &state, &r.Fingerprint, &r.ClaimedAt, &r.Deadline,
 		&r.Expired, &status, &paymentID, &ending, &resp, &r.Sent, &sends, &content,
-		&r.Send.SeenBefore, &seenFrom, &seenCut, &windowEnd)
+		&r.Send.Snapshot, &r.Send.SeenBefore, &seenFrom, &seenCut, &windowEnd)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func (p *Postgres) scanRecord(row pgx.Row) (*Record, error) {
 	if r.Response, err = p.open(r.ID, resp); err != nil {
 		return nil, err
 	}
-	if r.Send.Content, err = p.openContent(r.ID, content); err != nil {
+	if r.Content, err = p.openContent(r.UserID, r.Route, r.Key, content); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -200,10 +200,10 @@ FROM money_requests WHERE user_id = $1 AND route = $2 AND idem_key = $3`, req.Us
 // then nothing may be sent.
 func (p *Postgres) Sending(ctx context.Context, c *Claim, s Send) (bool, error) {
 	return p.exec(ctx, `
-UPDATE money_requests SET sending_at = now(), sends = sends + 1, content = $3, seen_before = $4,
+UPDATE money_requests SET sending_at = now(), sends = sends + 1, snapshot = $3, seen_before = $4,
   seen_from = $5, seen_cut = $6, window_end = $7
 WHERE id = $1 AND owner = $2 AND state = 'in_flight' AND now() < deadline`,
-		c.ID, c.Owner, p.sealContent(c.ID, s.Content), s.SeenBefore, nullTime(s.SeenFrom), nullTime(s.SeenCut), nullTime(s.WindowEnd))
+		c.ID, c.Owner, s.Snapshot, s.SeenBefore, nullTime(s.SeenFrom), nullTime(s.SeenCut), nullTime(s.WindowEnd))
 }
 
 // Finish stores the owner's final answer (done). It reports false when the
@@ -269,15 +269,17 @@ WHERE id = $1 AND state = 'unknown'`, id, nullInt(o.UpstreamStatus), nullString(
 }
 
 // Neighbours tells settling what the user's other records, on every route,
-// say: which of ids they own, and whether one with the same match (or none)
-// whose deadline is after since is still in flight or unknown.
+// say: which of ids they own, and, of those whose deadline is after since
+// and which are still in flight or unknown, their contents (and whether one
+// without content has the same match, or none).
 func (p *Postgres) Neighbours(ctx context.Context, userID string, except int64, match []byte, since time.Time, ids []string) (Neighbours, error) {
 	n := Neighbours{Taken: map[string]bool{}}
 	if ids == nil {
 		ids = []string{}
 	}
 	rows, err := p.pool.Query(ctx, `
-SELECT payment_id, state IN ('in_flight', 'unknown') AND deadline > $4 AND (match_key IS NULL OR $3::bytea IS NULL OR match_key = $3)
+SELECT route, idem_key, payment_id, state IN ('in_flight', 'unknown') AND deadline > $4, content,
+  match_key IS NULL OR $3::bytea IS NULL OR match_key = $3
 FROM money_requests
 WHERE user_id = $1 AND id <> $2 AND (payment_id = ANY($5) OR (state IN ('in_flight', 'unknown') AND deadline > $4))`,
 		userID, except, match, since, ids)
@@ -290,15 +292,28 @@ WHERE user_id = $1 AND id <> $2 AND (payment_id = ANY($5) OR (state IN ('in_flig
 		want[id] = true
 	}
 	for rows.Next() {
+		var route, key string
 		var pid *string
-		var open bool
-		if err := rows.Scan(&pid, &open); err != nil {
+		var open, same bool
+		var sealed []byte
+		if err := rows.Scan(&route, &key, &pid, &open, &sealed, &same); err != nil {
 			return n, unavailable(err)
 		}
 		if pid != nil && want[*pid] {
 			n.Taken[*pid] = true
 		}
-		n.Open = n.Open || open
+		if !open {
+			continue
+		}
+		content, err := p.openContent(userID, route, key, sealed)
+		switch {
+		case err != nil:
+			n.Open = true // unreadable: it could be anything
+		case content != nil:
+			n.Contents = append(n.Contents, content)
+		case same:
+			n.Open = true
+		}
 	}
 	return n, unavailable(rows.Err())
 }
@@ -312,7 +327,7 @@ INSERT INTO money_request_events (money_request, what, session_ref, client_ip, r
 }
 
 // Due leases up to limit open records for the background settler: in
-// flight past their deadline, or unknown, settleable (content recorded)
+// flight past their deadline, or unknown, settleable (content and snapshot)
 // and ended less than giveUp ago, and not leased or looked at since their
 // settle_next. Each is leased for lease·2^looks (at most maxLease) by
 // settle_next, so one instance at a time looks at a record, and less often
@@ -324,7 +339,7 @@ WITH due AS (
   SELECT id FROM money_requests
   WHERE state IN ('in_flight', 'unknown')
     AND ((state = 'in_flight' AND deadline < now())
-      OR (state = 'unknown' AND content IS NOT NULL AND finished_at > now() - $4 * interval '1 microsecond'))
+      OR (state = 'unknown' AND content IS NOT NULL AND snapshot AND finished_at > now() - $4 * interval '1 microsecond'))
     AND (settle_next IS NULL OR settle_next <= now())
   ORDER BY deadline LIMIT $1
   FOR UPDATE SKIP LOCKED

@@ -36,6 +36,10 @@ const (
 // replayHeaders are the response headers kept with a stored response.
 var replayHeaders = []string{"Content-Type", "Location", "Retry-After", "Allow", "Cache-Control", "X-Request-Id"}
 
+// upstreamFailure are the types of the upstream's own 500 (its
+// specification: "Unexpected server or provider failure").
+var upstreamFailure = map[string]bool{"INTERNAL_ERROR": true, "INTERNAL_SERVER_ERROR": true}
+
 // refused are upstream answers that say it did not act: the key is given
 // back and a repeat with it runs again.
 var refused = map[string]bool{problem.CodeProviderUnavailable: true, problem.CodeResourceLocked: true}
@@ -119,7 +123,7 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 	}
 	req := ledger.Request{
 		UserID: c.UserID, Route: route, Key: key, Fingerprint: fingerprint(r.Method, t.Path, r.URL.RawQuery, body),
-		Match: matchKey(body), SessionRef: c.SessionRef, ClientIP: c.ClientIP, RequestID: c.RequestID,
+		Match: matchKey(body), Content: paymentContent(body), SessionRef: c.SessionRef, ClientIP: c.ClientIP, RequestID: c.RequestID,
 	}
 	// The payment is detached from the client: a mobile app that loses its
 	// connection mid-payment finds the outcome stored when it retries. Its
@@ -151,10 +155,15 @@ func (s *Service) claim(ctx context.Context, req ledger.Request) (*ledger.Claim,
 // then the one send, and its conclusion. After an upstream 401 it settles,
 // and sends once more only when the upstream shows it made nothing.
 func (s *Service) own(ctx context.Context, w http.ResponseWriter, m *moneyCall) (served, *problem.Problem) {
-	content := settleContent(m.target.Path, m.body)
+	// Only a payment creation is settled from the upstream's list: the
+	// open-banking init's payment may exist before it.
+	settleable := m.target.Path == settlePath && m.req.Content != nil
 	var ev ledger.Send
-	if content != nil {
-		ev = s.snapshot(ctx, m.call, content)
+	if settleable {
+		ev = s.snapshot(ctx, m.call, m.req.Content)
+	}
+	mine := func() settling {
+		return settling{id: m.claim.ID, match: m.req.Match, content: m.req.Content, since: m.since, ev: ev}
 	}
 	for sends := 1; ; sends++ {
 		lost := false
@@ -177,7 +186,7 @@ func (s *Service) own(ctx context.Context, w http.ResponseWriter, m *moneyCall) 
 			s.conclude(m, "released", ledger.Outcome{Ending: ledger.EndNotSent, UpstreamStatus: rep.Status}, s.ledger.Release)
 			return out, p
 		case rep.Answered() && rep.Status == http.StatusUnauthorized:
-			o, v := s.settle(m.detached, m.call, m.claim.ID, m.req.Match, m.since, ev)
+			o, v := s.settle(m.detached, m.call, mine())
 			switch {
 			case v == made:
 				return out, s.settled(w, m, o, rep.Status)
@@ -187,7 +196,7 @@ func (s *Service) own(ctx context.Context, w http.ResponseWriter, m *moneyCall) 
 				// token (the transport dropped the refused one), a fresh
 				// snapshot and a fresh mark.
 				s.metrics.money("resent_after_401")
-				if ev = s.snapshot(ctx, m.call, content); ev.Content == nil {
+				if ev = s.snapshot(ctx, m.call, m.req.Content); !ev.Snapshot {
 					return out, s.unknown(m, rep.Status, code)
 				}
 				continue
@@ -217,15 +226,16 @@ func (s *Service) own(ctx context.Context, w http.ResponseWriter, m *moneyCall) 
 				answer.copyTo(w)
 			}
 			return out, p
-		case rep.Answered() && rep.Type != "":
-			// The upstream's own error body (a typed 5xx): by its
+		case rep.Answered() && rep.Status == http.StatusInternalServerError && upstreamFailure[rep.Type]:
+			// The upstream's own error body (its documented 500): by its
 			// specification an HTTP error means the request failed. Unless
-			// its payment list shows otherwise, the key is given back.
-			o, v := s.settle(m.detached, m.call, m.claim.ID, m.req.Match, m.since, ev)
+			// its payment list shows otherwise, the key is given back. A
+			// gateway's 5xx, whatever its body, is no such word.
+			o, v := s.settle(m.detached, m.call, mine())
 			switch {
 			case v == made:
 				return out, s.settled(w, m, o, rep.Status)
-			case v == none || ev.Content == nil:
+			case v == none || !ev.Snapshot:
 				// No payment this request could have made is listed, or the
 				// request is one settling cannot check (then the upstream's
 				// word is all there is).
@@ -236,7 +246,7 @@ func (s *Service) own(ctx context.Context, w http.ResponseWriter, m *moneyCall) 
 		}
 		// A timeout, a hang-up, a gateway's 5xx, a reply cut or too large
 		// to keep: only the upstream's payment list can tell.
-		if o, v := s.settle(m.detached, m.call, m.claim.ID, m.req.Match, m.since, ev); v == made {
+		if o, v := s.settle(m.detached, m.call, mine()); v == made {
 			return out, s.settled(w, m, o, rep.Status)
 		}
 		return out, s.unknown(m, rep.Status, code)
@@ -361,7 +371,7 @@ func (s *Service) repeat(ctx context.Context, w http.ResponseWriter, m *moneyCal
 		}
 		break
 	}
-	o, v := s.settle(m.detached, m.call, rec.ID, rec.Match, rec.ClaimedAt, rec.Send)
+	o, v := s.settle(m.detached, m.call, settlingOf(rec))
 	if v != made {
 		event(rec.ID, ledger.EventUnknown)
 		return served{}, outcomeUnknown("", rec.UpstreamStatus)

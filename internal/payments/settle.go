@@ -67,12 +67,10 @@ type content struct {
 	RedirectURL string         `json:"redirectUrl,omitempty"`
 }
 
-// settleContent is the content settling compares, as JSON, for a request
-// settling understands; nil for any other.
-func settleContent(path string, body []byte) []byte {
-	if path != settlePath {
-		return nil
-	}
+// paymentContent is what settling compares of a money request, as JSON:
+// its paymentInformation and redirectUrl; nil when it has no
+// paymentInformation (it makes no new payment settling could mistake).
+func paymentContent(body []byte) []byte {
 	var c content
 	if json.Unmarshal(body, &c) != nil || len(c.Info) == 0 {
 		return nil
@@ -94,8 +92,8 @@ type listedPayment struct {
 }
 
 // snapshot reads the newest page of the user's payments just before a
-// send, and returns the evidence to record with the mark. Its Content is
-// nil (the send will not be settled) when the list cannot be read.
+// send, and returns the evidence to record with the mark. It is the zero
+// Send (the send will not be settled) when the list cannot be read.
 func (s *Service) snapshot(ctx context.Context, c proxy.Call, raw []byte) ledger.Send {
 	var ct content
 	_ = json.Unmarshal(raw, &ct)
@@ -107,7 +105,7 @@ func (s *Service) snapshot(ctx context.Context, c proxy.Call, raw []byte) ledger
 			slog.String("requestId", c.RequestID), slog.String("error", problem.CauseText(err)))
 		return ledger.Send{}
 	}
-	ev := ledger.Send{Content: raw}
+	ev := ledger.Send{Snapshot: true}
 	for _, p := range items {
 		if p.ID != "" && ct.matches(p) {
 			ev.SeenBefore = append(ev.SeenBefore, p.ID)
@@ -161,14 +159,29 @@ func candidate(ev ledger.Send, ct content, p listedPayment) bool {
 	return true
 }
 
-// settle looks for the payment the send recorded in ev (of ledger record
-// id, whose claim is from about since) may have made, for user c.UserID.
-func (s *Service) settle(ctx context.Context, c proxy.Call, id int64, match []byte, since time.Time, ev ledger.Send) (ledger.Outcome, verdict) {
-	if ev.Content == nil {
+// settling is what settle needs of a record: its id, its content and
+// match, when its claim was made, and the evidence its send mark recorded.
+type settling struct {
+	id      int64
+	match   []byte
+	content []byte
+	since   time.Time
+	ev      ledger.Send
+}
+
+func settlingOf(rec *ledger.Record) settling {
+	return settling{id: rec.ID, match: rec.Match, content: rec.Content, since: rec.ClaimedAt, ev: rec.Send}
+}
+
+// settle looks for the payment the send of record r may have made, for
+// user c.UserID.
+func (s *Service) settle(ctx context.Context, c proxy.Call, r settling) (ledger.Outcome, verdict) {
+	ev := r.ev
+	if r.content == nil || !ev.Snapshot {
 		return ledger.Outcome{}, unsure
 	}
 	var ct content
-	if json.Unmarshal(ev.Content, &ct) != nil {
+	if json.Unmarshal(r.content, &ct) != nil {
 		return ledger.Outcome{}, unsure
 	}
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
@@ -206,7 +219,7 @@ func (s *Service) settle(ctx context.Context, c proxy.Call, id int64, match []by
 		ids[i] = p.ID
 	}
 	lctx, lcancel := context.WithTimeout(ctx, ledgerTimeout)
-	n, err := s.ledger.Neighbours(lctx, c.UserID, id, match, since, ids)
+	n, err := s.ledger.Neighbours(lctx, c.UserID, r.id, r.match, r.since, ids)
 	lcancel()
 	if err != nil {
 		return ledger.Outcome{}, unsure
@@ -223,8 +236,8 @@ func (s *Service) settle(ctx context.Context, c proxy.Call, id int64, match []by
 	case len(mine) > 1:
 		s.log.Warn("settling a payment: several payments match; leaving the outcome unknown", slog.String("requestId", c.RequestID), slog.Int("matches", len(mine)))
 		return ledger.Outcome{}, unsure
-	case n.Open:
-		return ledger.Outcome{}, unsure // another request like it may have made that payment
+	case n.Open || matchedByAnother(mine[0], n.Contents):
+		return ledger.Outcome{}, unsure // another open request may have made that payment
 	}
 	p := mine[0]
 	reply, _ := json.Marshal(struct {
@@ -235,6 +248,18 @@ func (s *Service) settle(ctx context.Context, c proxy.Call, id int64, match []by
 		Ending: ledger.EndSettled, PaymentID: p.ID,
 		Response: &ledger.Response{Status: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}}, Body: reply},
 	}, made
+}
+
+// matchedByAnother reports whether payment p has the content of one of the
+// other open requests: then it could be that request's.
+func matchedByAnother(p listedPayment, others [][]byte) bool {
+	for _, raw := range others {
+		var ct content
+		if json.Unmarshal(raw, &ct) != nil || ct.matches(p) {
+			return true
+		}
+	}
+	return false
 }
 
 // listPage reads one page of the user's payments, newest first, through

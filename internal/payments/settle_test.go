@@ -5,31 +5,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fintech-bff/bff/internal/ledger"
 	"github.com/fintech-bff/bff/internal/payments"
+	"github.com/fintech-bff/bff/internal/testclock"
 )
-
-// manualClock is the in-process ledger's clock, moved by the test.
-type manualClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *manualClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *manualClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 func paidID(t *testing.T, body []byte) string {
 	t.Helper()
@@ -143,16 +125,13 @@ func deadOwner(t *testing.T, led *ledger.Memory, key, body string, marked bool) 
 	t.Helper()
 	req := ledger.Request{UserID: "alice", Route: "/v2/payments", Key: key,
 		Fingerprint: payments.Fingerprint(http.MethodPost, "/v2/payments", "", []byte(body)), Match: payments.MatchKey([]byte(body)),
-		SessionRef: "handle", ClientIP: "203.0.113.7", RequestID: "req-dead"}
+		Content: payments.PaymentContent([]byte(body)), SessionRef: "handle", ClientIP: "203.0.113.7", RequestID: "req-dead"}
 	c, _, err := led.Claim(context.Background(), req, time.Second)
 	if err != nil || c == nil {
 		t.Fatalf("claim: %v, %v", c, err)
 	}
 	if marked {
-		var v map[string]any
-		_ = json.Unmarshal([]byte(body), &v)
-		content, _ := json.Marshal(map[string]any{"paymentInformation": v["paymentInformation"]})
-		if ok, err := led.Sending(context.Background(), c, ledger.Send{Content: content}); !ok || err != nil {
+		if ok, err := led.Sending(context.Background(), c, ledger.Send{Snapshot: true}); !ok || err != nil {
 			t.Fatalf("mark: %v, %v", ok, err)
 		}
 	}
@@ -164,9 +143,9 @@ func deadOwner(t *testing.T, led *ledger.Memory, key, body string, marked bool) 
 // for the payment and a repeat replays what it found, or the outcome stays
 // unknown.
 func TestDeadOwners(t *testing.T) {
-	setup := func(t *testing.T) (*moneyFixture, *ledger.Memory, *manualClock) {
-		clock := &manualClock{t: time.Now()}
-		led, err := ledger.NewMemory(clock.now, make([]byte, 32), nil)
+	setup := func(t *testing.T) (*moneyFixture, *ledger.Memory, *testclock.Clock) {
+		clock := testclock.New(time.Now())
+		led, err := ledger.NewMemory(clock.Now, make([]byte, 32), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +158,7 @@ func TestDeadOwners(t *testing.T) {
 		if p := decodeProblem(t, f.pay(t, payment, "dead-1")); p.Code != "IDEMPOTENCY_IN_PROGRESS" {
 			t.Fatalf("before the deadline: got %+v, want 409 IDEMPOTENCY_IN_PROGRESS", p)
 		}
-		clock.advance(2 * time.Second)
+		clock.Advance(2 * time.Second)
 		w := f.pay(t, payment, "dead-1")
 		if w.Code != 201 || w.Header().Get("Idempotent-Replayed") != "" {
 			t.Fatalf("after the deadline: got %d %s, want a fresh 201", w.Code, w.Body)
@@ -192,7 +171,7 @@ func TestDeadOwners(t *testing.T) {
 	t.Run("died before its mark, nobody came back: the settler gives the key back", func(t *testing.T) {
 		f, led, clock := setup(t)
 		c := deadOwner(t, led, "dead-2", payment, false)
-		clock.advance(2 * time.Second)
+		clock.Advance(2 * time.Second)
 		f.svc.SettleDue(context.Background())
 		if ok, _ := led.Unknown(context.Background(), c, ledger.Outcome{}); ok {
 			t.Fatal("the record was still in flight after the settler's look")
@@ -208,7 +187,7 @@ func TestDeadOwners(t *testing.T) {
 		var body map[string]any
 		_ = json.Unmarshal([]byte(payment), &body)
 		id := f.bank.add(body) // the dead owner's request reached the upstream
-		clock.advance(2 * time.Second)
+		clock.Advance(2 * time.Second)
 		f.svc.SettleDue(context.Background())
 		n, _, _ := led.Unknowns(context.Background())
 		if n != 0 {
@@ -226,7 +205,7 @@ func TestDeadOwners(t *testing.T) {
 	t.Run("died after its mark, no payment: unknown, never sent", func(t *testing.T) {
 		f, led, clock := setup(t)
 		deadOwner(t, led, "dead-4", payment, true)
-		clock.advance(2 * time.Second)
+		clock.Advance(2 * time.Second)
 		f.svc.SettleDue(context.Background())
 		if n, _, _ := led.Unknowns(context.Background()); n != 1 {
 			t.Fatalf("got %d unknown outcomes, want 1", n)

@@ -80,13 +80,13 @@ func (s *Service) settleRecord(ctx context.Context, rec *ledger.Record) {
 			return
 		}
 	}
-	if rec.Send.Content == nil {
+	if rec.Content == nil || !rec.Send.Snapshot {
 		return
 	}
 	// The settler acts for the record's user, under the request id that
 	// claimed it, so the upstream's log ties its look-ups to the payment.
 	c := proxy.Call{UserID: rec.UserID, RequestID: rec.RequestID + "-settle-" + strconv.FormatInt(rec.ID, 10)}
-	o, v := s.settle(ctx, c, rec.ID, rec.Match, rec.ClaimedAt, rec.Send)
+	o, v := s.settle(ctx, c, settlingOf(rec))
 	if v != made {
 		return
 	}

@@ -84,7 +84,9 @@ func (f *Forwarder) Exchange(ctx context.Context, x Exchange) (Reply, *problem.P
 	}
 	resp, err := f.upstream.RoundTrip(req)
 	if err != nil {
-		sent := !notSent(err) && (st.written == nil || st.written.Load())
+		// An answer came back (a status seen), or the request left and
+		// was not proven unwritten: it may have reached the upstream.
+		sent := st.upstreamStatus > 0 || (!notSent(err) && (st.written == nil || st.written.Load()))
 		return Reply{Status: st.upstreamStatus, Sent: sent, Incomplete: st.upstreamStatus > 0, Type: st.upstreamType},
 			f.classify(ctx, err)
 	}

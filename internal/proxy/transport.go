@@ -100,10 +100,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				// mints anew), and the 401 goes back to the caller, which
 				// must settle before anything is sent again: an upstream
 				// (or a gateway in front of it) may act and still answer 401.
-				if err := t.tokens.InvalidateToken(ctx, c.UserID, tok.Value); err != nil {
-					discard(resp)
-					return nil, err
-				}
+				// The 401 is returned whatever happens to the drop: the
+				// request reached the upstream, and a failure here must not
+				// read as "never sent".
+				_ = t.tokens.InvalidateToken(ctx, c.UserID, tok.Value)
 				return resp, nil
 			}
 			discard(resp)

@@ -5,13 +5,14 @@
 -- deadline whose mark is NULL provably never left the BFF, so its key is
 -- given back instead of being called unknown. sends counts the marks.
 --
--- content (sealed) is what settling compares of a payment: its
--- paymentInformation and redirectUrl. seen_before are the ids of the
--- payments with that content the upstream already listed just before the
--- send (they are never this request's); seen_from and seen_cut bound that
--- snapshot on the upstream's clock; window_end is the latest upstream time
--- at which this request could still have made a payment (from the
--- upstream's Date header against the owner's clock).
+-- content (sealed, written with the claim) is what settling compares of a
+-- payment: its paymentInformation and redirectUrl; settling weighs every
+-- open request's content against a candidate payment. snapshot says the
+-- owner read the user's payments just before the send: seen_before are the
+-- ids of those with this content (they are never this request's), seen_from
+-- and seen_cut bound that snapshot on the upstream's clock, and window_end
+-- is the latest upstream time at which this request could still have made a
+-- payment (from the upstream's Date header against the owner's clock).
 --
 -- settle_next is when the background settler may look at an open row again
 -- (its lease, so one instance at a time does); settle_tries counts looks.
@@ -19,6 +20,7 @@ ALTER TABLE money_requests
     ADD COLUMN sending_at   timestamptz,
     ADD COLUMN sends        integer NOT NULL DEFAULT 0,
     ADD COLUMN content      bytea,
+    ADD COLUMN snapshot     boolean NOT NULL DEFAULT false,
     ADD COLUMN seen_before  text[],
     ADD COLUMN seen_from    timestamptz,
     ADD COLUMN seen_cut     timestamptz,
@@ -33,6 +35,6 @@ CREATE INDEX money_requests_payment ON money_requests (user_id, payment_id) WHER
 
 DROP INDEX money_requests_payment;
 ALTER TABLE money_requests
-    DROP COLUMN sending_at, DROP COLUMN sends, DROP COLUMN content, DROP COLUMN seen_before,
+    DROP COLUMN sending_at, DROP COLUMN sends, DROP COLUMN content, DROP COLUMN snapshot, DROP COLUMN seen_before,
     DROP COLUMN seen_from, DROP COLUMN seen_cut, DROP COLUMN window_end,
     DROP COLUMN settle_next, DROP COLUMN settle_tries;
