@@ -147,6 +147,9 @@ type Record struct {
 type Claim struct {
 	ID    int64
 	Owner string
+	// ClaimedAt is when the claim was made, on the store's clock (the
+	// clock of every deadline).
+	ClaimedAt time.Time
 }
 
 // Send is what the owner records, with the mark, just before it sends: the

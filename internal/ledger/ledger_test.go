@@ -464,3 +464,61 @@ func TestClaimOfAnEarlierVersionIsNeverGivenBack(t *testing.T) {
 		t.Fatalf("got %q, %v; want unknown", st, err)
 	}
 }
+
+// An earlier version's re-claim (a rolling upgrade) resets none of the
+// settling columns: the evidence they still hold is an earlier attempt's,
+// and is never handed to the settler as this one's.
+func TestEarlierVersionsReclaimCarriesNoEvidence(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Database(t)
+	p := openPostgres(t, url, key32())
+	req := request("stale-evidence")
+	req.Content = []byte(`{"paymentInformation":{"amount":1}}`)
+	c, _, _ := p.Claim(ctx, req, time.Hour)
+	old := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	if ok, err := p.Sending(ctx, c, ledger.Send{Snapshot: true, SeenFrom: old, WindowEnd: old.Add(time.Minute)}); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if ok, err := p.Release(ctx, c, ledger.Outcome{Ending: ledger.EndRefused, UpstreamStatus: 423}); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var id int64
+	// The earlier version's Claim and Unknown, as it wrote them.
+	if err := conn.QueryRow(ctx, `INSERT INTO money_requests AS m (user_id, route, idem_key, fingerprint, session_ref, client_ip, request_id, state, owner, deadline, match_key)
+VALUES ($1, $2, $3, $4, 's', 'ip', 'r-old', 'in_flight', 'b2xkLXZlcnNpb24tb3du', now() + interval '1 hour', NULL)
+ON CONFLICT ON CONSTRAINT money_requests_key DO UPDATE
+  SET state = 'in_flight', owner = excluded.owner, attempts = m.attempts + 1, claimed_at = now(), match_key = excluded.match_key,
+      deadline = excluded.deadline, finished_at = NULL, ending = NULL, upstream_status = NULL,
+      session_ref = excluded.session_ref, client_ip = excluded.client_ip, request_id = excluded.request_id
+  WHERE m.state = 'released' AND m.fingerprint = excluded.fingerprint RETURNING id`, req.UserID, req.Route, req.Key, req.Fingerprint).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE money_requests SET state = 'unknown', ending = 'ambiguous', finished_at = now() WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	var sealed []byte
+	if err := conn.QueryRow(ctx, "SELECT content FROM money_requests WHERE id = $1", id).Scan(&sealed); err != nil {
+		t.Fatal(err)
+	}
+	if len(sealed) == 0 || bytes.Contains(sealed, []byte("paymentInformation")) || bytes.Contains(sealed, []byte("amount")) {
+		t.Fatalf("the request's content is stored readable (or not at all): %q", sealed)
+	}
+	due, err := p.Due(ctx, 10, time.Hour, time.Hour, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range due {
+		if r.ID == id {
+			t.Fatalf("the earlier version's attempt was handed to the settler with evidence %+v", r.Send)
+		}
+	}
+	_, rec, err := p.Claim(ctx, req, time.Hour)
+	if err != nil || rec == nil || rec.Send.Snapshot || rec.Sent {
+		t.Fatalf("got %+v, %v; want the record without the earlier attempt's evidence", rec, err)
+	}
+}

@@ -80,7 +80,7 @@ func (m *Memory) Claim(_ context.Context, req Request, bound time.Duration) (*Cl
 	r.ClaimedAt, r.Deadline = now, now.Add(bound)
 	r.UpstreamStatus, r.Ending = 0, ""
 	r.Sent, r.Send, r.settleNext = false, Send{}, time.Time{}
-	return &Claim{ID: r.ID, Owner: r.owner}, nil, nil
+	return &Claim{ID: r.ID, Owner: r.owner, ClaimedAt: now}, nil, nil
 }
 
 // view copies r as a caller sees it. The caller holds m.mu.

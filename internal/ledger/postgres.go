@@ -118,14 +118,14 @@ WITH c AS (
         sending_at = NULL, content = excluded.content, snapshot = false, seen_before = NULL, seen_from = NULL,
         seen_cut = NULL, window_end = NULL, settle_next = NULL
     WHERE m.state = 'released' AND m.fingerprint = excluded.fingerprint
-  RETURNING id
+  RETURNING id, claimed_at
 ), e AS (
   INSERT INTO money_request_events (money_request, what, session_ref, client_ip, request_id)
   SELECT id, $11, $5, $6, $7 FROM c
 )
-SELECT id FROM c`,
+SELECT id, claimed_at FROM c`,
 		req.UserID, req.Route, req.Key, req.Fingerprint, req.SessionRef, req.ClientIP, req.RequestID,
-		owner, bound.Microseconds(), req.Match, EventClaimed, p.sealContent(req.UserID, req.Route, req.Key, req.Content)).Scan(&c.ID)
+		owner, bound.Microseconds(), req.Match, EventClaimed, p.sealContent(req.UserID, req.Route, req.Key, req.Content)).Scan(&c.ID, &c.ClaimedAt)
 	if err == nil {
 		c.Owner = owner
 		return &c, nil, nil
@@ -140,7 +140,7 @@ SELECT id FROM c`,
 // recordColumns are the columns scanRecord reads, in its order.
 const recordColumns = `id, user_id, route, idem_key, match_key, request_id, state, fingerprint, claimed_at, deadline,
   now() > deadline, upstream_status, payment_id, ending, response, sending_at IS NOT NULL, sends, content,
-  snapshot, seen_before, seen_from, seen_cut, window_end`
+  snapshot, seen_before, seen_from, seen_cut, window_end, starts_with(owner, 'm1.')`
 
 func (p *Postgres) scanRecord(row pgx.Row) (*Record, error) {
 	var r Record
@@ -150,11 +150,18 @@ func (p *Postgres) scanRecord(row pgx.Row) (*Record, error) {
 	var resp, content []byte
 	var sends int32
 	var seenFrom, seenCut, windowEnd *time.Time
+	var marking bool
 	err := row.Scan(&r.ID, &r.UserID, &r.Route, &r.Key, &r.Match, &r.RequestID, &state, &r.Fingerprint, &r.ClaimedAt, &r.Deadline,
 		&r.Expired, &status, &paymentID, &ending, &resp, &r.Sent, &sends, &content,
-		&r.Send.Snapshot, &r.Send.SeenBefore, &seenFrom, &seenCut, &windowEnd)
+		&r.Send.Snapshot, &r.Send.SeenBefore, &seenFrom, &seenCut, &windowEnd, &marking)
 	if err != nil {
 		return nil, err
+	}
+	if !marking {
+		// Claimed by an earlier version (a rolling upgrade), which writes no
+		// mark and resets no evidence: what the columns hold is an earlier
+		// attempt's, never this one's.
+		r.Sent, r.Send, seenFrom, seenCut, windowEnd = false, Send{}, nil, nil, nil
 	}
 	r.State, r.Sends = State(state), int(sends)
 	if status != nil {
@@ -264,7 +271,8 @@ func (p *Postgres) Settle(ctx context.Context, id int64, o Outcome) (bool, error
 		return false, err
 	}
 	return p.exec(ctx, `
-UPDATE money_requests SET state = 'done', ending = 'settled', upstream_status = $2, payment_id = $3, response = $4, finished_at = now()
+UPDATE money_requests SET state = 'done', ending = 'settled', upstream_status = coalesce($2, upstream_status), payment_id = $3,
+  response = $4, finished_at = now()
 WHERE id = $1 AND state = 'unknown'`, id, nullInt(o.UpstreamStatus), nullString(o.PaymentID), sealed)
 }
 
@@ -339,7 +347,8 @@ WITH due AS (
   SELECT id FROM money_requests
   WHERE state IN ('in_flight', 'unknown')
     AND ((state = 'in_flight' AND deadline < now())
-      OR (state = 'unknown' AND content IS NOT NULL AND snapshot AND finished_at > now() - $4 * interval '1 microsecond'))
+      OR (state = 'unknown' AND content IS NOT NULL AND snapshot AND starts_with(owner, 'm1.')
+          AND finished_at > now() - $4 * interval '1 microsecond'))
     AND (settle_next IS NULL OR settle_next <= now())
   ORDER BY deadline LIMIT $1
   FOR UPDATE SKIP LOCKED

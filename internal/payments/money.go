@@ -94,13 +94,13 @@ type served struct {
 
 // moneyCall is one money-moving request that won its claim.
 type moneyCall struct {
-	call     proxy.Call
-	target   proxy.Target
-	r        *http.Request
-	req      ledger.Request
-	claim    *ledger.Claim
-	body     []byte
-	since    time.Time       // a little before the claim: neighbours settling must weigh
+	call   proxy.Call
+	target proxy.Target
+	r      *http.Request
+	req    ledger.Request
+	claim  *ledger.Claim
+	body   []byte
+
 	detached context.Context // the request's values, never its cancellation
 }
 
@@ -132,7 +132,7 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 	detached := context.WithoutCancel(r.Context())
 	ctx, cancel := context.WithTimeout(detached, s.timeout)
 	defer cancel()
-	m := &moneyCall{call: c, target: t, r: r, req: req, body: body, since: time.Now().Add(-time.Second), detached: detached}
+	m := &moneyCall{call: c, target: t, r: r, req: req, body: body, detached: detached}
 	claim, rec, err := s.claim(detached, req)
 	switch {
 	case err != nil:
@@ -163,7 +163,7 @@ func (s *Service) own(ctx context.Context, w http.ResponseWriter, m *moneyCall) 
 		ev = s.snapshot(ctx, m.call, m.req.Content)
 	}
 	mine := func() settling {
-		return settling{id: m.claim.ID, match: m.req.Match, content: m.req.Content, since: m.since, ev: ev}
+		return settling{id: m.claim.ID, match: m.req.Match, content: m.req.Content, since: m.claim.ClaimedAt, ev: ev}
 	}
 	for sends := 1; ; sends++ {
 		lost := false
@@ -235,10 +235,10 @@ func (s *Service) own(ctx context.Context, w http.ResponseWriter, m *moneyCall) 
 			switch {
 			case v == made:
 				return out, s.settled(w, m, o, rep.Status)
-			case v == none || !ev.Snapshot:
+			case v == none || !settleable:
 				// No payment this request could have made is listed, or the
-				// request is one settling cannot check (then the upstream's
-				// word is all there is).
+				// request is one settling never checks, the open-banking
+				// init (then the upstream's word is all there is).
 				s.conclude(m, "released", ledger.Outcome{Ending: ledger.EndFailed, UpstreamStatus: rep.Status}, s.ledger.Release)
 				return out, p
 			}
@@ -301,9 +301,16 @@ func (s *Service) conclude(m *moneyCall, result string, o ledger.Outcome, write 
 	delay := 100 * time.Millisecond
 	for {
 		wctx, wcancel := context.WithTimeout(ctx, ledgerTimeout)
-		_, err := write(wctx, m.claim, o)
+		applied, err := write(wctx, m.claim, o)
 		wcancel()
 		if err == nil {
+			if !applied {
+				// Past its deadline, the record was ended without the owner
+				// (and maybe settled): the owner's answer, the upstream's
+				// own, is what the client gets; the ledger keeps its own.
+				s.log.Error("a payment's outcome arrived after its record was ended by another request or the settler; the client gets the upstream's answer, compare it with the ledger's",
+					slog.String("requestId", m.call.RequestID), slog.String("outcome", result))
+			}
 			return
 		}
 		if sleep(ctx, delay) != nil {

@@ -75,8 +75,9 @@ type Options struct {
 	// recorded in Ledger. A money POST with no Ledger is refused.
 	MoneyRoutes []string
 	Ledger      Ledger
-	// Refresh, when set with RefreshEvery, is the credit guard: at most
-	// one POST under RefreshPath per user per RefreshEvery.
+	// Refresh, when set with RefreshEvery > 0, is the credit guard: at most
+	// one POST under RefreshPath per user per RefreshEvery. Without it the
+	// refresh is still sent once (never resent after a 401).
 	Refresh      Guard
 	RefreshEvery time.Duration
 	Logger       *slog.Logger
@@ -120,8 +121,7 @@ func New(o Options) *Service {
 }
 
 // Handles reports whether a call to t with method is payments' to serve: a
-// POST under a money route or under the refresh route (when its guard is
-// on).
+// POST under a money route or under the refresh route.
 func (s *Service) Handles(t proxy.Target, method string) bool {
 	if method != http.MethodPost {
 		return false
@@ -133,9 +133,10 @@ func (s *Service) Handles(t proxy.Target, method string) bool {
 	return ok
 }
 
+// refreshGuarded reports a path under the refresh route: sent once, and
+// under the credit guard when it is on.
 func (s *Service) refreshGuarded(path string) bool {
-	return s.refresh != nil && s.every > 0 &&
-		strings.HasPrefix(path, RefreshPath) && (len(path) == len(RefreshPath) || path[len(RefreshPath)] == '/')
+	return strings.HasPrefix(path, RefreshPath) && (len(path) == len(RefreshPath) || path[len(RefreshPath)] == '/')
 }
 
 // Serve runs one call that Handles accepted. Like proxy.Forward, it writes

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
 )
@@ -22,16 +23,23 @@ import (
 // not resent) and detached from the client's connection, so a client that
 // hangs up cannot cut it and free the hold.
 func (s *Service) serveRefresh(w http.ResponseWriter, r *http.Request, c proxy.Call, t proxy.Target) (int, *problem.Problem) {
-	key := "refresh:" + userKey(c.UserID)
-	d, err := s.refresh.Hold(r.Context(), key, s.every)
-	if err != nil {
-		return 0, problem.Wrap(problem.CodeSessionStoreUnavailable, "the refresh allowance cannot be checked right now", err)
-	}
-	if !d.Allowed {
-		s.refused("refresh")
-		return 0, problem.Later(problem.CodeRefreshTooSoon, d.RetryAfter, "data was refreshed less than %s ago; the next refresh is allowed in %d s", s.every)
-	}
 	detached := context.WithoutCancel(r.Context())
+	guarded := s.refresh != nil && s.every > 0
+	key := "refresh:" + userKey(c.UserID)
+	var d limits.Decision
+	if guarded {
+		hctx, cancel := context.WithTimeout(detached, storeTimeout)
+		var err error
+		d, err = s.refresh.Hold(hctx, key, s.every)
+		cancel()
+		if err != nil {
+			return 0, problem.Wrap(problem.CodeSessionStoreUnavailable, "the refresh allowance cannot be checked right now", err)
+		}
+		if !d.Allowed {
+			s.refused("refresh")
+			return 0, problem.Later(problem.CodeRefreshTooSoon, d.RetryAfter, "data was refreshed less than %s ago; the next refresh is allowed in %d s", s.every)
+		}
+	}
 	body, p := s.up.Body(r)
 	var rep proxy.Reply
 	if p == nil {
@@ -39,7 +47,7 @@ func (s *Service) serveRefresh(w http.ResponseWriter, r *http.Request, c proxy.C
 			Call: c, Target: t, Method: r.Method, RawQuery: r.URL.RawQuery, Header: r.Header, Body: body, Once: true,
 		})
 	}
-	if !rep.Sent || notStarted(rep) {
+	if guarded && (!rep.Sent || notStarted(rep)) {
 		ctx, cancel := context.WithTimeout(detached, storeTimeout)
 		defer cancel()
 		if err := s.refresh.Release(ctx, key, d.Token); err != nil {

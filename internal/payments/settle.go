@@ -177,7 +177,9 @@ func settlingOf(rec *ledger.Record) settling {
 // user c.UserID.
 func (s *Service) settle(ctx context.Context, c proxy.Call, r settling) (ledger.Outcome, verdict) {
 	ev := r.ev
-	if r.content == nil || !ev.Snapshot {
+	if r.content == nil || !ev.Snapshot || ev.WindowEnd.IsZero() {
+		// No snapshot, or no window (the upstream sent no Date): a payment
+		// made through another channel at any later time could pass.
 		return ledger.Outcome{}, unsure
 	}
 	var ct content

@@ -100,6 +100,6 @@ func (s *Service) settleRecord(ctx context.Context, rec *ledger.Record) {
 	}
 	if applied {
 		s.metrics.money("settled_background")
-		s.log.Info("an unknown payment outcome was settled", slog.String("requestId", rec.RequestID), slog.String("paymentId", o.PaymentID))
+		s.log.Info("an unknown payment outcome was settled from the upstream's list", slog.String("requestId", rec.RequestID))
 	}
 }
