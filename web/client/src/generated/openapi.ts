@@ -1297,7 +1297,8 @@ export interface components {
         "X-CSRF": "1";
         /**
          * @description A fresh random value (a UUID) per payment, kept across that payment's retries. 1 to 255
-         *     printable ASCII characters. Missing: 400 `IDEMPOTENCY_KEY_REQUIRED`; malformed: 400
+         *     printable ASCII characters, no comma, in one header. Missing: 400
+         *     `IDEMPOTENCY_KEY_REQUIRED`; malformed or several (two headers, a comma-joined list): 400
          *     `IDEMPOTENCY_KEY_INVALID`. Scoped to the user and the route.
          */
         "Idempotency-Key": string;
@@ -1723,7 +1724,8 @@ export interface operations {
             header: {
                 /**
                  * @description A fresh random value (a UUID) per payment, kept across that payment's retries. 1 to 255
-                 *     printable ASCII characters. Missing: 400 `IDEMPOTENCY_KEY_REQUIRED`; malformed: 400
+                 *     printable ASCII characters, no comma, in one header. Missing: 400
+                 *     `IDEMPOTENCY_KEY_REQUIRED`; malformed or several (two headers, a comma-joined list): 400
                  *     `IDEMPOTENCY_KEY_INVALID`. Scoped to the user and the route.
                  */
                 "Idempotency-Key": components["parameters"]["Idempotency-Key"];
@@ -1853,7 +1855,8 @@ export interface operations {
             header: {
                 /**
                  * @description A fresh random value (a UUID) per payment, kept across that payment's retries. 1 to 255
-                 *     printable ASCII characters. Missing: 400 `IDEMPOTENCY_KEY_REQUIRED`; malformed: 400
+                 *     printable ASCII characters, no comma, in one header. Missing: 400
+                 *     `IDEMPOTENCY_KEY_REQUIRED`; malformed or several (two headers, a comma-joined list): 400
                  *     `IDEMPOTENCY_KEY_INVALID`. Scoped to the user and the route.
                  */
                 "Idempotency-Key": components["parameters"]["Idempotency-Key"];
