@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -28,11 +29,40 @@ type store interface {
 	SMembers(ctx context.Context, key string) ([]string, error)
 	Publish(ctx context.Context, channel, msg string) error
 	Subscribe(ctx context.Context, channel string, onMessage func(string), onReady func(bool))
+	kv.Members
 }
 
 // suite is the behaviour every store must have.
 func suite(t *testing.T, s store) {
 	ctx := context.Background()
+	t.Run("a member with a pending invalidation renews only after handling it", func(t *testing.T) {
+		group := fmt.Sprintf("g%d", time.Now().UnixNano())
+		for _, m := range []string{"a", "b"} {
+			if p, err := s.Renew(ctx, group, m, time.Minute, nil); err != nil || len(p) != 0 {
+				t.Fatalf("renew %s: got %v, %v", m, p, err)
+			}
+		}
+		got, err := s.Expect(ctx, group, "a", "n1")
+		if err != nil || len(got) != 1 || got[0].Member != "b" || got[0].Left <= 50*time.Second || got[0].Left > time.Minute {
+			t.Fatalf("expect from a: got %+v, %v; want b with about a minute left", got, err)
+		}
+		if p, _ := s.Renew(ctx, group, "b", time.Minute, nil); len(p) != 1 || p[0] != "n1" {
+			t.Fatalf("renew b with n1 pending: got %v, want [n1] and no renewal", p)
+		}
+		if err := s.Ack(ctx, group, "b", "n1"); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := s.Renew(ctx, group, "b", time.Minute, nil); err != nil || len(p) != 0 {
+			t.Fatalf("renew b after its ack: got %v, %v", p, err)
+		}
+		_, _ = s.Expect(ctx, group, "a", "n2")
+		if p, err := s.Renew(ctx, group, "b", time.Minute, []string{"n2"}); err != nil || len(p) != 0 {
+			t.Fatalf("renew b with n2 handled: got %v, %v", p, err)
+		}
+		if got, _ := s.Expect(ctx, group, "b", "n3"); len(got) != 1 || got[0].Member != "a" {
+			t.Fatalf("expect from b: got %+v, want a", got)
+		}
+	})
 	t.Run("missing key is ErrNotFound", func(t *testing.T) {
 		if _, err := s.Get(ctx, "nope"); !errors.Is(err, kv.ErrNotFound) {
 			t.Fatalf("got %v, want ErrNotFound", err)
@@ -240,6 +270,22 @@ func TestRedis(t *testing.T) {
 			t.Fatalf("after setifexists: got ttl %v, want about 1.5s", ttl)
 		}
 	})
+}
+
+func TestRedisMemberLeasesRunOut(t *testing.T) {
+	c, prefix := redistest.Client(t)
+	r := kv.NewRedis(c, prefix)
+	ctx := context.Background()
+	if _, err := r.Renew(ctx, "g", "short", 50*time.Millisecond, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.Expect(ctx, "g", "me", "n1"); len(got) != 1 {
+		t.Fatalf("got %+v, want the member", got)
+	}
+	time.Sleep(100 * time.Millisecond) // the member's lease runs out on Redis's clock
+	if got, err := r.Expect(ctx, "g", "me", "n2"); err != nil || len(got) != 0 {
+		t.Fatalf("after its lease: got %+v, %v; want no member", got, err)
+	}
 }
 
 func TestRedisUnavailable(t *testing.T) {

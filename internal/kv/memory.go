@@ -16,6 +16,7 @@ type Memory struct {
 	mu      sync.Mutex
 	entries map[string]memEntry
 	sets    map[string]memSet
+	groups  map[string]*memGroup
 	writes  int
 
 	subMu  sync.Mutex

@@ -88,6 +88,9 @@ type Store interface {
 	SMembers(ctx context.Context, key string) ([]string, error)
 	Publish(ctx context.Context, channel, msg string) error
 	Subscribe(ctx context.Context, channel string, onMessage func(string), onReady func(bool))
+	// Members keeps the instances' leases that make a revocation wait
+	// until no instance can serve the session (members.go).
+	kv.Members
 }
 
 var (
@@ -161,6 +164,12 @@ type Manager struct {
 	// drops.
 	mu       sync.Mutex
 	versions localcache.Versions
+
+	// trustUntil is when this instance's lease in the sessions' group
+	// stops holding (monotonic, see members.go): local copies are trusted
+	// only before it. acks are the revocations waiting on the others.
+	trustUntil atomic.Int64
+	acks       acks
 }
 
 var tracer = telemetry.Tracer("session")
@@ -292,12 +301,8 @@ func (m *Manager) Run(ctx context.Context) {
 			}
 		}()
 	}
-	m.store.Subscribe(ctx, channel, func(msg string) {
-		from, handle, ok := strings.Cut(msg, " ")
-		if ok && from != m.id {
-			m.invalidate(handle)
-		}
-	}, func(up bool) {
+	go m.renew(ctx)
+	m.store.Subscribe(ctx, channel, m.onMessage, func(up bool) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		m.versions.BumpAll()
@@ -489,6 +494,7 @@ func (m *Manager) trim(ctx context.Context, h string, rec Record) error {
 	}
 	slices.SortFunc(others, byAge)
 	self := Info{Handle: h, Record: rec}
+	var ended []string
 	for _, o := range others[:len(others)+1-m.maxPerUser] {
 		if byAge(o, self) > 0 {
 			break // a newer login raced this one: it trims, not this one
@@ -496,8 +502,9 @@ func (m *Manager) trim(ctx context.Context, h string, rec Record) error {
 		if err := m.end(ctx, o.Handle, o.Record, true); err != nil {
 			return err
 		}
+		ended = append(ended, o.Handle)
 	}
-	return nil
+	return m.announce(ctx, ended)
 }
 
 // indexes are the sets a session's handle belongs to.
@@ -585,7 +592,7 @@ func (m *Manager) Lookup(ctx context.Context, id string) (_ Record, err error) {
 	now := m.now()
 	k, ok := m.local.Get(handle)
 	c := k.cached()
-	fresh := ok && m.live.Load() && (m.Tracked() || now.Sub(c.fetched) < localTTL) && now.Before(m.ExpiresAt(c.rec))
+	fresh := ok && m.live.Load() && m.member() && (m.Tracked() || now.Sub(c.fetched) < localTTL) && now.Before(m.ExpiresAt(c.rec))
 	if !fresh {
 		source = "store"
 		rec, err := m.get(ctx, handle)
@@ -630,12 +637,23 @@ func (m *Manager) get(ctx context.Context, handle string) (Record, error) {
 	return rec, nil
 }
 
-// Delete ends the session named by id everywhere.
+// Delete ends the session named by id everywhere. It returns once no
+// instance can serve it (members.go).
 func (m *Manager) Delete(ctx context.Context, id string) error {
 	return m.deleteHandle(ctx, Handle(id))
 }
 
 func (m *Manager) deleteHandle(ctx context.Context, handle string) error {
+	if err := m.drop(ctx, handle); err != nil {
+		return err
+	}
+	return m.announce(ctx, []string{handle})
+}
+
+// drop ends the session with this handle in the store: its record is
+// deleted, this instance's copy dropped and, when its record is known, its
+// handle removed from its indexes. The caller announces it.
+func (m *Manager) drop(ctx context.Context, handle string) error {
 	rec, err := m.get(ctx, handle)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
@@ -643,17 +661,14 @@ func (m *Manager) deleteHandle(ctx context.Context, handle string) error {
 	return m.end(ctx, handle, rec, err == nil)
 }
 
-// end ends the session with this handle everywhere: its record is deleted,
-// the local copies on this and (by message) every other instance dropped
-// and, when its record is known, its handle removed from its indexes.
+// end deletes the record and this instance's copy, and removes the handle
+// from the record's indexes when it is known; the other instances learn it
+// from announce.
 func (m *Manager) end(ctx context.Context, handle string, rec Record, known bool) error {
 	if err := m.store.Del(ctx, handleKey(handle)); err != nil {
 		return err
 	}
 	m.invalidate(handle)
-	// Tell the other instances; should the message fail, they stop serving
-	// the session within localTTL anyway: it is gone from the store.
-	_ = m.store.Publish(ctx, channel, m.id+" "+handle)
 	if known {
 		for _, ix := range indexes(rec) {
 			_ = m.store.SRem(ctx, ix, handle)
@@ -725,10 +740,13 @@ func (m *Manager) revokeIndex(ctx context.Context, ix string) ([]Info, error) {
 	if err != nil {
 		return nil, err
 	}
+	handles := make([]string, 0, len(list))
 	for _, in := range list {
-		if err := m.deleteHandle(ctx, in.Handle); err != nil {
+		if err := m.drop(ctx, in.Handle); err != nil {
 			return nil, err
 		}
+		handles = append(handles, in.Handle)
 	}
-	return list, nil
+	// One announcement for them all: one wait, however many sessions.
+	return list, m.announce(ctx, handles)
 }

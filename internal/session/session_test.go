@@ -469,6 +469,13 @@ func (failingStore) SMembers(context.Context, string) ([]string, error) {
 	return nil, kv.ErrUnavailable
 }
 func (failingStore) Publish(context.Context, string, string) error { return kv.ErrUnavailable }
+func (failingStore) Renew(context.Context, string, string, time.Duration, []string) ([]string, error) {
+	return nil, kv.ErrUnavailable
+}
+func (failingStore) Expect(context.Context, string, string, string) ([]kv.MemberLease, error) {
+	return nil, kv.ErrUnavailable
+}
+func (failingStore) Ack(context.Context, string, string, string) error { return kv.ErrUnavailable }
 func (failingStore) Subscribe(ctx context.Context, _ string, _ func(string), _ func(bool)) {
 	<-ctx.Done()
 }

@@ -1,0 +1,104 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/kv"
+	"github.com/fintech-bff/bff/internal/redistest"
+	"github.com/fintech-bff/bff/internal/session"
+)
+
+// lateMessages is an instance's view of the store whose invalidation
+// messages arrive late (a paused process, a slow connection) or never (a
+// cut subscription), and which has no key tracking: its copies are
+// dropped only by those messages or by its lease.
+type lateMessages struct {
+	session.Store
+	delay time.Duration
+	drop  atomic.Bool
+}
+
+func (l *lateMessages) Subscribe(ctx context.Context, channel string, onMessage func(string), onReady func(bool)) {
+	l.Store.Subscribe(ctx, channel, func(msg string) {
+		if strings.HasPrefix(msg, "inv ") {
+			if l.drop.Load() {
+				return
+			}
+			time.Sleep(l.delay) // holds the subscription, as a paused process does
+		}
+		onMessage(msg)
+	}, onReady)
+}
+
+func startMember(t *testing.T, m *session.Manager) {
+	t.Helper()
+	startRun(t, m)
+	deadline := time.Now().Add(5 * time.Second)
+	for !m.Member() {
+		if time.Now().After(deadline) {
+			t.Fatal("the instance's lease did not start")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A revocation answers only once no instance can serve the session: an
+// instance whose invalidation arrives late is waited for, and one that
+// never gets it is waited for until its lease runs out, after which it
+// does not trust its copies (it cannot renew its lease while the
+// invalidation is pending for it).
+func TestRevocationWaitsForEveryInstance(t *testing.T) {
+	ctx := context.Background()
+	c, prefix := redistest.Client(t)
+	store := kv.NewRedis(c, prefix)
+	opts := session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalBytes: 1 << 20}
+	late := &lateMessages{Store: store, delay: 300 * time.Millisecond}
+	a, b := session.NewManager(store, opts), session.NewManager(late, opts)
+	startMember(t, a)
+	startMember(t, b)
+
+	round := func(t *testing.T) {
+		t.Helper()
+		id, _, err := a.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 3; i++ { // warm: b now serves it from its copy
+			if _, err := b.Lookup(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := a.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Lookup(ctx, id); !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("the other instance served the session after the logout returned: got %v, want ErrNotFound", err)
+		}
+	}
+
+	t.Run("an instance whose message is late", func(t *testing.T) {
+		for i := 0; i < 10; i++ {
+			round(t)
+		}
+	})
+
+	t.Run("an instance that never gets the message", func(t *testing.T) {
+		late.drop.Store(true)
+		round(t)
+		late.drop.Store(false)
+		// It caught up: dropped everything, renewed, and trusts again.
+		deadline := time.Now().Add(5 * time.Second)
+		for !b.Member() {
+			if time.Now().After(deadline) {
+				t.Fatal("the instance did not renew its lease after the missed invalidation")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		round(t)
+	})
+}
