@@ -94,7 +94,7 @@ chaos: test-deps
 	rm -f bench/ledger-faults.txt
 	BFF_LEDGER_PAUSE=$(LEDGER_PAUSE) BFF_LEDGER_FAULTS_REPORT=$(CURDIR)/bench/ledger-faults.txt \
 	  ./scripts/with-postgres.sh $(GO) test -race -count=1 -timeout 10m -run '^(TestLedger|TestDurability)' -v ./internal/ledger
-	BFF_REVOCATION_SESSIONS=1000 ./scripts/with-redis.sh $(GO) test -count=1 -timeout 10m -run '^TestRevocationWinsOnEveryInstance$$' -v ./e2e
+	BFF_REVOCATION_SESSIONS=1000 ./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -count=1 -timeout 10m -run '^TestRevocationWinsOnEveryInstance$$' -v ./e2e
 	BFF_CHAOS_DURATION=$(CHAOS_DURATION) BFF_CHAOS_USERS=$(CHAOS_USERS) BFF_CHAOS_REPORT=$(CURDIR)/bench/chaos.txt \
 	  ./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -count=1 -timeout 40m -run '^TestPaymentsUnderFaults$$' -v ./e2e
 
