@@ -1,0 +1,152 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/fintech-bff/bff/internal/kv"
+	"github.com/fintech-bff/bff/internal/telemetry"
+)
+
+// The local layer: sessions served from this instance's copy, dropped when
+// the store reports a change or another instance ends one.
+
+// localTTL bounds how long an instance trusts its in-process copy of a
+// session without reading the store: the safety net behind pub/sub
+// invalidation, so a revoked session is refused everywhere within it even
+// if an invalidation message were lost.
+const localTTL = time.Second
+
+var tracer = telemetry.Tracer("session")
+
+// Run keeps the invalidation subscription until ctx ends: a session ended
+// on any instance is dropped from every instance's local copy. While it is
+// down the local layer is bypassed (and cleared), never trusted.
+func (m *Manager) Run(ctx context.Context) {
+	if t, ok := m.store.(kv.Tracker); ok {
+		go func() {
+			if err := t.Track(ctx, []string{"sess:"}, m.onChange, m.onTracking, m.lease.Confirmed); err != nil {
+				m.log.Info("session keys are not tracked; local sessions are re-read from the store every "+localTTL.String(), slog.String("reason", err.Error()))
+			}
+		}()
+	}
+	go m.renew(ctx)
+	m.store.Subscribe(ctx, channel, m.onMessage, func(up bool) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.versions.BumpAll()
+		m.live.Store(false)
+		m.local.Clear()
+		m.live.Store(up)
+	})
+	m.live.Store(false)
+}
+
+// onChange drops the local copy of a changed session key ("": all).
+func (m *Manager) onChange(key string) {
+	if key == "" {
+		m.onTracking(true)
+		return
+	}
+	if handle, ok := strings.CutPrefix(key, "sess:"); ok {
+		m.invalidate(handle)
+	}
+}
+
+// onTracking drops every local copy whenever tracking goes down or up (a
+// copy kept meanwhile may be of a changed session) and waits for the next
+// confirmation before trusting any again.
+func (m *Manager) onTracking(bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.versions.BumpAll()
+	m.lease.Reset()
+	m.local.Clear()
+}
+
+// Tracked reports whether local copies are trusted until reported
+// changed: the store reports every change of a session key, and confirmed
+// it did so within kv.LeaseFor.
+func (m *Manager) Tracked() bool { return m.lease.Fresh() }
+
+// invalidate drops the session with this handle from the local layer.
+func (m *Manager) invalidate(handle string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.versions.Bump(handle)
+	m.local.Drop(handle)
+}
+
+// keep puts c in the local layer unless its session was invalidated since
+// the caller's read started (seen is its version then): the copy could be
+// of a session ended meanwhile.
+func (m *Manager) keep(c cached, seen uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.live.Load() && m.versions.Of(c.handle) == seen {
+		m.local.Put(c.handle, c.compact())
+	}
+}
+
+// Live reports whether the invalidation subscription is up.
+func (m *Manager) Live() bool { return m.live.Load() }
+
+// Lookup returns the live session named by id, enforcing the idle and
+// absolute timeouts, and slides the idle timeout: written back once a
+// quarter of it (at most 15 minutes) has passed since the last write-back. It
+// returns ErrNotFound or an error wrapping ErrUnavailable.
+//
+// In steady state it costs no store round trip: the session comes from the
+// local layer, re-read from the store at least every localTTL and dropped
+// at once when another instance ends it.
+//
+// Revocation wins: the write-back only updates a record that still
+// exists, and a Lookup that finds it gone reports ErrNotFound; a read that
+// raced a revocation is served (the request was in flight) but not kept in
+// the local layer.
+func (m *Manager) Lookup(ctx context.Context, id string) (_ Record, err error) {
+	if id == "" {
+		return Record{}, ErrNotFound
+	}
+	ctx, span := telemetry.Start(ctx, tracer, "session.lookup")
+	source := "local"
+	defer func() {
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String("bff.session.source", source), attribute.Bool("bff.session.found", err == nil))
+		}
+		span.End()
+	}()
+	handle := Handle(id)
+	seen := m.versions.Of(handle)
+	now := m.now()
+	k, ok := m.local.Get(handle)
+	c := k.cached()
+	fresh := ok && m.live.Load() && m.member() && (m.Tracked() || now.Sub(c.fetched) < localTTL) && now.Before(m.ExpiresAt(c.rec))
+	if !fresh {
+		source = "store"
+		rec, err := m.get(ctx, handle)
+		if err != nil {
+			m.local.Drop(handle)
+			return Record{}, err
+		}
+		c = cached{rec: rec, handle: handle, fetched: now}
+	}
+	if now.Sub(c.rec.LastSeen) >= m.touchEvery {
+		c.rec.LastSeen = now
+		if err := m.touch(ctx, c.handle, c.rec); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				m.local.Drop(handle)
+			}
+			return Record{}, err
+		}
+	} else if fresh {
+		return c.rec, nil
+	}
+	m.keep(c, seen)
+	return c.rec, nil
+}

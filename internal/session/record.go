@@ -1,0 +1,163 @@
+package session
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"math"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/localcache"
+)
+
+// The session record as stored, its public name, and the compact form the
+// local layer holds it in.
+
+// Record is a session as stored.
+type Record struct {
+	UserID    string    `json:"u"`
+	CreatedAt time.Time `json:"c"`
+	LastSeen  time.Time `json:"l"`
+	AuthTime  time.Time `json:"a"`
+	Method    string    `json:"m"`
+	// Sub and SID are the OpenID provider's subject and session id, for
+	// back-channel logout; empty for dev logins.
+	Sub string `json:"s,omitempty"`
+	SID string `json:"i,omitempty"`
+}
+
+// New describes a session to create.
+type New struct {
+	UserID   string
+	Method   string
+	AuthTime time.Time // when the user authenticated at the provider; now when zero
+	Sub, SID string
+}
+
+// cached is a session in the in-process layer, keyed by its handle (which
+// the store's key and invalidation messages name).
+type cached struct {
+	rec     Record
+	handle  string
+	fetched time.Time
+}
+
+// compact is a cached session as the local layer's bytes hold it
+// (appendCompact): its times as int64 nanoseconds. The record's times are
+// Unix times (they are the stored record's); fetched is localcache.Mono,
+// an age that a wall-clock step must not stretch.
+type compact struct {
+	userID, method, sub, sid, handle     string
+	created, lastSeen, authTime, fetched int64
+}
+
+func (c cached) compact() compact {
+	r := c.rec
+	return compact{userID: r.UserID, method: r.Method, sub: r.Sub, sid: r.SID, handle: c.handle,
+		created: unixNano(r.CreatedAt), lastSeen: unixNano(r.LastSeen), authTime: unixNano(r.AuthTime), fetched: localcache.Mono(c.fetched)}
+}
+
+func (k compact) cached() cached {
+	at := func(ns int64) time.Time {
+		if ns == zeroTime {
+			return time.Time{}
+		}
+		return time.Unix(0, ns).UTC()
+	}
+	return cached{handle: k.handle, fetched: localcache.FromMono(k.fetched), rec: Record{UserID: k.userID, Method: k.method, Sub: k.sub, SID: k.sid,
+		CreatedAt: at(k.created), LastSeen: at(k.lastSeen), AuthTime: at(k.authTime)}}
+}
+
+// zeroTime stands for the zero time.Time, whose UnixNano is undefined.
+const zeroTime = math.MinInt64
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return zeroTime
+	}
+	return t.UnixNano()
+}
+
+// appendCompact is how the local layer holds a session: its times, then
+// its strings (the handle is the cache's key).
+func appendCompact(b []byte, k compact) []byte {
+	for _, t := range [...]int64{k.created, k.lastSeen, k.authTime, k.fetched} {
+		b = localcache.AppendInt(b, t)
+	}
+	for _, s := range [...]string{k.userID, k.method, k.sub, k.sid} {
+		b = localcache.AppendString(b, s)
+	}
+	return b
+}
+
+// readCompact is the session appendCompact wrote under handle.
+func readCompact(handle string, b []byte) compact {
+	r := localcache.Reader(b)
+	k := compact{handle: handle, created: r.Int(), lastSeen: r.Int(), authTime: r.Int(), fetched: r.Int(), userID: r.String()}
+	k.method = internMethod(r.Bytes())
+	k.sub, k.sid = r.String(), r.String()
+	return k
+}
+
+// internMethod is the constant's string for one of the three methods, not
+// a copy per session read.
+func internMethod(b []byte) string {
+	switch string(b) {
+	case MethodDev:
+		return MethodDev
+	case MethodOIDC:
+		return MethodOIDC
+	case MethodMobile:
+		return MethodMobile
+	}
+	return string(b)
+}
+
+// ExpiresAt is when the record ends if unused: the earlier of the idle and
+// the absolute deadline.
+func (m *Manager) ExpiresAt(r Record) time.Time {
+	idle := r.LastSeen.Add(m.idle)
+	abs := r.CreatedAt.Add(m.absolute)
+	if idle.Before(abs) {
+		return idle
+	}
+	return abs
+}
+
+// Handle is a session's public name: a hash of its id. The store keys
+// sessions by handle, so it never holds a usable session id (a Redis dump
+// cannot be replayed as cookies), and GET /auth/sessions shows handles.
+func Handle(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+func key(id string) string { return handleKey(Handle(id)) }
+
+func handleKey(handle string) string { return "sess:" + handle }
+
+// indexKey names the set of a user's (or a provider subject's, or a
+// provider session's) session handles.
+func indexKey(kind, v string) string {
+	sum := sha256.Sum256([]byte(kind + "\x00" + v))
+	return "sessidx:" + kind + ":" + base64.RawURLEncoding.EncodeToString(sum[:18])
+}
+
+// NewID returns a fresh 256-bit random session id, URL-safe.
+func NewID() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// indexes are the sets a session's handle belongs to.
+func indexes(r Record) []string {
+	out := []string{indexKey("user", r.UserID)}
+	if r.Sub != "" {
+		out = append(out, indexKey("sub", r.Sub))
+	}
+	if r.SID != "" {
+		out = append(out, indexKey("sid", r.SID))
+	}
+	return out
+}

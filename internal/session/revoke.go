@@ -1,0 +1,123 @@
+package session
+
+import (
+	"context"
+	"errors"
+)
+
+// Listing and ending sessions: logout, logout everywhere, the operator's
+// and the back-channel revocations.
+
+// Delete ends the session named by id everywhere. It returns once no
+// instance can serve it (members.go).
+func (m *Manager) Delete(ctx context.Context, id string) error {
+	return m.deleteHandle(ctx, Handle(id))
+}
+
+func (m *Manager) deleteHandle(ctx context.Context, handle string) error {
+	if err := m.drop(ctx, handle); err != nil {
+		return err
+	}
+	return m.announce(ctx, []string{handle})
+}
+
+// drop ends the session with this handle in the store: its record is
+// deleted, this instance's copy dropped and, when its record is known, its
+// handle removed from its indexes. The caller announces it.
+func (m *Manager) drop(ctx context.Context, handle string) error {
+	rec, err := m.get(ctx, handle)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return m.end(ctx, handle, rec, err == nil)
+}
+
+// end deletes the record and this instance's copy, and removes the handle
+// from the record's indexes when it is known; the other instances learn it
+// from announce.
+func (m *Manager) end(ctx context.Context, handle string, rec Record, known bool) error {
+	if err := m.store.Del(ctx, handleKey(handle)); err != nil {
+		return err
+	}
+	m.invalidate(handle)
+	if known {
+		for _, ix := range indexes(rec) {
+			_ = m.store.SRem(ctx, ix, handle)
+		}
+	}
+	return nil
+}
+
+// Info describes one of a user's sessions; Handle is its public name.
+type Info struct {
+	Handle string
+	Record
+}
+
+// List returns the user's live sessions, pruning index entries of ended ones.
+func (m *Manager) List(ctx context.Context, userID string) ([]Info, error) {
+	return m.listIndex(ctx, indexKey("user", userID))
+}
+
+func (m *Manager) listIndex(ctx context.Context, ix string) ([]Info, error) {
+	handles, err := m.store.SMembers(ctx, ix)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Info, 0, len(handles))
+	for _, h := range handles {
+		rec, err := m.get(ctx, h)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			_ = m.store.SRem(ctx, ix, h)
+		case err != nil:
+			return nil, err
+		default:
+			out = append(out, Info{Handle: h, Record: rec})
+		}
+	}
+	return out, nil
+}
+
+// DeleteForUser ends the session with this handle if it is the user's; it
+// reports whether there was one.
+func (m *Manager) DeleteForUser(ctx context.Context, userID, handle string) (bool, error) {
+	rec, err := m.get(ctx, handle)
+	if errors.Is(err, ErrNotFound) || (err == nil && rec.UserID != userID) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, m.deleteHandle(ctx, handle)
+}
+
+// RevokeUser ends every session of a user and returns how many.
+func (m *Manager) RevokeUser(ctx context.Context, userID string) ([]Info, error) {
+	return m.revokeIndex(ctx, indexKey("user", userID))
+}
+
+// RevokeProvider ends the sessions of an OpenID provider session (sid) or,
+// without sid, of a provider subject (sub): back-channel logout.
+func (m *Manager) RevokeProvider(ctx context.Context, sub, sid string) ([]Info, error) {
+	if sid != "" {
+		return m.revokeIndex(ctx, indexKey("sid", sid))
+	}
+	return m.revokeIndex(ctx, indexKey("sub", sub))
+}
+
+func (m *Manager) revokeIndex(ctx context.Context, ix string) ([]Info, error) {
+	list, err := m.listIndex(ctx, ix)
+	if err != nil {
+		return nil, err
+	}
+	handles := make([]string, 0, len(list))
+	for _, in := range list {
+		if err := m.drop(ctx, in.Handle); err != nil {
+			return nil, err
+		}
+		handles = append(handles, in.Handle)
+	}
+	// One announcement for them all: one wait, however many sessions.
+	return list, m.announce(ctx, handles)
+}
