@@ -53,9 +53,18 @@ func startMember(t *testing.T, m *session.Manager) {
 // does not trust its copies (it cannot renew its lease while the
 // invalidation is pending for it).
 func TestRevocationWaitsForEveryInstance(t *testing.T) {
+	t.Run("redis", func(t *testing.T) {
+		c, prefix := redistest.Client(t)
+		revocationWaits(t, kv.NewRedis(c, prefix))
+	})
+	t.Run("cluster", func(t *testing.T) {
+		cl := redistest.StartCluster(t, 3)
+		revocationWaits(t, kv.NewRedis(cl.UniversalClient(t), "bff:"))
+	})
+}
+
+func revocationWaits(t *testing.T, store session.Store) {
 	ctx := context.Background()
-	c, prefix := redistest.Client(t)
-	store := kv.NewRedis(c, prefix)
 	opts := session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalBytes: 1 << 20}
 	late := &lateMessages{Store: store, delay: 300 * time.Millisecond}
 	a, b := session.NewManager(store, opts), session.NewManager(late, opts)
