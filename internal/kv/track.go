@@ -1,3 +1,22 @@
+// Track is written here, not taken from go-redis's own client-side
+// caching (github.com/redis/go-redis/v9 v9.23.0, ClientSideCacheConfig or
+// a ClientSideCache; experimental). That cache is attached by NewClient
+// only: it needs RESP3 and DB 0, and never runs behind Sentinel
+// (NewFailoverClient) or a Cluster. It turns plain CLIENT TRACKING ON (the
+// per-key mode, no BCAST) on every pooled connection, so the server keeps
+// each key each connection read and never reports a key this instance did
+// not read, such as a canary. Its invalidations are applied when their
+// connection is next used or at a drainer tick; a connection that closes
+// drops what it fetched, but nothing confirms the stream is current (an
+// idle half-open connection just stays silent), and its only bound,
+// MaxStaleness, is an age limit per entry, off by default, that at 800 ms
+// would refetch every entry that often: no Lease. Its Cache interface maps
+// a serialized read command (some 70 kinds, not only GET) to the raw reply,
+// with fetch reservations and indexes by Redis key and by connection, which
+// localcache's byte rings keyed by store key lack; its own LocalCache is an
+// approximate LRU of heap entries, bounded by count (10,000 by default) or
+// estimated bytes. So Track stays: one BCAST subscription per instance, on
+// a URL or Sentinel, with a confirmed bound.
 package kv
 
 import (
