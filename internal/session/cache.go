@@ -3,13 +3,10 @@ package session
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/telemetry"
 )
 
@@ -24,77 +21,25 @@ const localTTL = time.Second
 
 var tracer = telemetry.Tracer("session")
 
-// Run keeps the invalidation subscription until ctx ends: a session ended
-// on any instance is dropped from every instance's local copy. While it is
-// down the local layer is bypassed (and cleared), never trusted.
+// Run keeps the local layer correct until ctx ends: the invalidation
+// subscription and key tracking (nearcache), and this instance's lease in
+// the sessions' group (members.go). While the subscription is down the
+// layer is bypassed (and cleared), never trusted.
 func (m *Manager) Run(ctx context.Context) {
-	if t, ok := m.store.(kv.Tracker); ok {
-		go func() {
-			if err := t.Track(ctx, []string{"sess:"}, m.onChange, m.onTracking, m.lease.Confirmed); err != nil {
-				m.log.Info("session keys are not tracked; local sessions are re-read from the store every "+localTTL.String(), slog.String("reason", err.Error()))
-			}
-		}()
-	}
 	go m.renew(ctx)
-	m.store.Subscribe(ctx, channel, m.onMessage, func(up bool) {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		m.versions.BumpAll()
-		m.live.Store(false)
-		m.local.Clear()
-		m.live.Store(up)
-	})
-	m.live.Store(false)
-}
-
-// onChange drops the local copy of a changed session key ("": all).
-func (m *Manager) onChange(key string) {
-	if key == "" {
-		m.onTracking(true)
-		return
-	}
-	if handle, ok := strings.CutPrefix(key, "sess:"); ok {
-		m.invalidate(handle)
-	}
-}
-
-// onTracking drops every local copy whenever tracking goes down or up (a
-// copy kept meanwhile may be of a changed session) and waits for the next
-// confirmation before trusting any again.
-func (m *Manager) onTracking(bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.versions.BumpAll()
-	m.lease.Reset()
-	m.local.Clear()
+	m.local.Run(ctx, m.store)
 }
 
 // Tracked reports whether local copies are trusted until reported
 // changed: the store reports every change of a session key, and confirmed
 // it did so within kv.LeaseFor.
-func (m *Manager) Tracked() bool { return m.lease.Fresh() }
+func (m *Manager) Tracked() bool { return m.local.Tracked() }
 
 // invalidate drops the session with this handle from the local layer.
-func (m *Manager) invalidate(handle string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.versions.Bump(handle)
-	m.local.Drop(handle)
-}
-
-// keep puts c in the local layer unless its session was invalidated since
-// the caller's read started (seen is its version then): the copy could be
-// of a session ended meanwhile.
-func (m *Manager) keep(c cached, seen uint64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.live.Load() && m.versions.Of(c.handle) == seen {
-		m.local.Put(c.handle, c.compact())
-	}
-}
+func (m *Manager) invalidate(handle string) { m.local.Drop(handle) }
 
 // Live reports whether the invalidation subscription is up.
-func (m *Manager) Live() bool { return m.live.Load() }
+func (m *Manager) Live() bool { return m.local.Live() }
 
 // Lookup returns the live session named by id, enforcing the idle and
 // absolute timeouts, and slides the idle timeout: written back once a
@@ -122,11 +67,11 @@ func (m *Manager) Lookup(ctx context.Context, id string) (_ Record, err error) {
 		span.End()
 	}()
 	handle := Handle(id)
-	seen := m.versions.Of(handle)
+	seen := m.local.Version(handle)
 	now := m.now()
 	k, ok := m.local.Get(handle)
 	c := k.cached()
-	fresh := ok && m.live.Load() && m.member() && (m.Tracked() || now.Sub(c.fetched) < localTTL) && now.Before(m.ExpiresAt(c.rec))
+	fresh := ok && m.local.Live() && m.member() && (m.Tracked() || now.Sub(c.fetched) < localTTL) && now.Before(m.ExpiresAt(c.rec))
 	if !fresh {
 		source = "store"
 		rec, err := m.get(ctx, handle)
@@ -147,6 +92,6 @@ func (m *Manager) Lookup(ctx context.Context, id string) (_ Record, err error) {
 	} else if fresh {
 		return c.rec, nil
 	}
-	m.keep(c, seen)
+	m.local.Keep(c.handle, c.compact(), seen)
 	return c.rec, nil
 }

@@ -95,11 +95,8 @@ func (m *Manager) renew(ctx context.Context) {
 // distrust drops every local copy and stops trusting the layer until the
 // next renewal.
 func (m *Manager) distrust() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.trustUntil.Store(0)
-	m.versions.BumpAll()
-	m.local.Clear()
+	m.local.DropAll()
 }
 
 // onMessage handles the sessions' channel: "inv <from> <id> <handles>"

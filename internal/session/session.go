@@ -10,12 +10,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/localcache"
+	"github.com/fintech-bff/bff/internal/nearcache"
 )
 
 // Login methods recorded on a session.
@@ -86,24 +87,11 @@ type Manager struct {
 	onCreate   func()
 	log        *slog.Logger
 	maxPerUser int
-	id         string                     // this instance, to skip its own messages
-	local      *localcache.Cache[compact] // by handle
-	live       atomic.Bool
-	// lease is fresh while the store reports every change of a session
-	// key (kv.Tracker) and has lately proven it: a local copy is then
-	// trusted until reported changed, instead of for localTTL. Track
-	// confirms only while its tracking is live, and onTracking resets it.
-	lease kv.Lease
-
-	// versions counts the drops from the local layer, by handle (a
-	// session ended or changed here or elsewhere) and of all of it (the
-	// subscription or the tracking reset). A Lookup keeps what it read
-	// only if its handle's version did not change since it started: a
-	// read that raced a revocation must not land in the local layer after
-	// the revocation dropped it. mu orders that check-and-put against the
-	// drops.
-	mu       sync.Mutex
-	versions localcache.Versions
+	id         string // this instance, to skip its own messages
+	// local is the in-process layer, by handle (nearcache: the
+	// subscription, the tracking and its lease, the invalidate-versus-fill
+	// race).
+	local *nearcache.Layer[compact]
 
 	// trustUntil is when this instance's lease in the sessions' group
 	// stops holding (monotonic, see members.go): local copies are trusted
@@ -125,19 +113,24 @@ func NewManager(store Store, o Options) *Manager {
 	}
 	m := &Manager{store: store, idle: o.IdleTimeout, absolute: o.AbsoluteTimeout, touchEvery: touchInterval(o.IdleTimeout),
 		now: o.Now, onCreate: o.OnCreate, log: o.Logger, maxPerUser: max(o.MaxPerUser, 0), id: NewID()[:16]}
-	m.local = localcache.New(localcache.Options[compact]{
-		MaxBytes: o.LocalBytes, Append: appendCompact, Read: readCompact, Now: o.Now,
-		// A copy is gone from the heap once it would not be served any
-		// more: at the session's end, or localTTL after it was read when
-		// the store does not report changes.
-		Until: func(k compact) time.Time {
-			c := k.cached()
-			end := m.ExpiresAt(c.rec)
-			if !m.Tracked() {
-				end = earliest(end, c.fetched.Add(localTTL))
-			}
-			return end
+	m.local = nearcache.New(nearcache.Options[compact]{
+		Cache: localcache.Options[compact]{
+			MaxBytes: o.LocalBytes, Append: appendCompact, Read: readCompact, Now: o.Now,
+			// A copy is gone from the heap once it would not be served any
+			// more: at the session's end, or localTTL after it was read when
+			// the store does not report changes.
+			Until: func(k compact) time.Time {
+				c := k.cached()
+				end := m.ExpiresAt(c.rec)
+				if !m.Tracked() {
+					end = earliest(end, c.fetched.Add(localTTL))
+				}
+				return end
+			},
 		},
+		Channel: channel, OnMessage: m.onMessage,
+		Prefix: "sess:", LocalKey: func(key string) (string, bool) { return strings.CutPrefix(key, "sess:") },
+		What: "session", Logger: o.Logger,
 	})
 	return m
 }

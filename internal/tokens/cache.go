@@ -19,6 +19,7 @@ import (
 
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/localcache"
+	"github.com/fintech-bff/bff/internal/nearcache"
 	"github.com/fintech-bff/bff/internal/seal"
 	"github.com/fintech-bff/bff/internal/telemetry"
 )
@@ -125,21 +126,15 @@ type Cache struct {
 
 	group singleflight.Group
 	gen   atomic.Pointer[string]
-	local *localcache.Cache[localEntry] // by store key
-	hmacs sync.Pool                     // keyed HMACs for mac
-	live  atomic.Bool                   // the invalidation subscription is up
-	// lease is fresh while Redis reports every change of a token key
-	// (kv.Tracker) and has lately proven it: a local copy is then served
-	// until its serve-until time instead of localMaxAge. Track confirms
-	// only while its tracking is live, and onTracking resets it. versions
-	// counts the reported changes (by key) and resets; mu orders
-	// remember's check of it against the drops.
-	lease    kv.Lease
-	versions localcache.Versions
-	mu       sync.Mutex
-	waiters  waiters
-	alerted  atomic.Bool
-	refresh  sync.Map // store key -> struct{}: refresh-ahead in flight here
+	// local is the in-process layer, by store key (nearcache: the
+	// subscription, the tracking and its lease, the invalidate-versus-fill
+	// race). A copy is served until its serve-until time while the layer
+	// is Tracked, else for localMaxAge.
+	local   *nearcache.Layer[localEntry]
+	hmacs   sync.Pool // keyed HMACs for mac
+	waiters waiters
+	alerted atomic.Bool
+	refresh sync.Map // store key -> struct{}: refresh-ahead in flight here
 }
 
 var _ Source = (*Cache)(nil)
@@ -176,74 +171,42 @@ func NewCache(store Store, source Source, secret *Secret, o CacheOptions) (*Cach
 		before: o.RefreshBefore, maxTTL: o.MaxTTL, mintTTL: o.MintTimeout, now: o.Now,
 		observe: o.Observe, log: o.Logger, secret: secret, id: hex.EncodeToString(id[:]),
 	}
-	c.local = localcache.New(localcache.Options[localEntry]{
-		MaxBytes: o.LocalBytes, Append: appendEntry, Read: readEntry, Now: o.Now,
-		// An entry is gone from the heap once it would not be served
-		// any more: at its serve-until time, or localMaxAge after it was
-		// read when the store does not report changes.
-		Until: func(e localEntry) time.Time {
-			until := time.Unix(0, e.until)
-			if aged := localcache.FromMono(e.added + int64(localMaxAge)); !c.Tracked() && aged.Before(until) {
-				return aged
-			}
-			return until
+	c.local = nearcache.New(nearcache.Options[localEntry]{
+		Cache: localcache.Options[localEntry]{
+			MaxBytes: o.LocalBytes, Append: appendEntry, Read: readEntry, Now: o.Now,
+			// An entry is gone from the heap once it would not be served
+			// any more: at its serve-until time, or localMaxAge after it was
+			// read when the store does not report changes.
+			Until: func(e localEntry) time.Time {
+				until := time.Unix(0, e.until)
+				if aged := localcache.FromMono(e.added + int64(localMaxAge)); !c.Tracked() && aged.Before(until) {
+					return aged
+				}
+				return until
+			},
 		},
+		Channel: channel, OnMessage: c.onMessage,
+		Prefix: "tok:", LocalKey: func(key string) (string, bool) { return key, true },
+		What: "token", Logger: o.Logger,
 	})
 	secret.subscribe(c)
 	return c, nil
 }
 
-// Run keeps the invalidation subscription until ctx ends: messages from
-// other instances drop local entries and wake waiters. While it is down
-// the local layer is bypassed (and cleared), never trusted.
-func (c *Cache) Run(ctx context.Context) {
-	if t, ok := c.store.(kv.Tracker); ok {
-		go func() {
-			if err := t.Track(ctx, []string{"tok:"}, c.onChange, c.onTracking, c.lease.Confirmed); err != nil {
-				c.log.Info("token keys are not tracked; local tokens are re-read from the store every "+localMaxAge.String(), slog.String("reason", err.Error()))
-			}
-		}()
-	}
-	c.store.Subscribe(ctx, channel, c.onMessage, func(up bool) {
-		c.live.Store(false)
-		c.dropAll()
-		c.live.Store(up)
-	})
-	c.live.Store(false)
-}
-
-// onChange drops the local copy of a changed token key.
-func (c *Cache) onChange(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if key == "" {
-		c.versions.BumpAll()
-		c.local.Clear()
-		return
-	}
-	c.versions.Bump(key)
-	c.local.Drop(key)
-}
-
-// onTracking drops every local copy whenever tracking goes down or up (a
-// copy kept meanwhile may be of a changed token) and waits for the next
-// confirmation before trusting any again.
-func (c *Cache) onTracking(bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.versions.BumpAll()
-	c.lease.Reset()
-	c.local.Clear()
-}
+// Run keeps the local layer correct until ctx ends (nearcache): messages
+// from other instances drop local entries and wake waiters. While the
+// subscription is down the local layer is bypassed (and cleared), never
+// trusted.
+func (c *Cache) Run(ctx context.Context) { c.local.Run(ctx, c.store) }
 
 // Live reports whether the invalidation subscription is up, so the local
 // layer is in use.
-func (c *Cache) Live() bool { return c.live.Load() }
+func (c *Cache) Live() bool { return c.local.Live() }
 
 // Tracked reports whether local copies are served until they expire: the
 // store reports every change of a token key, and confirmed it did so
 // within kv.LeaseFor.
-func (c *Cache) Tracked() bool { return c.lease.Fresh() }
+func (c *Cache) Tracked() bool { return c.local.Tracked() }
 
 // setSecret switches to a new client secret generation; only the Secret
 // the cache subscribed to calls it. Every instance given the same secret
@@ -258,24 +221,13 @@ func (c *Cache) setSecret(secret string) {
 	c.dropAll()
 }
 
-// drop removes the local copy of key and counts a change of it, under mu:
-// a read in flight keeps nothing it read before (remember checks the
-// version), so a token dropped here is not put back by a request that
-// read it a moment earlier.
-func (c *Cache) drop(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.versions.Bump(key)
-	c.local.Drop(key)
-}
+// drop removes the local copy of key and counts a change of it: a read in
+// flight keeps nothing it read before, so a token dropped here is not put
+// back by a request that read it a moment earlier.
+func (c *Cache) drop(key string) { c.local.Drop(key) }
 
 // dropAll is drop for every key.
-func (c *Cache) dropAll() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.versions.BumpAll()
-	c.local.Clear()
-}
+func (c *Cache) dropAll() { c.local.DropAll() }
 
 // Token returns the user's token: local layer, shared store, or a mint.
 func (c *Cache) Token(ctx context.Context, userID string) (_ Token, err error) {
@@ -294,7 +246,7 @@ func (c *Cache) Token(ctx context.Context, userID string) (_ Token, err error) {
 		gen := c.gen.Load()
 		now := c.now()
 		tok := c.tokKey(userID, *gen)
-		if c.live.Load() {
+		if c.local.Live() {
 			if e, ok := c.local.Get(tok); ok {
 				if ns := now.UnixNano(); ns < e.until && (c.Tracked() || localcache.Mono(now)-e.added < int64(localMaxAge)) {
 					c.observe.CacheLookup("local")
@@ -354,7 +306,7 @@ type stored struct {
 }
 
 func (c *Cache) read(ctx context.Context, key, userID string) (stored, bool, error) {
-	seen := c.versions.Of(key)
+	seen := c.local.Version(key)
 	b, err := c.store.Get(ctx, key)
 	if errors.Is(err, kv.ErrNotFound) {
 		return stored{}, false, nil
@@ -377,15 +329,7 @@ func (c *Cache) read(ctx context.Context, key, userID string) (stored, bool, err
 // it was read or written: it may be of a token changed meanwhile, which a
 // tracked copy would otherwise serve until it expires.
 func (c *Cache) remember(storeKey string, v stored) {
-	if !c.live.Load() {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.versions.Of(storeKey) != v.seen {
-		return
-	}
-	c.local.Put(storeKey, newLocalEntry(v, c.now()))
+	c.local.Keep(storeKey, newLocalEntry(v, c.now()), v.seen)
 }
 
 // recheck reads the user's token again, on the mint path (before and after

@@ -131,7 +131,7 @@ func (c *Cache) put(ctx context.Context, gen *string, userID, key string, tok To
 	if ttl <= 0 {
 		return nil
 	}
-	v := stored{tok: tok, until: now.Add(ttl), refreshAt: now.Add(ttl - ttl/refreshShare), seen: c.versions.Of(key)}
+	v := stored{tok: tok, until: now.Add(ttl), refreshAt: now.Add(ttl - ttl/refreshShare), seen: c.local.Version(key)}
 	if err := c.store.Set(ctx, key, c.seal(v, userID), ttl); err != nil {
 		return err
 	}
