@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"sort"
 	"strconv"
@@ -10,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fintech-bff/bff/internal/redistest"
 )
 
 // revocationSessions is how many sessions TestRevocationWinsOnEveryInstance
@@ -145,4 +149,122 @@ func TestRevocationWinsOnEveryInstance(t *testing.T) {
 		}
 		t.Logf("logout with an instance frozen took %v (the frozen instance's lease)", took)
 	})
+}
+
+// cutProxy forwards TCP connections to target until cut: then every
+// connection through it is closed and new ones are refused, until mended.
+type cutProxy struct {
+	t      *testing.T
+	addr   string
+	target string
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  map[net.Conn]struct{}
+}
+
+func startCutProxy(t *testing.T, target string) *cutProxy {
+	p := &cutProxy{t: t, target: target, conns: map[net.Conn]struct{}{}}
+	p.listen("127.0.0.1:0")
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *cutProxy) listen(addr string) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.ln, p.addr = ln, ln.Addr().String()
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.relay(c)
+		}
+	}()
+}
+
+func (p *cutProxy) relay(c net.Conn) {
+	up, err := net.DialTimeout("tcp", p.target, 2*time.Second)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns[c], p.conns[up] = struct{}{}, struct{}{}
+	p.mu.Unlock()
+	go func() { _, _ = io.Copy(up, c); up.Close(); c.Close() }()
+	_, _ = io.Copy(c, up)
+	up.Close()
+	c.Close()
+}
+
+// cut closes every connection and stops accepting.
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		c.Close()
+	}
+	p.conns = map[net.Conn]struct{}{}
+}
+
+// mend accepts again on the same address.
+func (p *cutProxy) mend() { p.listen(p.addr) }
+
+// An instance cut off from Redis (its subscription, its tracking and its
+// lease's renewal all gone) is waited for until its lease runs out, and
+// then serves nothing from its copies: it answers 503 while Redis is out of
+// its reach, and once back it has dropped its copies and refuses the
+// revoked session.
+func TestRevocationWithAnInstanceCutOffFromRedis(t *testing.T) {
+	a := start(t, options{})
+	proxy := startCutProxy(t, redistest.Addr())
+	c := a.another(options{redisAddr: proxy.addr})
+	tok := a.browser().login("cut-off")
+	status := func(e *env) int {
+		r, err := e.app(tok).try("GET", "/auth/session", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.status
+	}
+	for k := 0; k < 2; k++ {
+		if s := status(c); s != 200 {
+			t.Fatalf("warming: got %d", s)
+		}
+	}
+	proxy.cut()
+	start := time.Now()
+	if r := a.app(tok).do("POST", "/auth/logout", ""); r.status != 204 {
+		t.Fatalf("logout: got %d", r.status)
+	}
+	took := time.Since(start)
+	if s := status(c); s == 200 {
+		t.Fatal("the cut-off instance served the session after the logout answered")
+	}
+	proxy.mend()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		s := status(c)
+		if s == 401 {
+			break
+		}
+		if s == 200 {
+			t.Fatal("the instance, back in reach of Redis, served the revoked session")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the instance still answers %d 15 s after Redis came back", s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("logout with an instance cut off from Redis took %v", took)
 }
