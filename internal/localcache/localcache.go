@@ -15,6 +15,22 @@
 // counts), fastcache has no deadlines nor admission, bigcache one lifetime
 // for all entries.
 //
+// The evidence, kept as BenchmarkAgainstOtter (otter_bench_test.go; run
+// `go test -run '^$' -bench Otter -count=2 ./internal/localcache`, about
+// 30 s, and compare after a Go upgrade). With 200,000 session-sized
+// entries, on Go 1.26.8 on 2 vCPUs: localcache adds 56 MiB of heap in
+// 3,800 objects of which 0.4 MiB is scanned, otter 89 MiB in 1.2 million
+// objects, 32 MiB scanned. A forced collection with the cache full takes
+// 1.2-1.6 ms (0.8 ms of mark CPU) against otter's 25-27 ms (41-46 ms).
+// otter's Get is faster on its own: 350 ns against 600-690 per op from
+// both cores, and under allocation pressure a p99 of 1.6 µs against 3.2-3.5
+// (p999 6 µs against 55-61), as ours locks a shard and copies the value
+// out. But the requests around those Gets (8 KiB and 16 small objects
+// each) have a p99 of 16 µs here against 74-86 µs with otter, whose
+// marking takes 41% of the CPU against our 3.5%. Set: 650-835 ns against
+// 785-855. If a Go release makes marking 1.2 million objects cheap, these
+// figures will show it and otter (or another library) can come back.
+//
 // Eviction is S3-FIFO (Yang et al., SOSP 2023): a new entry enters a small
 // queue (a tenth of the bytes); leaving it, an entry read meanwhile moves
 // to the main queue and one not read is dropped, its key's hash kept in a
