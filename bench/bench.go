@@ -34,6 +34,7 @@ type options struct {
 	only              string
 	profile           string
 	keepDir           bool
+	pause             time.Duration
 }
 
 func parseOptions(args []string) (options, error) {
@@ -60,6 +61,7 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.only, "only", "", "run only these scenarios, e.g. a,e (and skip the sweep, storm, tracing and revocation unless named: sweep, storm, tracing, revocation)")
 	fs.StringVar(&o.profile, "profile", "", "profile the BFF's CPU over the last round of these scenarios, e.g. e: the top functions go to the log, the profile to the work directory (with -keep)")
 	fs.BoolVar(&o.keepDir, "keep", false, "keep the work directory (configs, logs, scripts)")
+	fs.DurationVar(&o.pause, "pause", 0, "an idle pause after scenario (e)'s users are primed, before its rounds: what the first round after a quiet spell costs")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -182,6 +182,10 @@ func (e *env) prepareMany() error {
 	if err := primeMany(e.bff.base+"/api/v2/payments", e.many, 32); err != nil {
 		return err
 	}
+	if e.opt.pause > 0 {
+		step(fmt.Sprintf("idle for %v", e.opt.pause))
+		time.Sleep(e.opt.pause)
+	}
 	return writeLines(e.manyFile, e.many, func(s session) string { return s.cookie })
 }
 
