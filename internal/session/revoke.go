@@ -114,7 +114,8 @@ func (m *Manager) revokeIndex(ctx context.Context, ix string) ([]Info, error) {
 	handles := make([]string, 0, len(list))
 	for _, in := range list {
 		if err := m.drop(ctx, in.Handle); err != nil {
-			return nil, err
+			// Those already ended still must not be served anywhere.
+			return nil, errors.Join(err, m.announce(ctx, handles))
 		}
 		handles = append(handles, in.Handle)
 	}

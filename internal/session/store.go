@@ -139,7 +139,7 @@ func (m *Manager) trim(ctx context.Context, h string, rec Record) error {
 			break // a newer login raced this one: it trims, not this one
 		}
 		if err := m.end(ctx, o.Handle, o.Record, true); err != nil {
-			return err
+			return errors.Join(err, m.announce(ctx, ended))
 		}
 		ended = append(ended, o.Handle)
 	}
