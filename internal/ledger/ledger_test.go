@@ -16,22 +16,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/pgtest"
 )
 
-// store is the protocol both ledgers implement.
+// store is the protocol both ledgers implement: what payments drives, and
+// a ping.
 type store interface {
-	Claim(ctx context.Context, req ledger.Request, bound time.Duration) (*ledger.Claim, *ledger.Record, error)
-	Finish(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
-	Release(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
-	Unknown(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
-	Sending(ctx context.Context, c *ledger.Claim, s ledger.Send) (bool, error)
-	Abandon(ctx context.Context, id int64) (ledger.State, error)
-	Settle(ctx context.Context, id int64, o ledger.Outcome) (bool, error)
-	Neighbours(ctx context.Context, userID string, except int64, match []byte, since time.Time, ids []string) (ledger.Neighbours, error)
-	Event(ctx context.Context, id int64, req ledger.Request, what string) error
-	Due(ctx context.Context, limit int, lease, maxLease, giveUp time.Duration) ([]*ledger.Record, error)
-	Unknowns(ctx context.Context) (int64, time.Time, error)
+	payments.Ledger
 	Ping(ctx context.Context) error
 }
 
