@@ -44,17 +44,7 @@ func paymentPosts(sim *upstreamsim.Server) int {
 // and returns it.
 func waitForPost(t *testing.T, sim *upstreamsim.Server) upstreamsim.SeenRequest {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, rq := range sim.Requests() {
-			if rq.Method == "POST" && rq.Path == "/v2/payments" {
-				return rq
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("the payment never reached the upstream")
-	return upstreamsim.SeenRequest{}
+	return waitForRequest(t, sim, "POST", "/v2/payments")
 }
 
 // retryUntilSettled repeats a payment with its key, as a client does after

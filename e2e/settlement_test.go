@@ -10,20 +10,21 @@ import (
 	"github.com/fintech-bff/bff/internal/upstreamsim"
 )
 
-// waitForRequest waits until the upstream has received a request with this
-// method and path.
-func waitForRequest(t *testing.T, sim *upstreamsim.Server, method, path string) {
+// waitForRequest waits (15 s at most) until the upstream has received a
+// request with this method and path, and returns the first.
+func waitForRequest(t *testing.T, sim *upstreamsim.Server, method, path string) upstreamsim.SeenRequest {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, rq := range sim.Requests() {
 			if rq.Method == method && rq.Path == path {
-				return
+				return rq
 			}
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("%s %s never reached the upstream", method, path)
+	return upstreamsim.SeenRequest{}
 }
 
 // An instance killed before it sent the payment (here while it reads the

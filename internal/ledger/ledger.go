@@ -135,8 +135,7 @@ type Record struct {
 	Ending         string
 	Response       *Response // set when State is done
 	// Sent: the owner marked the send (it may have reached the upstream).
-	Sent  bool
-	Sends int
+	Sent bool
 	// Content is the request's (opened); Send is the evidence recorded
 	// with the mark.
 	Content []byte

@@ -104,7 +104,7 @@ func (m *Memory) Sending(_ context.Context, c *Claim, s Send) (bool, error) {
 	return m.update(c.ID, func(r *memRecord) bool {
 		return r.owner == c.Owner && r.State == StateInFlight && now.Before(r.Deadline)
 	}, func(r *memRecord) {
-		r.Sent, r.Sends = true, r.Sends+1
+		r.Sent = true
 		r.Send = s
 		r.Send.SeenBefore = append([]string(nil), s.SeenBefore...)
 	}), nil

@@ -139,8 +139,8 @@ SELECT id, claimed_at FROM c`,
 
 // recordColumns are the columns scanRecord reads, in its order.
 const recordColumns = `id, user_id, route, idem_key, match_key, request_id, state, fingerprint, claimed_at, deadline,
-  now() > deadline, upstream_status, payment_id, ending, response, sending_at IS NOT NULL, sends, content,
-  snapshot, seen_before, seen_from, seen_cut, window_end, starts_with(owner, 'm1.')`
+  now() > deadline, upstream_status, payment_id, ending, response, sending_at IS NOT NULL, content,
+  snapshot, seen_before, seen_from, seen_cut, window_end, starts_with(owner, '` + markingOwner + `')`
 
 func (p *Postgres) scanRecord(row pgx.Row) (*Record, error) {
 	var r Record
@@ -148,11 +148,10 @@ func (p *Postgres) scanRecord(row pgx.Row) (*Record, error) {
 	var status *int32
 	var paymentID, ending *string
 	var resp, content []byte
-	var sends int32
 	var seenFrom, seenCut, windowEnd *time.Time
 	var marking bool
 	err := row.Scan(&r.ID, &r.UserID, &r.Route, &r.Key, &r.Match, &r.RequestID, &state, &r.Fingerprint, &r.ClaimedAt, &r.Deadline,
-		&r.Expired, &status, &paymentID, &ending, &resp, &r.Sent, &sends, &content,
+		&r.Expired, &status, &paymentID, &ending, &resp, &r.Sent, &content,
 		&r.Send.Snapshot, &r.Send.SeenBefore, &seenFrom, &seenCut, &windowEnd, &marking)
 	if err != nil {
 		return nil, err
@@ -163,7 +162,7 @@ func (p *Postgres) scanRecord(row pgx.Row) (*Record, error) {
 		// attempt's, never this one's.
 		r.Sent, r.Send, seenFrom, seenCut, windowEnd = false, Send{}, nil, nil, nil
 	}
-	r.State, r.Sends = State(state), int(sends)
+	r.State = State(state)
 	if status != nil {
 		r.UpstreamStatus = int(*status)
 	}
@@ -347,7 +346,7 @@ WITH due AS (
   SELECT id FROM money_requests
   WHERE state IN ('in_flight', 'unknown')
     AND ((state = 'in_flight' AND deadline < now())
-      OR (state = 'unknown' AND content IS NOT NULL AND snapshot AND starts_with(owner, 'm1.')
+      OR (state = 'unknown' AND content IS NOT NULL AND snapshot AND starts_with(owner, '`+markingOwner+`')
           AND finished_at > now() - $4 * interval '1 microsecond'))
     AND (settle_next IS NULL OR settle_next <= now())
   ORDER BY deadline LIMIT $1

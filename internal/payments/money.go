@@ -313,7 +313,9 @@ func (s *Service) conclude(m *moneyCall, result string, o ledger.Outcome, write 
 			}
 			return
 		}
-		if sleep(ctx, delay) != nil {
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
 			s.log.Error("a payment's outcome could not be written to the ledger; the settler ends it at its deadline",
 				slog.String("requestId", m.call.RequestID), slog.String("outcome", result), slog.String("error", err.Error()))
 			return
@@ -438,15 +440,4 @@ func paymentID(body []byte) string {
 		return v.ID
 	}
 	return v.PaymentID
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
 }

@@ -126,16 +126,16 @@ func (s *Service) Handles(t proxy.Target, method string) bool {
 	if method != http.MethodPost {
 		return false
 	}
-	if s.refreshGuarded(t.Path) {
+	if s.underRefresh(t.Path) {
 		return true
 	}
 	_, ok := s.money.Under(t.Path)
 	return ok
 }
 
-// refreshGuarded reports a path under the refresh route: sent once, and
+// underRefresh reports a path under the refresh route: sent once, and
 // under the credit guard when it is on.
-func (s *Service) refreshGuarded(path string) bool {
+func (s *Service) underRefresh(path string) bool {
 	return strings.HasPrefix(path, RefreshPath) && (len(path) == len(RefreshPath) || path[len(RefreshPath)] == '/')
 }
 
@@ -146,7 +146,7 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request, c proxy.Call, t 
 	res := proxy.Result{Route: t.Route}
 	var p *problem.Problem
 	switch route, _ := s.money.Under(t.Path); {
-	case s.refreshGuarded(t.Path):
+	case s.underRefresh(t.Path):
 		res.UpstreamStatus, p = s.serveRefresh(w, r, c, t)
 	case s.ledger == nil:
 		p = problem.New(problem.CodeLedgerUnavailable, "payments are not enabled: no ledger is configured")

@@ -96,10 +96,6 @@ type callState struct {
 	once bool
 	// beforeSend runs once the token is ready, before the request leaves.
 	beforeSend func(context.Context) error
-	// notSent is set when the call failed before any request reached the
-	// upstream (no token, no connection, or the request never written
-	// whole): safe to run again.
-	notSent bool
 	// written, for a non-idempotent call, is set once the last attempt's
 	// request was written whole (httptrace's WroteRequest without error);
 	// nil for other calls. The callback runs on the transport's write
@@ -251,12 +247,9 @@ func (f *Forwarder) serve(w http.ResponseWriter, r *http.Request, st *callState,
 
 // Body reads the request body, at most MaxBodyBytes, so that it can be
 // replayed on the 401 retry and the idempotent retries; a larger body, with
-// or without Content-Length, is 413 BODY_TOO_LARGE. It may be called again:
-// the body it leaves on r is the buffered one.
+// or without Content-Length, is 413 BODY_TOO_LARGE. It leaves the buffered
+// body on r. Call it once per request.
 func (f *Forwarder) Body(r *http.Request) ([]byte, *problem.Problem) {
-	if b, ok := r.Body.(bufferedBody); ok { // read already
-		return b.b, nil
-	}
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
@@ -276,18 +269,10 @@ func (f *Forwarder) Body(r *http.Request) ([]byte, *problem.Problem) {
 		r.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
 		return b, nil
 	}
-	r.Body = bufferedBody{bytes.NewReader(b), b}
+	r.Body = io.NopCloser(bytes.NewReader(b))
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 	return b, nil
 }
-
-// bufferedBody is a request body Body has read whole.
-type bufferedBody struct {
-	*bytes.Reader
-	b []byte
-}
-
-func (bufferedBody) Close() error { return nil }
 
 // upstreamHeader is the header of an upstream request: the client's
 // headers by allowlist (content negotiation, conditional requests, body
@@ -369,7 +354,6 @@ func modifyResponse(resp *http.Response) error {
 func (f *Forwarder) errorHandler(_ http.ResponseWriter, r *http.Request, err error) {
 	c := callFrom(r.Context())
 	c.err = f.classify(r.Context(), err)
-	c.notSent = notSent(err) || (c.written != nil && !c.written.Load())
 }
 
 // classify maps a failed exchange to its problem.

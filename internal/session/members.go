@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/fintech-bff/bff/internal/localcache"
 )
 
 // Revocation wins at once on every instance (contract: a cached copy never
@@ -37,10 +39,9 @@ const (
 	ackGrace = 20 * time.Millisecond
 )
 
-// monoEpoch is the origin of the monotonic times kept in atomics.
-var monoEpoch = time.Now()
-
-func mono() int64 { return int64(time.Since(monoEpoch)) }
+// mono is now as a monotonic time kept in an atomic (localcache.Mono):
+// a wall-clock step cannot stretch or shrink a lease.
+func mono() int64 { return localcache.Mono(time.Now()) }
 
 // member reports whether this instance's lease holds: only then are its
 // local copies trusted.
