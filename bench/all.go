@@ -15,8 +15,9 @@ type results struct {
 	revocation revocationResult
 	storm      stormResult
 	tracing    tracingResult
-	users      int          // distinct users of scenario (e)
-	scaleSweep []sweepPoint // scenario (e) at constant rates
+	users      int           // distinct users of scenario (e)
+	afterPause []roundResult // paced rounds of (e)'s users after -pause
+	scaleSweep []sweepPoint  // scenario (e) at constant rates
 	machine    machine
 	command    string
 	redisDesc  string
@@ -40,6 +41,9 @@ func (e *env) measureAll() (*results, error) {
 			return nil, fmt.Errorf("scenario (%s): %w", sc.key, err)
 		}
 		res.scenarios = append(res.scenarios, r)
+		if sc.key == "e" {
+			res.afterPause = e.afterPause
+		}
 		if sc.key == "e" && len(e.opt.scaleRates) > 0 {
 			// Below saturation: the latency users see at a production
 			// load, where a collector's pause is absorbed rather than

@@ -35,6 +35,9 @@ type options struct {
 	profile           string
 	keepDir           bool
 	pause             time.Duration
+	pacedRounds       int
+	roundEvery        time.Duration
+	idleTimeout       time.Duration
 }
 
 func parseOptions(args []string) (options, error) {
@@ -62,6 +65,9 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.profile, "profile", "", "profile the BFF's CPU over the last round of these scenarios, e.g. e: the top functions go to the log, the profile to the work directory (with -keep)")
 	fs.BoolVar(&o.keepDir, "keep", false, "keep the work directory (configs, logs, scripts)")
 	fs.DurationVar(&o.pause, "pause", 0, "an idle pause after scenario (e)'s users are primed, before its rounds: what the first round after a quiet spell costs")
+	fs.IntVar(&o.pacedRounds, "paced-rounds", 3, "with -pause: paced rounds of scenario (e)'s users after the pause, each user once per round, with the Redis commands of each round by command")
+	fs.DurationVar(&o.roundEvery, "round-every", 8*time.Second, "with -pause: the length of a paced round (each user seen once per this)")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", 0, "session.idle_timeout of the BFF (0: its default, 30m); a session is written back once per a quarter of it (at most 15m), which a short one shows within a run")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

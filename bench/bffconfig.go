@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 )
 
 // bffConfig is what differs between the BFF instances of a run.
@@ -11,7 +12,8 @@ type bffConfig struct {
 	upstream      string
 	redisAddr     string
 	keyPrefix     string
-	pprof         bool // serve /debug/pprof/ on the admin listener
+	pprof         bool          // serve /debug/pprof/ on the admin listener
+	idleTimeout   time.Duration // session.idle_timeout; 0: the default
 }
 
 // Fixed keys: base64 of 32 bytes each. For the benchmark only.
@@ -40,7 +42,7 @@ redis:
   encryption_key: %q
 session:
   secure_cookie: false
-  keys: [%q]
+  keys: [%q]%s
 auth:
   mode: dev
 # The harness logs in tens of thousands of users from one address; the
@@ -50,7 +52,14 @@ limits:
   auth_per_minute: 0
   requests_per_second: 1000000
   burst: 1000000
-`, c.listen, c.admin, c.listen, c.pprof, c.upstream, c.redisAddr, c.keyPrefix, benchEncryptionKey, benchSessionKey)
+`, c.listen, c.admin, c.listen, c.pprof, c.upstream, c.redisAddr, c.keyPrefix, benchEncryptionKey, benchSessionKey, idleLine(c.idleTimeout))
+}
+
+func idleLine(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\n  idle_timeout: %s", d)
 }
 
 func (c bffConfig) write(path string) error {

@@ -21,12 +21,14 @@ type target struct {
 
 // env is everything the run set up.
 type env struct {
-	opt       options
-	ps        *procSet
-	dir       string
-	redis     *benchRedis
-	keyPrefix string
-	stubURL   string
+	opt   options
+	ps    *procSet
+	dir   string
+	redis *benchRedis
+	// afterPause are the paced rounds after -pause (prepareMany).
+	afterPause []roundResult
+	keyPrefix  string
+	stubURL    string
 
 	baseline, bff target
 
@@ -127,7 +129,7 @@ func (e *env) startBFFEnv(name string, env []string) (target, error) {
 	if err != nil {
 		return target{}, err
 	}
-	cfg := bffConfig{listen: listen, admin: admin, upstream: e.stubURL, redisAddr: e.redis.addr, keyPrefix: e.keyPrefix, pprof: e.opt.profile != ""}
+	cfg := bffConfig{listen: listen, admin: admin, upstream: e.stubURL, redisAddr: e.redis.addr, keyPrefix: e.keyPrefix, pprof: e.opt.profile != "", idleTimeout: e.opt.idleTimeout}
 	cfgPath := filepath.Join(e.dir, name+".yaml")
 	if err := cfg.write(cfgPath); err != nil {
 		return target{}, err
@@ -185,6 +187,11 @@ func (e *env) prepareMany() error {
 	if e.opt.pause > 0 {
 		step(fmt.Sprintf("idle for %v", e.opt.pause))
 		time.Sleep(e.opt.pause)
+		if e.opt.pacedRounds > 0 {
+			if e.afterPause, err = e.pacedRounds(e.opt.pacedRounds, e.opt.roundEvery); err != nil {
+				return err
+			}
+		}
 	}
 	return writeLines(e.manyFile, e.many, func(s session) string { return s.cookie })
 }

@@ -22,6 +22,7 @@ func markdown(o options, r *results, table string) string {
 	b.WriteString(goalsTable(r))
 	b.WriteString("\n")
 	b.WriteString(revocationText(r.revocation))
+	b.WriteString(afterPauseText(o, r))
 	b.WriteString(stormText(r.storm))
 	b.WriteString(tracingText(o, r.tracing))
 	b.WriteString("\n## Latency against offered load\n\n")
@@ -102,5 +103,18 @@ func stormText(st stormResult) string {
 		st.users, st.loginTook.Round(time.Millisecond), st.sessionsPerSecond(), st.loginErrors, st.redisPerSession)
 	fmt.Fprintf(&b, "| %d first requests | %s | %.0f req/s | %d | %.0f | %d (+%.0f failed mints) | %.0f B per token |\n",
 		st.users, st.firstTook.Round(time.Millisecond), st.firstPerSecond(), st.mints, st.lockTimeouts, st.firstErrors, st.mintErrors, st.redisPerToken)
+	return b.String()
+}
+
+func afterPauseText(o options, r *results) string {
+	if len(r.afterPause) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n**After a quiet spell** (scenario (e)'s %d users primed, then %s idle, then paced rounds: each user asked once per round, the requests spread over %s, Go's HTTP client, 128 workers).\n\n", r.users, o.pause, o.roundEvery)
+	b.WriteString("| Round | Requests | Took | Redis cmds/req | Commands |\n|--:|--:|--:|--:|---|\n")
+	for i, rr := range r.afterPause {
+		fmt.Fprintf(&b, "| %d | %d | %s | %.4f | %s |\n", i+1, rr.requests, rr.took.Round(time.Millisecond), rr.perRequest(), rr.top(6))
+	}
 	return b.String()
 }
