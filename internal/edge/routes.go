@@ -37,7 +37,7 @@ func routes(e *echo.Echo, d Deps, m *httpMetrics, am *authMetrics) {
 	e.Any("/api/*", forward)
 	e.Any("/api", forward)
 	if d.Static != nil {
-		app := d.Static.handler()
+		app := d.Static.handler(d.Logger)
 		e.GET("/*", app)
 		e.HEAD("/*", app)
 	}

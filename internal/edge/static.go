@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
+	"mime"
 	"net/http"
 	"os"
 	"path"
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -21,9 +25,10 @@ import (
 //
 // A path that names a file serves it; any other path without a file
 // extension serves index.html (the app's router takes it from there); a
-// missing asset is 404. /api and /auth are never the app's. Files are read
-// through an os.Root: no path, .. or symlink leaves the directory, and no
-// dotfile is served.
+// missing asset is 404, logged with its path. /api and /auth are never the
+// app's. Files are read through an os.Root: no path, .. or symlink leaves the
+// directory, and no dotfile is served. A file whose extension names no known
+// type is application/octet-stream, never sniffed.
 type Static struct {
 	root *os.Root
 	hsts bool
@@ -74,14 +79,17 @@ func isFingerprinted(name string) bool {
 }
 
 // handler serves GET and HEAD for every path the other routes do not take.
-func (s *Static) handler() echo.HandlerFunc {
+// A miss is logged to log with its path, which the access log line (route
+// "static") does not carry: an operator sees which asset a release lost.
+func (s *Static) handler(log *slog.Logger) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		p := r.URL.Path
 		if p == "/api" || p == "/auth" || strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/auth/") {
 			return echo.ErrNotFound // the BFF's own, never the app's: a problem, not index.html
 		}
-		state(c).route = "static"
+		st := state(c)
+		st.route = "static"
 		name := strings.TrimPrefix(path.Clean("/"+p), "/")
 		if name == "" {
 			name = "index.html"
@@ -92,13 +100,64 @@ func (s *Static) handler() echo.HandlerFunc {
 			f, fi, err = s.open(name)
 		}
 		if err != nil {
+			log.LogAttrs(r.Context(), slog.LevelInfo, "static miss",
+				slog.String("requestId", st.requestID), slog.String("path", logPath(p)))
 			return problem.New(problem.CodeNotFound, "no such file")
 		}
 		defer f.Close()
-		s.headers(c.Response().Header(), name)
+		h := c.Response().Header()
+		s.headers(h, name)
+		h.Set("Content-Type", contentType(name)) // set, so ServeContent never sniffs
 		http.ServeContent(c.Response(), r, name, fi.ModTime(), f)
 		return nil
 	}
+}
+
+// webTypes are the types of files a built web app ships that Go's own
+// table lacks, so they do not hang on the host's /etc/mime.types.
+var webTypes = map[string]string{
+	".woff2": "font/woff2", ".woff": "font/woff", ".ttf": "font/ttf", ".otf": "font/otf",
+	".ico": "image/x-icon", ".txt": "text/plain; charset=utf-8", ".map": "application/json",
+	".webmanifest": "application/manifest+json",
+}
+
+// contentType is the Content-Type of a static file, by its extension. A
+// file of no known type is application/octet-stream: sniffing its bytes,
+// as http.ServeContent would, makes a stray file holding markup text/html
+// on the app's origin, a page that runs with the user's session (issue 25).
+func contentType(name string) string {
+	ext := strings.ToLower(path.Ext(name))
+	if t, ok := webTypes[ext]; ok {
+		return t
+	}
+	if t := mime.TypeByExtension(ext); t != "" {
+		return t
+	}
+	return "application/octet-stream"
+}
+
+// maxLogPath bounds the path a miss logs: a scanner's 8 KiB request line
+// is not worth a log line of that size.
+const maxLogPath = 256
+
+// logPath is a request path made safe for a log line: control, format
+// (bidi overrides) and separator characters dropped, so a text log gets no
+// forged line; invalid UTF-8 replaced by U+FFFD; cut on a character
+// boundary after maxLogPath bytes, "…" marking the cut. The query is not
+// part of a path: callers pass r.URL.Path, never the request URI.
+func logPath(p string) string {
+	var b strings.Builder
+	for _, r := range p {
+		if !unicode.IsPrint(r) { // IsPrint keeps the ASCII space, no other
+			continue
+		}
+		if b.Len()+utf8.RuneLen(r) > maxLogPath {
+			b.WriteString("…")
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // open opens a regular, non-hidden file under the root; anything else is

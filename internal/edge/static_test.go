@@ -10,16 +10,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
+	"github.com/fintech-bff/bff/internal/syncbuf"
 )
 
 // staticApp writes a small built app into a temp dir, with a file outside
-// it that a symlink inside points at, and returns the public edge serving it.
-func staticApp(t *testing.T, hsts bool) http.Handler {
+// it that a symlink inside points at, and returns the public edge serving it
+// and its log.
+func staticApp(t *testing.T, hsts bool) (http.Handler, *syncbuf.Buffer) {
 	t.Helper()
 	base := t.TempDir()
 	dir := filepath.Join(base, "app")
@@ -27,6 +31,9 @@ func staticApp(t *testing.T, hsts bool) http.Handler {
 		"index.html":               "<!doctype html><title>app</title>",
 		"assets/index-B4x9_kQz.js": "console.log('app')",
 		"assets/logo.svg":          "<svg/>",
+		"assets/notes.weird":       "<html><script>alert(document.cookie)</script>",
+		"assets/LICENSE":           "<!doctype html><p>MIT</p>",
+		"assets/font.woff2":        "wOF2",
 		".env":                     "SECRET=outside-the-app",
 	}
 	for name, body := range files {
@@ -52,12 +59,13 @@ func staticApp(t *testing.T, hsts bool) http.Handler {
 	t.Cleanup(func() { _ = st.Close() })
 	upstream, _ := url.Parse("http://127.0.0.1:1")
 	fwd := proxy.New(proxy.Options{BaseURL: upstream, Routes: proxy.NewRoutes(nil), Tokens: fixedToken{}})
-	return NewPublic(Deps{Logger: slog.New(slog.DiscardHandler), Metrics: NewMetrics(prometheus.NewRegistry()),
-		Forwarder: fwd, PublicOrigin: "https://app.example.com", Static: st})
+	var logs syncbuf.Buffer
+	return NewPublic(Deps{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: NewMetrics(prometheus.NewRegistry()),
+		Forwarder: fwd, PublicOrigin: "https://app.example.com", Static: st}), &logs
 }
 
 func TestStaticApp(t *testing.T) {
-	app := staticApp(t, false)
+	app, _ := staticApp(t, false)
 	get := func(method, target string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
 		app.ServeHTTP(w, httptest.NewRequest(method, target, nil))
@@ -133,9 +141,66 @@ func TestStaticApp(t *testing.T) {
 	})
 }
 
+// A file of no known type is a download, never sniffed into a page that
+// runs on the app's origin (issue 25).
+func TestStaticAppUnknownTypeIsOctetStream(t *testing.T) {
+	app, _ := staticApp(t, false)
+	cases := []struct{ target, want string }{
+		{"/assets/notes.weird", "application/octet-stream"},
+		{"/assets/LICENSE", "application/octet-stream"},
+		{"/assets/font.woff2", "font/woff2"},
+		{"/assets/logo.svg", "image/svg+xml"},
+	}
+	for _, tc := range cases {
+		for _, method := range []string{"GET", "HEAD"} {
+			w := httptest.NewRecorder()
+			app.ServeHTTP(w, httptest.NewRequest(method, tc.target, nil))
+			if w.Code != 200 || w.Header().Get("Content-Type") != tc.want || w.Header().Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("%s %s: got %d Content-Type %q nosniff %q, want 200 %q nosniff",
+					method, tc.target, w.Code, w.Header().Get("Content-Type"), w.Header().Get("X-Content-Type-Options"), tc.want)
+			}
+		}
+	}
+}
+
+// A miss is logged with its path, without the query, control characters
+// or more than maxLogPath bytes, under the request's id (issue 25).
+func TestStaticMissLogsItsPath(t *testing.T) {
+	app, logs := staticApp(t, false)
+	long := "/assets/" + strings.Repeat("a", 400) + ".js"
+	cases := []struct{ target, want string }{
+		{"/assets/missing-B4x9_kQz.js?token=secret-query", "/assets/missing-B4x9_kQz.js"},
+		{"/assets/x%0d%0a%7b%22level%22%3a%22ERROR%22%7d.js", `/assets/x{"level":"ERROR"}.js`},
+		{"/assets/bidi%e2%80%aecod.js", "/assets/bidicod.js"},
+		{long, long[:maxLogPath] + "…"},
+	}
+	for _, tc := range cases {
+		from := len(logs.String())
+		w := httptest.NewRecorder()
+		app.ServeHTTP(w, httptest.NewRequest("GET", tc.target, nil))
+		if w.Code != 404 {
+			t.Fatalf("%s: got %d, want 404", tc.target, w.Code)
+		}
+		var miss map[string]any
+		for _, line := range strings.Split(strings.TrimSpace(logs.String()[from:]), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "static miss" {
+				miss = m
+			}
+		}
+		if miss == nil || miss["path"] != tc.want || miss["requestId"] != w.Header().Get("X-Request-Id") {
+			t.Errorf("%s: got miss line %v, want path %q and the request id %q", tc.target, miss, tc.want, w.Header().Get("X-Request-Id"))
+		}
+		if strings.Contains(logs.String()[from:], "secret-query") {
+			t.Errorf("%s: the query reached the log", tc.target)
+		}
+	}
+}
+
 func TestStaticAppHSTS(t *testing.T) {
 	w := httptest.NewRecorder()
-	staticApp(t, true).ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+	app, _ := staticApp(t, true)
+	app.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
 	if got := w.Header().Get("Strict-Transport-Security"); got != "max-age=31536000" {
 		t.Fatalf("got HSTS %q, want a year on an https deployment", got)
 	}
@@ -159,4 +224,30 @@ func TestIsFingerprinted(t *testing.T) {
 			t.Errorf("isFingerprinted(%q) = %v, want %v", name, got, want)
 		}
 	}
+}
+
+// FuzzLogPath: whatever a client sends, the logged path is valid UTF-8,
+// holds only printable characters, is bounded, and a plain path is kept.
+func FuzzLogPath(f *testing.F) {
+	for _, s := range []string{"/", "/assets/app.js", "/a\r\nb", "/\xff\xfe", "/\u202e", strings.Repeat("é", 200)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		got := logPath(p)
+		if !utf8.ValidString(got) || len(got) > maxLogPath+len("…") {
+			t.Fatalf("logPath(%q) = %q: invalid or over the bound", p, got)
+		}
+		for _, r := range got {
+			if !unicode.IsPrint(r) {
+				t.Fatalf("logPath(%q) = %q: holds %U", p, got, r)
+			}
+		}
+		plain := len(p) <= maxLogPath
+		for i := 0; i < len(p); i++ {
+			plain = plain && p[i] >= 0x20 && p[i] < 0x7f
+		}
+		if plain && got != p {
+			t.Fatalf("logPath(%q) = %q, want it unchanged", p, got)
+		}
+	})
 }
