@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,3 +153,109 @@ func (noTokens) Invalidate(context.Context, string) error { return nil }
 type fixedToken struct{ staticSource }
 
 func (fixedToken) InvalidateToken(context.Context, string, string) error { return nil }
+
+// apiServer is the public edge behind a real HTTP server, forwarding to
+// upstream with o (Tokens, body bound and timeout filled in), and the
+// cookie of a live session (Redis).
+func apiServer(t *testing.T, upstream http.Handler, o proxy.Options) (*httptest.Server, *http.Cookie) {
+	t.Helper()
+	up := httptest.NewServer(upstream)
+	t.Cleanup(up.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	_, sessions, cookies := liveSessions(ctx, t)
+	o.BaseURL, _ = url.Parse(up.URL)
+	o.Tokens, o.MaxBodyBytes = fixedToken{}, 1<<20
+	if o.Timeout == 0 {
+		o.Timeout = 5 * time.Second
+	}
+	e := NewPublic(Deps{
+		Logger: slog.New(slog.DiscardHandler), Metrics: NewMetrics(prometheus.NewRegistry()), Sessions: sessions,
+		Cookies: cookies, Forwarder: proxy.New(o), PublicOrigin: "http://bff.local", Tokens: noTokens{},
+	})
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	id, _, err := sessions.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, _ := cookies.New(id)
+	return srv, ck
+}
+
+// send makes one request with the session cookie (and X-CSRF) and reads
+// the answer whole.
+func send(t *testing.T, srv *httptest.Server, ck *http.Cookie, method, path string) (*http.Response, []byte) {
+	t.Helper()
+	r, _ := http.NewRequest(method, srv.URL+path, nil)
+	r.AddCookie(ck)
+	r.Header.Set("X-CSRF", "1")
+	resp, err := srv.Client().Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, body
+}
+
+// An upstream Retry-After on a retried answer is the wait before the next
+// attempt when it fits in upstream.timeout; when it does not, the one
+// answer goes to the client with its Retry-After (issue 25). The waits are
+// recorded, not slept.
+func TestAPIRetryAfter(t *testing.T) {
+	cases := []struct {
+		name       string
+		retryAfter string
+		wantCalls  int
+		wantStatus int
+		wantWaits  string
+	}{
+		{"within the deadline: waited for, then retried", "1", 2, 200, "[1s]"},
+		{"past the deadline: not retried, passed on", "30", 1, 503, "[]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int64
+			upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if calls.Add(1) == 1 {
+					w.Header().Set("Retry-After", tc.retryAfter)
+					w.WriteHeader(503)
+					return
+				}
+				_, _ = io.WriteString(w, `{"items":[]}`)
+			})
+			var mu sync.Mutex
+			waits := []time.Duration{}
+			srv, ck := apiServer(t, upstream, proxy.Options{
+				Routes:  proxy.NewRoutes([]proxy.Route{{Prefix: "/v2/data/accounts", Methods: []string{"GET"}}}),
+				Timeout: 5 * time.Second,
+				// A backoff is at most 10 ms: a wait of a second is the upstream's.
+				Retry: proxy.Retry{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond},
+				Sleep: func(ctx context.Context, d time.Duration) error {
+					mu.Lock()
+					defer mu.Unlock()
+					waits = append(waits, d)
+					return ctx.Err()
+				},
+			})
+			resp, body := send(t, srv, ck, "GET", "/api/v2/data/accounts")
+			mu.Lock()
+			gotWaits := fmt.Sprint(waits)
+			mu.Unlock()
+			if resp.StatusCode != tc.wantStatus || calls.Load() != int64(tc.wantCalls) || gotWaits != tc.wantWaits {
+				t.Fatalf("got %d after %d calls, waits %s; want %d after %d, waits %s (body %s)",
+					resp.StatusCode, calls.Load(), gotWaits, tc.wantStatus, tc.wantCalls, tc.wantWaits, body)
+			}
+			if tc.wantStatus == 503 {
+				var p problem.Problem
+				if err := json.Unmarshal(body, &p); err != nil || p.Code != problem.CodeUpstreamUnavailable || resp.Header.Get("Retry-After") != tc.retryAfter {
+					t.Fatalf("got %s Retry-After %q, want UPSTREAM_UNAVAILABLE with the upstream's Retry-After %q", body, resp.Header.Get("Retry-After"), tc.retryAfter)
+				}
+			}
+		})
+	}
+}

@@ -49,6 +49,9 @@ type Options struct {
 	Retry        Retry
 	Logger       *slog.Logger
 	Metrics      *Metrics
+	// Sleep waits d between two attempts of a retried call, or until ctx
+	// ends (then its error); a timer when nil. Tests record the waits.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Forwarder forwards allowlisted calls. Safe for concurrent use.
@@ -144,10 +147,13 @@ func New(o Options) *Forwarder {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Sleep == nil {
+		o.Sleep = sleep
+	}
 	base := *o.BaseURL
 	f := &Forwarder{routes: o.Routes, timeout: o.Timeout, maxBody: o.MaxBodyBytes, log: o.Logger,
 		metrics: o.Metrics, base: &base,
-		upstream: &transport{base: o.Transport, tokens: o.Tokens, retry: o.Retry, metrics: o.Metrics}}
+		upstream: &transport{base: o.Transport, tokens: o.Tokens, retry: o.Retry, metrics: o.Metrics, sleep: o.Sleep}}
 	basePath := strings.TrimSuffix(base.Path, "/")
 	f.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {

@@ -65,11 +65,32 @@ type fixture struct {
 	seen     *seen
 	tokens   *fakeTokens
 	fwd      *proxy.Forwarder
+	waits    *waits
+}
+
+// waits records the waits the retries ask for, and waits for none: a test
+// reads what was asked, never the clock.
+type waits struct {
+	mu   sync.Mutex
+	list []time.Duration
+}
+
+func (w *waits) sleep(ctx context.Context, d time.Duration) error {
+	w.mu.Lock()
+	w.list = append(w.list, d)
+	w.mu.Unlock()
+	return ctx.Err()
+}
+
+func (w *waits) get() []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]time.Duration(nil), w.list...)
 }
 
 func newFixture(t *testing.T, h func(n int, w http.ResponseWriter, r *http.Request), timeout time.Duration) *fixture {
 	t.Helper()
-	f := &fixture{seen: &seen{}, tokens: &fakeTokens{}}
+	f := &fixture{seen: &seen{}, tokens: &fakeTokens{}, waits: &waits{}}
 	var n atomic.Int64
 	f.upstream = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.seen.add(r)
@@ -81,6 +102,7 @@ func newFixture(t *testing.T, h func(n int, w http.ResponseWriter, r *http.Reque
 		BaseURL: base, Routes: proxy.NewRoutes(contractRoutes), Tokens: f.tokens,
 		Timeout: timeout, MaxBodyBytes: 1024,
 		Retry: proxy.Retry{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
+		Sleep: f.waits.sleep,
 	})
 	return f
 }
@@ -253,6 +275,66 @@ func TestForwardRetryPolicy(t *testing.T) {
 			w := f.do(tc.method, path, "", nil)
 			if w.Code != tc.wantCode || f.seen.count() != tc.wantCalls {
 				t.Fatalf("got %d after %d calls, want %d after %d (body %s)", w.Code, f.seen.count(), tc.wantCode, tc.wantCalls, w.Body)
+			}
+		})
+	}
+}
+
+// A retried answer's Retry-After is the wait before the next attempt, in
+// place of the backoff, when it ends before the deadline (the fixture's
+// 5 s); one the deadline cannot hold is not waited for, and the client gets
+// the upstream's answer with its Retry-After (issue 25).
+func TestForwardHonoursRetryAfter(t *testing.T) {
+	date := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name, method, path string
+		status             int
+		header             map[string]string // on the first answer
+		wantCalls          int
+		wantCode           int
+		wantWaits          []time.Duration // nil: one backoff, at most MaxDelay
+		wantRetryAfter     string          // on the client's answer
+	}{
+		{"503 delay-seconds", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "2"}, 2, 200, []time.Duration{2 * time.Second}, ""},
+		{"500 delay-seconds", "DELETE", "/api/v2/connections/c1", 500, map[string]string{"Retry-After": "1"}, 2, 200, []time.Duration{time.Second}, ""},
+		{"503 HTTP-date, from the reply's Date", "GET", "/api/v2/payments", 503,
+			map[string]string{"Date": date.Format(http.TimeFormat), "Retry-After": date.Add(3 * time.Second).Format(http.TimeFormat)}, 2, 200, []time.Duration{3 * time.Second}, ""},
+		{"503 HTTP-date gone by", "GET", "/api/v2/payments", 503,
+			map[string]string{"Date": date.Format(http.TimeFormat), "Retry-After": date.Add(-time.Minute).Format(http.TimeFormat)}, 2, 200, []time.Duration{0}, ""},
+		{"503 malformed Retry-After: the backoff", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "soon"}, 2, 200, nil, ""},
+		{"503 past the deadline", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "30"}, 1, 503, []time.Duration{}, "30"},
+		{"503 absurd", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "99999999999999999999"}, 1, 503, []time.Duration{}, ""},
+		{"503 over a Duration", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "9999999999"}, 1, 503, []time.Duration{}, "9999999999"},
+		{"503 HTTP-date past the deadline", "GET", "/api/v2/payments", 503,
+			map[string]string{"Date": date.Format(http.TimeFormat), "Retry-After": date.Add(time.Hour).Format(http.TimeFormat)}, 1, 503, []time.Duration{}, date.Add(time.Hour).Format(http.TimeFormat)},
+		{"POST is never retried, whatever Retry-After", "POST", "/api/v2/payments", 503, map[string]string{"Retry-After": "1"}, 1, 503, []time.Duration{}, "1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				if n == 1 || tc.wantCalls == 1 {
+					for k, v := range tc.header {
+						w.Header().Set(k, v)
+					}
+					w.WriteHeader(tc.status)
+					return
+				}
+				_, _ = io.WriteString(w, `{"ok":true}`)
+			}, 5*time.Second)
+			w := f.do(tc.method, tc.path, "", nil)
+			if w.Code != tc.wantCode || f.seen.count() != tc.wantCalls {
+				t.Fatalf("got %d after %d calls, want %d after %d (body %s)", w.Code, f.seen.count(), tc.wantCode, tc.wantCalls, w.Body)
+			}
+			got := f.waits.get()
+			if tc.wantWaits == nil {
+				if len(got) != 1 || got[0] > 5*time.Millisecond {
+					t.Fatalf("got waits %v, want one backoff of at most MaxDelay (5ms)", got)
+				}
+			} else if fmt.Sprint(got) != fmt.Sprint(tc.wantWaits) {
+				t.Fatalf("got waits %v, want %v", got, tc.wantWaits)
+			}
+			if got := w.Header().Get("Retry-After"); got != tc.wantRetryAfter {
+				t.Fatalf("got Retry-After %q, want %q", got, tc.wantRetryAfter)
 			}
 		})
 	}

@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptrace"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -18,13 +21,15 @@ import (
 // transport adds the user's upstream token to each attempt and owns the
 // retry policy of the contract (section 3): one retry after a 401 with a
 // freshly minted token; for idempotent methods, retries on 500, 503 and
-// PROVIDER_UNAVAILABLE with exponential backoff and full jitter, within the
-// attempt budget and the request's deadline. Nothing else is retried.
+// PROVIDER_UNAVAILABLE with exponential backoff and full jitter, or after
+// the upstream's Retry-After when the reply has one, within the attempt
+// budget and the request's deadline. Nothing else is retried.
 type transport struct {
 	base    http.RoundTripper
 	tokens  TokenSource
 	retry   Retry
 	metrics *Metrics
+	sleep   func(ctx context.Context, d time.Duration) error // between attempts
 }
 
 func idempotent(method string) bool {
@@ -114,10 +119,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			continue
 		}
 		if retryable && attempt < t.retry.MaxAttempts && transient(resp.StatusCode, typ) {
-			delay := t.backoff(attempt)
-			if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > delay {
+			if delay, ok := t.delay(ctx, resp.Header, attempt); ok {
 				discard(resp)
-				if err := sleep(ctx, delay); err != nil {
+				if err := t.sleep(ctx, delay); err != nil {
 					return nil, err
 				}
 				attempt++
@@ -154,6 +158,51 @@ func (c hiddenTrace) Value(key any) any {
 func transient(status int, typ string) bool {
 	return status == http.StatusInternalServerError || status == http.StatusServiceUnavailable ||
 		(status == http.StatusBadRequest && typ == "PROVIDER_UNAVAILABLE")
+}
+
+// delay is the wait before the next attempt, and whether to make one: the
+// upstream's Retry-After when its reply carries one (it knows when it will
+// answer; issue 25), else the backoff; and only when the wait ends before
+// the request's deadline. A Retry-After the deadline cannot hold, however
+// large, is not waited for: the reply goes back with it, for the client to
+// honour. Without a deadline (Forward and Exchange always set one) a
+// Retry-After over MaxDelay is not waited for either.
+func (t *transport) delay(ctx context.Context, h http.Header, attempt int) (time.Duration, bool) {
+	d, upstream := retryAfter(h, time.Now())
+	if !upstream {
+		d = t.backoff(attempt)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		return d, time.Until(dl) > d
+	}
+	return d, !upstream || d <= t.retry.MaxDelay
+}
+
+// retryAfter reads a reply's Retry-After (RFC 9110 10.2.3): delay-seconds,
+// or an HTTP-date measured from the reply's own Date when it has one (the
+// upstream's clock, so no skew between the two hosts), else from now. A
+// date gone by is no wait; seconds too many for a Duration are the longest
+// Duration. ok is false when there is none or it is malformed.
+func retryAfter(h http.Header, now time.Time) (d time.Duration, ok bool) {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if strings.Trim(v, "0123456789") == "" {
+		secs, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || secs > int64(math.MaxInt64/time.Second) {
+			return math.MaxInt64, true
+		}
+		return time.Duration(secs) * time.Second, true
+	}
+	at, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	if date, err := http.ParseTime(h.Get("Date")); err == nil {
+		now = date
+	}
+	return max(at.Sub(now), 0), true
 }
 
 // backoff is full jitter: uniform in [0, min(MaxDelay, BaseDelay·2^(attempt-1))].
