@@ -202,6 +202,66 @@ func send(t *testing.T, srv *httptest.Server, ck *http.Cookie, method, path stri
 	return resp, body
 }
 
+// HEAD is answered wherever GET is (RFC 9110 9.3.2): sent upstream as
+// HEAD, the GET's headers back without a body. A route without GET still
+// refuses it, and Allow lists HEAD with GET (issue 25).
+func TestAPIHeadWhereGet(t *testing.T) {
+	const accounts = `{"items":[{"id":"a1","balance":12.5}],"nextPage":null}`
+	var mu sync.Mutex
+	var methods []string
+	upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		methods = append(methods, r.Method)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Etag", `"v1"`)
+		_, _ = io.WriteString(w, accounts) // net/http drops it for HEAD, keeping Content-Length
+	})
+	srv, ck := apiServer(t, upstream, proxy.Options{Routes: proxy.NewRoutes([]proxy.Route{
+		{Prefix: "/v2/data/accounts", Methods: []string{"GET"}},
+		{Prefix: "/v2/pay", Methods: []string{"POST"}},
+	})})
+	seen := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), methods...)
+	}
+
+	get, body := send(t, srv, ck, "GET", "/api/v2/data/accounts?limit=1")
+	if get.StatusCode != 200 || string(body) != accounts {
+		t.Fatalf("GET: got %d %s, want 200 and the accounts", get.StatusCode, body)
+	}
+	head, body := send(t, srv, ck, "HEAD", "/api/v2/data/accounts?limit=1")
+	if head.StatusCode != 200 || len(body) != 0 {
+		t.Fatalf("HEAD: got %d with %d bytes of body, want 200 and none", head.StatusCode, len(body))
+	}
+	for _, h := range []string{"Content-Type", "Content-Length", "Etag", "Cache-Control", "X-Content-Type-Options"} {
+		if got, want := head.Header.Get(h), get.Header.Get(h); got != want || want == "" {
+			t.Errorf("HEAD: got %s %q, want the GET's %q", h, got, want)
+		}
+	}
+	if got := seen(); strings.Join(got, " ") != "GET HEAD" {
+		t.Fatalf("the upstream saw %v, want GET then HEAD", got)
+	}
+
+	t.Run("a route without GET refuses HEAD, before the upstream", func(t *testing.T) {
+		resp, _ := send(t, srv, ck, "HEAD", "/api/v2/pay/open-banking-init")
+		if resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" {
+			t.Fatalf("got %d Allow %q, want 405 Allow POST", resp.StatusCode, resp.Header.Get("Allow"))
+		}
+		if got := seen(); len(got) != 2 {
+			t.Fatalf("the upstream saw %v, want nothing more", got)
+		}
+	})
+	t.Run("405 on a GET route lists HEAD", func(t *testing.T) {
+		resp, body := send(t, srv, ck, "DELETE", "/api/v2/data/accounts/a1")
+		var p problem.Problem
+		if err := json.Unmarshal(body, &p); err != nil || resp.StatusCode != 405 || p.Code != problem.CodeMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
+			t.Fatalf("got %d %s Allow %q, want 405 METHOD_NOT_ALLOWED Allow \"GET, HEAD\"", resp.StatusCode, body, resp.Header.Get("Allow"))
+		}
+	})
+}
+
 // An upstream Retry-After on a retried answer is the wait before the next
 // attempt when it fits in upstream.timeout; when it does not, the one
 // answer goes to the client with its Retry-After (issue 25). The waits are

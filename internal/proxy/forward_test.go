@@ -249,6 +249,8 @@ func TestForwardRetryPolicy(t *testing.T) {
 		{"GET PROVIDER_UNAVAILABLE twice then success", "GET", 400, `{"type":"PROVIDER_UNAVAILABLE","message":"down"}`, 2, 3, 200},
 		{"GET 500 three times gives up", "GET", 500, `{"type":"INTERNAL_ERROR"}`, 5, 3, 502},
 		{"DELETE 503 is retried", "DELETE", 503, ``, 1, 2, 200},
+		{"HEAD 503 is retried", "HEAD", 503, ``, 1, 2, 200},
+		{"HEAD 500 three times gives up", "HEAD", 500, ``, 5, 3, 502},
 		{"POST 500 is never retried", "POST", 500, `{"type":"INTERNAL_ERROR"}`, 1, 1, 502},
 		{"POST PROVIDER_UNAVAILABLE is never retried", "POST", 400, `{"type":"PROVIDER_UNAVAILABLE"}`, 1, 1, 503},
 		{"GET 400 is never retried", "GET", 400, `{"type":"CLIENT_ERROR","message":"bad id"}`, 1, 1, 400},
@@ -382,8 +384,8 @@ func TestForwardRefusesBeforeUpstream(t *testing.T) {
 	}
 	t.Run("405 names the allowed methods", func(t *testing.T) {
 		w := f.do("PUT", "/api/v2/payments", "", nil)
-		if got := w.Header().Get("Allow"); got != "DELETE, GET, POST" {
-			t.Fatalf("got Allow %q", got)
+		if got := w.Header().Get("Allow"); got != "DELETE, GET, HEAD, POST" {
+			t.Fatalf("got Allow %q, want the route's methods, HEAD with GET", got)
 		}
 	})
 }

@@ -4,6 +4,7 @@
 package proxy
 
 import (
+	"net/http"
 	"net/url"
 	"sort"
 	"strings"
@@ -12,6 +13,8 @@ import (
 )
 
 // Route is one allowlisted upstream path prefix and the methods it accepts.
+// GET allows HEAD as well: RFC 9110 (9.3.2) has HEAD wherever GET is
+// served, and it is sent upstream as HEAD (issue 25).
 type Route struct {
 	Prefix  string
 	Methods []string
@@ -36,6 +39,9 @@ func NewRoutes(rs []Route) *Routes {
 		m := make(map[string]bool, len(r.Methods))
 		for _, method := range r.Methods {
 			m[strings.ToUpper(method)] = true
+		}
+		if m[http.MethodGet] {
+			m[http.MethodHead] = true
 		}
 		allow := make([]string, 0, len(m))
 		for method := range m {
