@@ -611,8 +611,15 @@ func (v *Versions) Of(key string) uint64 { return v.all.Load() + v.shard(key).Lo
 // Bump records a change of key.
 func (v *Versions) Bump(key string) { v.shard(key).Add(1) }
 
+// BumpBy records a change of key that counts n: a caller that tells kinds
+// of change apart by the difference of two versions.
+func (v *Versions) BumpBy(key string, n uint64) { v.shard(key).Add(n) }
+
 // BumpAll records a change of every key (a flush, tracking lost).
 func (v *Versions) BumpAll() { v.all.Add(1) }
+
+// BumpAllBy is BumpAll counting n.
+func (v *Versions) BumpAllBy(n uint64) { v.all.Add(n) }
 
 // hashOf is the hash that indexes a key: a variable, so that a test can
 // make keys collide.

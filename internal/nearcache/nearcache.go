@@ -59,7 +59,28 @@ type Layer[T any] struct {
 	// mu orders Keep's version check and put against the drops.
 	mu       sync.Mutex
 	versions localcache.Versions
+	// own are the caller's own writes whose report is awaited
+	// (KeepOwnWrite), by local key.
+	own map[string]ownWrite[T]
 }
+
+// ownWrite is a copy to put when the store reports the write that made
+// it: the key's version must then be expect, one more than when the
+// write's read began.
+type ownWrite[T any] struct {
+	v      T
+	expect uint64
+}
+
+// dropStep is what a drop other than the store's report of a change (an
+// instance's message, a caller's drop, a clear) adds to a key's version;
+// a report adds 1. The difference between two versions so tells a single
+// report (1) from anything else.
+const dropStep = 1 << 32
+
+// maxOwnWrites bounds the writes awaiting their report; past it a write
+// is simply not kept (the next read re-reads it).
+const maxOwnWrites = 100_000
 
 // New returns a layer; Run makes it live.
 func New[T any](o Options[T]) *Layer[T] {
@@ -69,7 +90,7 @@ func New[T any](o Options[T]) *Layer[T] {
 	if o.OnMessage == nil {
 		o.OnMessage = func(string) {}
 	}
-	return &Layer[T]{o: o, local: localcache.New(o.Cache)}
+	return &Layer[T]{o: o, local: localcache.New(o.Cache), own: map[string]ownWrite[T]{}}
 }
 
 // Run keeps the channel's subscription and, on a kv.Tracker, the key
@@ -87,7 +108,8 @@ func (l *Layer[T]) Run(ctx context.Context, store Store) {
 	store.Subscribe(ctx, l.o.Channel, l.o.OnMessage, func(up bool) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		l.versions.BumpAll()
+		l.versions.BumpAllBy(dropStep)
+		clear(l.own)
 		l.live.Store(false)
 		l.local.Clear()
 		l.live.Store(up)
@@ -101,9 +123,21 @@ func (l *Layer[T]) onChange(storeKey string) {
 		l.DropAll()
 		return
 	}
-	if k, ok := l.o.LocalKey(storeKey); ok {
-		l.Drop(k)
+	k, ok := l.o.LocalKey(storeKey)
+	if !ok {
+		return
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.versions.Bump(k)
+	if w, ok := l.own[k]; ok {
+		delete(l.own, k)
+		if l.versions.Of(k) == w.expect {
+			l.local.Put(k, w.v)
+			return
+		}
+	}
+	l.local.Drop(k)
 }
 
 // onTracking clears the layer whenever tracking goes down or up (a copy
@@ -111,7 +145,8 @@ func (l *Layer[T]) onChange(storeKey string) {
 func (l *Layer[T]) onTracking(bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.versions.BumpAll()
+	l.versions.BumpAllBy(dropStep)
+	clear(l.own)
 	l.lease.Reset()
 	l.local.Clear()
 }
@@ -147,12 +182,53 @@ func (l *Layer[T]) Keep(key string, v T, seen uint64) {
 	}
 }
 
+// KeepOwnWrite is Keep for a copy the caller has just written to the
+// store itself (a session's idle write-back, a minted token), when the
+// keys are tracked. The store reports every write to every instance, the
+// writer's own included, and the report does not say whose write it was:
+// Keep's copy would be dropped by the writer's own report, and the next
+// request would read back what this instance wrote. Here the copy is put
+// now (as Keep would), and again when the first report of the key after
+// seen arrives, if it is the only change counted since seen: reports come in the order of the writes, so
+// that first report is this write's, or one written before it (this
+// write's then still drops the copy: a needless re-read, never a stale
+// copy); a write after it is reported after it and drops the copy as any
+// change does. That report may also have come before the caller is
+// here: then the copy is put at once, on the same condition. Any other
+// drop of the key meanwhile (an instance's revocation message, the
+// tracking lost) cancels it. Untracked, it is Keep.
+func (l *Layer[T]) KeepOwnWrite(key string, v T, seen uint64) {
+	if !l.Tracked() {
+		l.Keep(key, v, seen)
+		return
+	}
+	if !l.live.Load() {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.live.Load() {
+		return
+	}
+	switch l.versions.Of(key) - seen {
+	case 0: // the report is still to come: kept now, as Keep would, and again when it comes
+		l.local.Put(key, v)
+		if len(l.own) < maxOwnWrites {
+			l.own[key] = ownWrite[T]{v: v, expect: seen + 1}
+		}
+	case 1: // one report came, and nothing else: this write's or an earlier one's
+		l.local.Put(key, v)
+	}
+}
+
 // Drop removes key's copy and counts a change of it: a read in flight
-// keeps nothing it read before.
+// keeps nothing it read before, and an own write awaiting its report is
+// not kept.
 func (l *Layer[T]) Drop(key string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.versions.Bump(key)
+	l.versions.BumpBy(key, dropStep)
+	delete(l.own, key)
 	l.local.Drop(key)
 }
 
@@ -160,6 +236,7 @@ func (l *Layer[T]) Drop(key string) {
 func (l *Layer[T]) DropAll() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.versions.BumpAll()
+	l.versions.BumpAllBy(dropStep)
+	clear(l.own)
 	l.local.Clear()
 }

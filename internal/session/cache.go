@@ -89,6 +89,10 @@ func (m *Manager) Lookup(ctx context.Context, id string) (_ Record, err error) {
 			}
 			return Record{}, err
 		}
+		// Kept when Redis's report of this write-back comes back: no read
+		// back of what this instance just wrote on its next request.
+		m.local.KeepOwnWrite(c.handle, c.compact(), seen)
+		return c.rec, nil
 	} else if fresh {
 		return c.rec, nil
 	}

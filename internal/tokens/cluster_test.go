@@ -292,15 +292,15 @@ func TestTrackedTokensNeedNoMessage(t *testing.T) {
 func TestTrackedReadRacingADeleteIsNotKept(t *testing.T) {
 	rc, prefix := redistest.Client(t)
 	store := &deleteAfterGet{Redis: kv.NewRedis(rc, prefix), rc: rc, prefix: prefix}
-	c := newClusterOn(t, store, 1, upstreamsim.Options{TokenTTL: time.Hour}, nil)
-	in := c.instances[0]
+	c := newClusterOn(t, store, 2, upstreamsim.Options{TokenTTL: time.Hour}, nil)
+	minter, in := c.instances[0], c.instances[1]
 	waitFor(t, in.Tracked)
 	ctx := context.Background()
-	old, err := in.Token(ctx, "rey")
+	old, err := minter.Token(ctx, "rey")
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // the mint's own write is reported: no local copy left
+	// The other instance has no copy of it: its next Token reads the store.
 	store.arm.Store(true)
 	if got, _ := in.Token(ctx, "rey"); got.Value != old.Value {
 		t.Fatalf("the in-flight read got %q, want the token it read", got.Value)

@@ -135,7 +135,9 @@ func (c *Cache) put(ctx context.Context, gen *string, userID, key string, tok To
 	if err := c.store.Set(ctx, key, c.seal(v, userID), ttl); err != nil {
 		return err
 	}
-	c.remember(key, v)
+	// Kept when Redis's report of this very write comes back, so the next
+	// request does not read back the token just written.
+	c.local.KeepOwnWrite(key, newLocalEntry(v, c.now()), v.seen)
 	return c.publish(ctx, "set", key)
 }
 
