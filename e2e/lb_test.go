@@ -36,48 +36,7 @@ func startLB(t *testing.T, instances []*env) *lb {
 		adminPort := e.admin[strings.LastIndex(e.admin, ":")+1:]
 		fmt.Fprintf(&servers, "    server bff%d %s check port %s inter 100ms fall 2 rise 2\n", i, strings.TrimPrefix(e.public, "http://"), adminPort)
 	}
-	cfg := fmt.Sprintf(`global
-    maxconn 1024
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 30s
-    timeout server 30s
-    # Without it the whole check must answer within inter (100 ms), and a
-    # loaded machine took healthy instances out. A draining instance
-    # answers 503 at once, so fall 2 still takes it out in about 200 ms,
-    # well inside its 1 s shutdown_delay.
-    timeout check 2s
-    retries 3
-    option redispatch
-    # As deploy/haproxy.cfg: retry only a request that never reached an
-    # instance (a POST that reached one may have moved money), and answer
-    # HAProxy's own errors in the BFF's problem+json envelope.
-    retry-on conn-failure
-    unique-id-format %%[uuid()]
-    http-error status 502 content-type "application/problem+json" hdr Cache-Control "no-store" hdr X-Content-Type-Options "nosniff" hdr X-Request-Id "%%[unique-id]" lf-string '{"type":"urn:bff:problem:UPSTREAM_UNREACHABLE","title":"Bad gateway","status":502,"detail":"the instance failed while handling the request; a payment retried with the same Idempotency-Key is never run twice","code":"UPSTREAM_UNREACHABLE","action":"retry_later","retryable":true,"requestId":"%%[unique-id]"}'
-    http-error status 503 content-type "application/problem+json" hdr Cache-Control "no-store" hdr X-Content-Type-Options "nosniff" hdr X-Request-Id "%%[unique-id]" lf-string '{"type":"urn:bff:problem:UPSTREAM_UNAVAILABLE","title":"Service temporarily unavailable","status":503,"detail":"no BFF instance is available; retry shortly","code":"UPSTREAM_UNAVAILABLE","action":"retry_later","retryable":true,"requestId":"%%[unique-id]"}'
-    http-error status 504 content-type "application/problem+json" hdr Cache-Control "no-store" hdr X-Content-Type-Options "nosniff" hdr X-Request-Id "%%[unique-id]" lf-string '{"type":"urn:bff:problem:UPSTREAM_TIMEOUT","title":"Gateway timeout","status":504,"detail":"the instance did not answer in time; a payment retried with the same Idempotency-Key is never run twice","code":"UPSTREAM_TIMEOUT","action":"retry_later","retryable":true,"requestId":"%%[unique-id]"}'
-frontend public
-    bind %s
-    http-request set-header X-Request-Id %%[unique-id]
-    default_backend relay
-# As deploy/haproxy.cfg: every request reaches an instance as the first of
-# its own connection, so an instance that dies mid-request is answered with
-# the 502 above, never a silent close that a client would resend.
-backend relay
-    server relayed abns@%s
-    timeout server 90s
-frontend relayed
-    bind abns@%s
-    option httpclose
-    unique-id-format %%[req.hdr(X-Request-Id)]
-    default_backend bff
-backend bff
-    balance roundrobin
-    option httpchk GET /readyz
-    http-check expect status 200
-%s`, addr, relay, relay, servers.String())
+	cfg := lbConfig(t, addr, relay, servers.String())
 	path := filepath.Join(t.TempDir(), "haproxy.cfg")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -104,6 +63,46 @@ backend bff
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// lbConfig is deploy/haproxy.cfg, the shipped configuration, with only
+// what names the compose deployment replaced: the listening address, the
+// relay's socket, the servers (checked every 100 ms, so a test does not
+// wait seconds), and no Docker resolver or stats page. Every rule in it (the
+// headers it sets and strips, retries, the relay, the problem+json
+// errors) is the one tested. A replacement that no longer matches fails
+// the test: the shipped file changed shape and this must follow.
+func lbConfig(t *testing.T, addr, relay, servers string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "deploy", "haproxy.cfg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := string(b)
+	replace := func(old, new string, n int) {
+		t.Helper()
+		if got := strings.Count(cfg, old); got != n {
+			t.Fatalf("deploy/haproxy.cfg holds %q %d times, want %d: update lbConfig", old, got, n)
+		}
+		cfg = strings.ReplaceAll(cfg, old, new)
+	}
+	cut := func(from, to string) {
+		t.Helper()
+		i := strings.Index(cfg, from)
+		j := strings.Index(cfg[max(i, 0):], to)
+		if i < 0 || j < 0 {
+			t.Fatalf("deploy/haproxy.cfg has no %q ... %q: update lbConfig", from, to)
+		}
+		cfg = cfg[:i] + cfg[i+j+len(to):]
+	}
+	replace("    bind :8080\n", "    bind "+addr+"\n", 1)
+	replace("abns@bff-relayed", "abns@"+relay, 2)
+	cut("resolvers docker\n", "\n\n")
+	cut("    default-server check port 9090", "\n")
+	cut("    server bff1 bff1:8080\n", "    server bff2 bff2:8080\n")
+	cut("frontend stats\n", "stats refresh 5s\n")
+	replace("    log stdout format raw local0 info\n", "", 1)
+	return cfg + "\n    # the test's instances\n" + servers
 }
 
 // through returns a client of the deployment that goes through the LB.

@@ -172,7 +172,10 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 	sessionsCreated := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "bff_sessions_created_total", Help: "BFF sessions created (logins).",
 	})
-	reg.MustRegister(sessionsCreated)
+	keyFetches := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "bff_oidc_key_fetches_total", Help: "Fetches of the OpenID provider's signing keys (at most one per 30 s, only for a key id not held).",
+	})
+	reg.MustRegister(sessionsCreated, keyFetches)
 
 	var upstreamTransport http.RoundTripper = proxy.NewTransport(cfg.Upstream.Timeout)
 	if telemetry.On() {
@@ -241,11 +244,12 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 	// record to one of them at a time.
 	go pay.Run(cacheCtx)
 	deps := edge.Deps{
-		AuthLimit: a.limits, AuthPerMinute: cfg.Limits.AuthPerMinute, Refused: proxyMetrics.Refused,
+		AuthLimit: a.limits, AuthPerMinute: cfg.Limits.AuthPerMinute, BackchannelPerMinute: cfg.Limits.BackchannelPerMinute,
+		PendingLoginsPerAddress: cfg.Limits.PendingLoginsPerAddress, IPv6Prefix: cfg.Limits.IPv6Prefix, Refused: proxyMetrics.Refused,
 		Budget: sessionBudget(cacheCtx, cfg, a, log),
 		Logger: log, Metrics: edge.NewMetrics(reg), Sessions: sessions, Cookies: cookies, Forwarder: fwd, Payments: pay,
 		PublicOrigin: cfg.PublicOrigin(), AllowedOrigins: cfg.CORS.AllowedOrigins,
-		TrustedProxies: cfg.TrustedProxyPrefixes(), TrustClientTraceparent: cfg.TrustClientTraceparent, DevLogin: cfg.Auth.Mode == config.AuthModeDev, Tokens: cache,
+		TrustedProxies: cfg.TrustedProxyPrefixes(), TraceparentFrom: cfg.TraceparentPrefixes(), TrustClientTraceparent: cfg.TrustClientTraceparent, DevLogin: cfg.Auth.Mode == config.AuthModeDev, Tokens: cache,
 		MobileRedirectURIs: cfg.Auth.MobileRedirectURIs,
 	}
 	if cfg.StaticDir != "" {
@@ -254,7 +258,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		}
 	}
 	if cfg.Auth.Mode == config.AuthModeOIDC {
-		if deps.Login, deps.LoginCookies, err = openLogin(ctx, cfg, store, sessionKeys, encKey, decKeys); err != nil {
+		if deps.Login, deps.LoginCookies, err = openLogin(ctx, cfg, store, sessionKeys, encKey, decKeys, keyFetches.Inc); err != nil {
 			return nil, err
 		}
 	}
@@ -533,7 +537,7 @@ func ledgerTracer() pgx.QueryTracer {
 
 // openLogin discovers the OpenID provider and makes the login binding
 // cookie's codec (same keys as the session cookie, its own name).
-func openLogin(ctx context.Context, cfg *config.Config, store login.Store, keys [][]byte, encKey []byte, decKeys [][]byte) (*login.Provider, *session.Cookies, error) {
+func openLogin(ctx context.Context, cfg *config.Config, store login.Store, keys [][]byte, encKey []byte, decKeys [][]byte, keysFetched func()) (*login.Provider, *session.Cookies, error) {
 	o := cfg.Auth.OIDC
 	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -541,7 +545,7 @@ func openLogin(ctx context.Context, cfg *config.Config, store login.Store, keys 
 		Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret.Reveal(), RedirectURL: o.RedirectURL,
 		Scopes: o.Scopes, UserIDClaim: o.UserIDClaim, PostLogoutRedirectURL: strings.TrimSuffix(cfg.PublicURL, "/") + "/",
 		MobileRedirectURIs: cfg.Auth.MobileRedirectURIs, Store: store, EncryptionKey: encKey,
-		DecryptionKeys: decKeys, HTTPClient: &http.Client{Timeout: 10 * time.Second},
+		DecryptionKeys: decKeys, HTTPClient: &http.Client{Timeout: 10 * time.Second}, KeysFetched: keysFetched,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("auth.oidc.issuer: %w", err)

@@ -62,8 +62,14 @@ type Config struct {
 	AdminListen    string   `yaml:"admin_listen"`
 	PublicURL      string   `yaml:"public_url"`
 	TrustedProxies []string `yaml:"trusted_proxies"`
+	// TraceparentFrom are the peers (CIDRs or addresses) whose W3C
+	// traceparent, tracestate and baggage the BFF continues. Separate from
+	// TrustedProxies on purpose: a proxy believed for X-Forwarded-For
+	// usually passes the client's trace headers through, so trusting it
+	// for those too would let any client choose the trace. Empty: none.
+	TraceparentFrom []string `yaml:"traceparent_from"`
 	// TrustClientTraceparent continues a W3C traceparent from any client
-	// (tracing on); otherwise only one from a trusted proxy.
+	// (your own apps, when the public cannot reach the BFF).
 	TrustClientTraceparent bool          `yaml:"trust_client_traceparent"`
 	ShutdownTimeout        time.Duration `yaml:"shutdown_timeout"` // drain bound after SIGTERM
 	ShutdownDelay          time.Duration `yaml:"shutdown_delay"`   // /readyz is 503 this long before the listeners stop
@@ -74,6 +80,10 @@ type Config struct {
 	// /users/{userId}/sessions). Empty: those endpoints answer 404. Read it
 	// with LoadAdminToken; the file is re-read on every call.
 	AdminTokenFile string `yaml:"admin_token_file"`
+	// AdminMutationsDisabled says that running without admin_token_file
+	// (so without the operator's revocation endpoint) is meant; production
+	// refuses an empty admin_token_file without it.
+	AdminMutationsDisabled bool `yaml:"admin_mutations_disabled"`
 	// StaticDir is a built web app (with index.html) served at / from the
 	// BFF's own origin; empty: none.
 	StaticDir string   `yaml:"static_dir"`
@@ -104,6 +114,20 @@ type Limits struct {
 	// every instance. Approximate when logins race on several instances;
 	// the next login converges it.
 	SessionsPerUser int `yaml:"sessions_per_user"`
+	// BackchannelPerMinute is the budget of POST /auth/backchannel-logout
+	// per client address (the provider's), apart from AuthPerMinute so
+	// users' traffic never throttles the provider and forged logout tokens
+	// cannot make the BFF work without bound.
+	BackchannelPerMinute int `yaml:"backchannel_per_minute"`
+	// PendingLoginsPerAddress bounds the logins a client address may have
+	// started and not finished (each GET /auth/login stores one record for
+	// the state's lifetime, 10 minutes): at most this many a 10 minutes.
+	PendingLoginsPerAddress int `yaml:"pending_logins_per_address"`
+	// IPv6Prefix is how much of an IPv6 client address names the client in
+	// every per-address limit: a client owns at least a /64, so each of its
+	// addresses must not get a budget of its own. IPv4 addresses count
+	// whole.
+	IPv6Prefix int `yaml:"ipv6_prefix"`
 }
 
 // Ledger configures the durable record of money-moving requests.
@@ -223,9 +247,15 @@ type CORS struct {
 
 // TrustedProxyPrefixes returns trusted_proxies as prefixes (an address is
 // a prefix of its full length).
-func (c *Config) TrustedProxyPrefixes() []netip.Prefix {
-	out := make([]netip.Prefix, 0, len(c.TrustedProxies))
-	for _, s := range c.TrustedProxies {
+func (c *Config) TrustedProxyPrefixes() []netip.Prefix { return prefixes(c.TrustedProxies) }
+
+// TraceparentPrefixes returns traceparent_from parsed (invalid entries are
+// refused by Validate).
+func (c *Config) TraceparentPrefixes() []netip.Prefix { return prefixes(c.TraceparentFrom) }
+
+func prefixes(list []string) []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(list))
+	for _, s := range list {
 		if p, err := netip.ParsePrefix(s); err == nil {
 			out = append(out, p.Masked())
 		} else if a, err := netip.ParseAddr(s); err == nil {

@@ -38,19 +38,20 @@ func secretValues() []string {
 // prodEnv is the smallest environment that makes a valid production config.
 func prodEnv() map[string]string {
 	return map[string]string{
-		"BFF_PUBLIC_URL":              "https://app.example.com",
-		"BFF_UPSTREAM_BASE_URL":       "https://api.example.com",
-		"BFF_UPSTREAM_CLIENT_ID":      "bff",
-		"BFF_UPSTREAM_CLIENT_SECRET":  upstreamSecret,
-		"BFF_REDIS_URL":               "redis://:" + redisPassword + "@redis.internal:6379/0",
-		"BFF_REDIS_ENCRYPTION_KEY":    encryptionKey,
-		"BFF_REDIS_DECRYPTION_KEYS":   "[" + decryptionKey + "]",
-		"BFF_SESSION_KEYS":            "[" + sessionKey + ", " + sessionKeyOld + "]",
-		"BFF_AUTH_OIDC_ISSUER":        "https://id.example.com",
-		"BFF_AUTH_OIDC_CLIENT_ID":     "bff-web",
-		"BFF_AUTH_OIDC_CLIENT_SECRET": oidcSecret,
-		"BFF_AUTH_OIDC_REDIRECT_URL":  "https://app.example.com/auth/callback",
-		"BFF_LEDGER_POSTGRES_URL":     "postgres://bff:" + ledgerPassword + "@db.internal:5432/bff",
+		"BFF_PUBLIC_URL":               "https://app.example.com",
+		"BFF_UPSTREAM_BASE_URL":        "https://api.example.com",
+		"BFF_UPSTREAM_CLIENT_ID":       "bff",
+		"BFF_UPSTREAM_CLIENT_SECRET":   upstreamSecret,
+		"BFF_REDIS_URL":                "redis://:" + redisPassword + "@redis.internal:6379/0",
+		"BFF_REDIS_ENCRYPTION_KEY":     encryptionKey,
+		"BFF_REDIS_DECRYPTION_KEYS":    "[" + decryptionKey + "]",
+		"BFF_SESSION_KEYS":             "[" + sessionKey + ", " + sessionKeyOld + "]",
+		"BFF_AUTH_OIDC_ISSUER":         "https://id.example.com",
+		"BFF_AUTH_OIDC_CLIENT_ID":      "bff-web",
+		"BFF_AUTH_OIDC_CLIENT_SECRET":  oidcSecret,
+		"BFF_AUTH_OIDC_REDIRECT_URL":   "https://app.example.com/auth/callback",
+		"BFF_LEDGER_POSTGRES_URL":      "postgres://bff:" + ledgerPassword + "@db.internal:5432/bff",
+		"BFF_ADMIN_MUTATIONS_DISABLED": "true",
 	}
 }
 

@@ -40,6 +40,7 @@ func Defaults() Config {
 		Listen:          ":8080",
 		AdminListen:     ":9090",
 		TrustedProxies:  []string{},
+		TraceparentFrom: []string{},
 		ShutdownTimeout: 30 * time.Second,
 		ShutdownDelay:   5 * time.Second,
 		LogLevel:        "info",
@@ -85,8 +86,9 @@ func Defaults() Config {
 			},
 			MobileRedirectURIs: []string{},
 		},
-		CORS:   CORS{AllowedOrigins: []string{}},
-		Limits: Limits{RequestsPerSecond: 20, Burst: 40, AuthPerMinute: 60, RefreshInterval: 15 * time.Minute, SessionsPerUser: 20},
+		CORS: CORS{AllowedOrigins: []string{}},
+		Limits: Limits{RequestsPerSecond: 20, Burst: 40, AuthPerMinute: 60, RefreshInterval: 15 * time.Minute, SessionsPerUser: 20,
+			BackchannelPerMinute: 120, PendingLoginsPerAddress: 100, IPv6Prefix: 64},
 	}
 }
 

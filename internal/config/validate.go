@@ -44,18 +44,12 @@ func (c *Config) Validate() error {
 			v.addf("public_url", "must be https when env is production")
 		}
 	}
-	for i, p := range c.TrustedProxies {
-		key := fmt.Sprintf("trusted_proxies[%d]", i)
-		if pfx, err := netip.ParsePrefix(p); err == nil {
-			// A /0, whatever its address, holds every address of its family.
-			if prod && pfx.Bits() == 0 {
-				v.addf(key, "%q trusts every address, which is refused when env is production: any client could then set X-Forwarded-For and X-Request-Id; list the proxies' own addresses or CIDRs", p)
-			}
-			continue
-		}
-		if _, err := netip.ParseAddr(p); err != nil {
-			v.addf(key, "%q is neither a CIDR nor an IP address", p)
-		}
+	v.prefixList("trusted_proxies", c.TrustedProxies, prod,
+		"any client could then set X-Forwarded-For and X-Request-Id; list the proxies' own addresses or CIDRs")
+	v.prefixList("traceparent_from", c.TraceparentFrom, prod,
+		"any client could then choose its trace (and force sampling); list only peers that set their own traceparent, or set trust_client_traceparent")
+	if prod && c.AdminTokenFile == "" && !c.AdminMutationsDisabled {
+		v.addf("admin_token_file", "required when env is production: without it the operator's revocation endpoint (DELETE /users/{userId}/sessions) and POST /reload-secret do not exist; set admin_mutations_disabled: true to run without them on purpose")
 	}
 	v.positive("shutdown_timeout", int64(c.ShutdownTimeout))
 	if c.ShutdownDelay < 0 {
@@ -95,6 +89,15 @@ func (c *Config) Validate() error {
 	}
 	if n := c.Limits.SessionsPerUser; n < 0 || n > 10_000 {
 		v.addf("limits.sessions_per_user", "%d is not between 0 (off) and 10000", n)
+	}
+	if n := c.Limits.BackchannelPerMinute; n < 0 || n > 1_000_000 {
+		v.addf("limits.backchannel_per_minute", "%d is not between 0 (off) and 1000000", n)
+	}
+	if n := c.Limits.PendingLoginsPerAddress; n < 0 || n > 1_000_000 {
+		v.addf("limits.pending_logins_per_address", "%d is not between 0 (off) and 1000000", n)
+	}
+	if n := c.Limits.IPv6Prefix; n < 32 || n > 128 {
+		v.addf("limits.ipv6_prefix", "%d is not between 32 and 128 (a client owns at least a /64)", n)
 	}
 	if n := c.Ledger.MaxConns; n < 0 || n > 1000 {
 		v.addf("ledger.max_conns", "%d is not between 0 and 1000", n)
@@ -375,6 +378,9 @@ func (a *Auth) validate(v *validator, prod bool) {
 		switch {
 		case err != nil || u.Scheme == "":
 			v.addf(key, "not an absolute URI (e.g. com.example.app:/callback)")
+		case scriptSchemes[strings.ToLower(u.Scheme)]:
+			// Never an app's redirect: a browser runs or renders it.
+			v.addf(key, "the %s: scheme is refused: a browser would run or render it instead of opening an app (use the app's own scheme, an https link, or a loopback http address)", strings.ToLower(u.Scheme))
 		case u.Fragment != "" || strings.Contains(s, "#"):
 			v.addf(key, "must not hold a fragment")
 		case prod && u.Scheme == "http" && !isLoopbackIP(u.Hostname()):
@@ -383,6 +389,99 @@ func (a *Auth) validate(v *validator, prod bool) {
 			v.addf(key, "plain http is refused when env is production except to a loopback IP literal (RFC 8252 section 7.3: http://127.0.0.1:PORT/... or http://[::1]:PORT/..., not localhost)")
 		}
 	}
+}
+
+// scriptSchemes are URI schemes a browser runs or renders itself, never an
+// app's redirect.
+var scriptSchemes = map[string]bool{"javascript": true, "data": true, "vbscript": true, "blob": true, "file": true, "about": true, "filesystem": true}
+
+// prefixList checks a list of CIDRs or addresses; in production a list
+// whose union holds every address of a family (0.0.0.0/0, ::/0, written
+// any way: two /1 halves, ::ffff:0.0.0.0/96 for every IPv4 address) is
+// refused, why saying what it would allow.
+func (v *validator) prefixList(key string, list []string, prod bool, why string) {
+	var parsed []netip.Prefix
+	alone := false
+	for i, p := range list {
+		var pfx netip.Prefix
+		if x, err := netip.ParsePrefix(p); err == nil {
+			pfx = x.Masked()
+		} else if a, err := netip.ParseAddr(p); err == nil {
+			pfx = netip.PrefixFrom(a, a.BitLen())
+		} else {
+			v.addf(fmt.Sprintf("%s[%d]", key, i), "%q is neither a CIDR nor an IP address", p)
+			continue
+		}
+		parsed = append(parsed, pfx)
+		if prod && catchAll([]netip.Prefix{pfx}) != "" {
+			alone = true
+			v.addf(fmt.Sprintf("%s[%d]", key, i), "%q trusts every address, which is refused when env is production: %s", p, why)
+		}
+	}
+	if !prod || alone {
+		return
+	}
+	if fam := catchAll(parsed); fam != "" {
+		v.addf(key, "%q together trust every %s address, which is refused when env is production: %s", list, fam, why)
+	}
+}
+
+// catchAll names the address family ("IPv4" or "IPv6") whose every
+// address the prefixes hold together, or "". An IPv4-mapped IPv6 prefix
+// (::ffff:0:0/96 and within) counts as the IPv4 prefix it maps.
+func catchAll(list []netip.Prefix) string {
+	var v4, v6 []netip.Prefix
+	for _, p := range list {
+		a := p.Addr()
+		switch {
+		case a.Is4In6() && p.Bits() >= 96:
+			v4 = append(v4, netip.PrefixFrom(a.Unmap(), p.Bits()-96))
+		case a.Is4():
+			v4 = append(v4, p)
+		default:
+			if p.Bits() <= 96 && p.Contains(netip.MustParseAddr("::ffff:0.0.0.0")) {
+				// A wider IPv6 prefix around ::ffff:0:0/96 holds every
+				// IPv4-mapped address too.
+				v4 = append(v4, netip.MustParsePrefix("0.0.0.0/0"))
+			}
+			v6 = append(v6, p)
+		}
+	}
+	switch {
+	case covers(v4, netip.MustParsePrefix("0.0.0.0/0")):
+		return "IPv4"
+	case covers(v6, netip.MustParsePrefix("::/0")):
+		return "IPv6"
+	}
+	return ""
+}
+
+// covers reports whether the union of list holds every address of p: one
+// entry holds p, or p's two halves are each covered. The recursion only
+// goes as deep as the longest entry that overlaps p.
+func covers(list []netip.Prefix, p netip.Prefix) bool {
+	overlap := false
+	for _, q := range list {
+		if q.Bits() <= p.Bits() && q.Contains(p.Addr()) {
+			return true
+		}
+		overlap = overlap || q.Overlaps(p)
+	}
+	if !overlap || p.Bits() == p.Addr().BitLen() {
+		return false
+	}
+	lo := netip.PrefixFrom(p.Addr(), p.Bits()+1)
+	hi := netip.PrefixFrom(upperHalf(p), p.Bits()+1)
+	return covers(list, lo) && covers(list, hi)
+}
+
+// upperHalf is the first address of p's upper half.
+func upperHalf(p netip.Prefix) netip.Addr {
+	b := p.Addr().AsSlice()
+	bit := p.Bits()
+	b[bit/8] |= 0x80 >> (bit % 8)
+	a, _ := netip.AddrFromSlice(b)
+	return a
 }
 
 // validator collects problems.

@@ -42,8 +42,10 @@ type Deps struct {
 	AllowedOrigins []string
 	// TrustedProxies are the peers whose X-Forwarded-For and X-Request-Id are believed.
 	TrustedProxies []netip.Prefix
-	// TrustClientTraceparent continues a traceparent from any client, not
-	// only from a trusted proxy (tracing on).
+	// TraceparentFrom are the peers whose W3C trace headers are believed
+	// (traceparent_from; never implied by TrustedProxies).
+	TraceparentFrom []netip.Prefix
+	// TrustClientTraceparent believes the trace headers of any client.
 	TrustClientTraceparent bool
 	// DevLogin enables POST /auth/dev/login (auth.mode: dev).
 	DevLogin bool
@@ -56,12 +58,19 @@ type Deps struct {
 	MobileRedirectURIs []string
 	// Tokens drops a user's upstream token when their last session ends.
 	Tokens TokenInvalidator
-	// AuthLimit, when set with AuthPerMinute > 0, is the per-address
-	// budget of /auth/* requests (limits.auth_per_minute), shared by every
-	// instance; Refused counts a refusal in bff_limit_refusals_total.
-	AuthLimit     RateLimiter
-	AuthPerMinute int
-	Refused       func(limit string)
+	// AuthLimit, when set, keeps the per-client-address budgets, shared
+	// by every instance: /auth/* requests (limits.auth_per_minute), the
+	// back-channel logout (limits.backchannel_per_minute) and logins
+	// started (limits.pending_logins_per_address per login.StateTTL); 0
+	// switches one off. An IPv6 client is its first IPv6Prefix bits
+	// (limits.ipv6_prefix). Refused counts a refusal in
+	// bff_limit_refusals_total.
+	AuthLimit               RateLimiter
+	AuthPerMinute           int
+	BackchannelPerMinute    int
+	PendingLoginsPerAddress int
+	IPv6Prefix              int
+	Refused                 func(limit string)
 	// Budget, when set, is each session's request budget on /api
 	// (limits.requests_per_second, burst), shared by every instance.
 	Budget SessionBudget
@@ -78,7 +87,7 @@ type SessionBudget interface {
 // RateLimiter spends one of perMinute requests a minute of a key
 // (limits.Redis, limits.Local).
 type RateLimiter interface {
-	Allow(ctx context.Context, key string, perMinute int) (limits.Decision, error)
+	AllowPer(ctx context.Context, key string, n int, per time.Duration) (limits.Decision, error)
 }
 
 // NewPublic returns the public handler: auth endpoints and /api.

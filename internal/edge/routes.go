@@ -6,12 +6,14 @@ import (
 
 // routes lists every public route in one place.
 func routes(e *echo.Echo, d Deps, m *httpMetrics, am *authMetrics) {
-	e.Use(requestIDMiddleware(d.TrustedProxies), traceMiddleware(d.TrustedProxies, d.TrustClientTraceparent), recoverMiddleware(d.Logger), accessLog(d.Logger, m), noStore(), preflight(d.AllowedOrigins))
+	e.Use(requestIDMiddleware(d.TrustedProxies), traceMiddleware(d.TraceparentFrom, d.TrustClientTraceparent), recoverMiddleware(d.Logger), accessLog(d.Logger, m), noStore(), preflight(d.AllowedOrigins))
 	if len(d.AllowedOrigins) > 0 {
 		e.Use(corsMiddleware(d.AllowedOrigins))
 	}
-	if d.AuthLimit != nil && d.AuthPerMinute > 0 {
-		e.Use(authLimit(d.AuthLimit, d.AuthPerMinute, d.Refused, d.Logger))
+	perAddress := &addressLimits{limiter: d.AuthLimit, auth: d.AuthPerMinute, backchannel: d.BackchannelPerMinute,
+		pendingLogins: d.PendingLoginsPerAddress, v6Bits: d.IPv6Prefix, refused: d.Refused, log: d.Logger}
+	if d.AuthLimit != nil {
+		e.Use(authLimit(perAddress))
 	}
 	a := &authn{sessions: d.Sessions, cookies: d.Cookies, publicOrigin: d.PublicOrigin, allowedOrigins: d.AllowedOrigins}
 	ad := authDeps{a: a, sessions: d.Sessions, cookies: d.Cookies, tokens: d.Tokens, metrics: am, log: d.Logger}
@@ -21,7 +23,7 @@ func routes(e *echo.Echo, d Deps, m *httpMetrics, am *authMetrics) {
 	}
 	logoutURL := ""
 	if d.Login != nil {
-		ld := loginDeps{authDeps: ad, prov: d.Login, binding: d.LoginCookies}
+		ld := loginDeps{authDeps: ad, prov: d.Login, binding: d.LoginCookies, perAddress: perAddress}
 		e.GET("/auth/login", loginStart(ld, d.MobileRedirectURIs))
 		e.GET("/auth/callback", loginCallback(ld))
 		e.POST("/auth/mobile/token", mobileToken(ld))
