@@ -276,7 +276,7 @@ func (e *env) launchOn(o options, pub, adm string) error {
 	// off unless a test sets them.
 	limitsYAML := o.limitsYAML
 	if limitsYAML == "" {
-		limitsYAML = "limits: { requests_per_second: 0, auth_per_minute: 0, refresh_interval: 0s, sessions_per_user: 0 }"
+		limitsYAML = "limits: { requests_per_second: 0, auth_per_minute: 0, refresh_interval: 0s, sessions_per_user: 0, backchannel_per_minute: 0, pending_logins_per_address: 0 }"
 	}
 	authYAML := o.authYAML
 	if authYAML == "" {

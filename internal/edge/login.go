@@ -42,6 +42,8 @@ type loginDeps struct {
 	authDeps
 	prov    *login.Provider
 	binding *session.Cookies // short-lived cookie binding the login state to the browser
+	// perAddress bounds the logins a client starts (each stores a record).
+	perAddress *addressLimits
 }
 
 // loginProblem maps the login package's errors.
@@ -89,6 +91,10 @@ func loginStart(d loginDeps, mobileURIs []string) echo.HandlerFunc {
 		returnTo, err := login.CheckReturnTo(q.Get("returnTo"))
 		if err != nil {
 			return loginProblem(err)
+		}
+		if err := d.perAddress.allow(c, "pending_logins", d.perAddress.pendingLogins, login.StateTTL,
+			"too many logins started from this address and not finished; retry in %d s"); err != nil {
+			return err
 		}
 		authURL, state, err := d.prov.Begin(c.Request().Context(), returnTo, mobile)
 		if err != nil {
@@ -256,6 +262,7 @@ const backchannelMaxBody = 16 << 10
 // backchannelLogout is POST /auth/backchannel-logout (OpenID Connect
 // Back-Channel Logout 1.0): the provider ends sessions by sid or sub.
 func backchannelLogout(d loginDeps) echo.HandlerFunc {
+	refusedLog := newSparseLog(d.log, "back-channel logout refused", 10*time.Second)
 	return func(c echo.Context) error {
 		r := c.Request()
 		// Unauthenticated input: a form of one field, read whole into at most
@@ -276,7 +283,7 @@ func backchannelLogout(d loginDeps) echo.HandlerFunc {
 		}
 		sub, sid, err := d.prov.VerifyLogoutToken(r.Context(), form.Get("logout_token"))
 		if err != nil {
-			d.log.LogAttrs(c.Request().Context(), slog.LevelWarn, "back-channel logout refused", slog.String("reason", err.Error()))
+			refusedLog.warn(c.Request().Context(), slog.String("reason", err.Error()))
 			return loginProblem(err)
 		}
 		ended, err := d.sessions.RevokeProvider(c.Request().Context(), sub, sid)

@@ -221,29 +221,62 @@ func noStore() echo.MiddlewareFunc {
 	}
 }
 
-// authLimit spends the client address's /auth/* budget (one budget across
-// instances, GCRA in Redis): over it, 429 RATE_LIMITED with Retry-After.
-// The provider's back-channel logout is not counted (a signed,
-// server-to-server call that must not be throttled by users' traffic). A
-// store that does not answer lets the request through: the handler then
-// fails closed on its own session check.
-func authLimit(l RateLimiter, perMinute int, refused func(string), log *slog.Logger) echo.MiddlewareFunc {
+// addressLimits are the per-client-address budgets, one each across every
+// instance (GCRA in Redis), keyed by clientKey.
+type addressLimits struct {
+	limiter RateLimiter
+	// auth is /auth/* (but the back-channel logout) per minute; 0: off.
+	auth int
+	// backchannel is POST /auth/backchannel-logout per minute, apart from
+	// auth: users' traffic must not throttle the provider, and the
+	// provider's address must not lend its budget to forged tokens.
+	backchannel int
+	// pendingLogins is GET /auth/login per login.StateTTL: each stores a
+	// record for that long, so this bounds a client's stored records.
+	pendingLogins int
+	v6Bits        int
+	refused       func(string)
+	log           *slog.Logger
+}
+
+// allow spends one of n per period of the client's budget named kind; a
+// refusal is 429 RATE_LIMITED with Retry-After. A store that does not
+// answer lets the request through: the handler then fails closed on its
+// own store.
+func (l *addressLimits) allow(c echo.Context, kind string, n int, per time.Duration, detail string) error {
+	if l == nil || l.limiter == nil || n <= 0 {
+		return nil
+	}
+	r := c.Request()
+	d, err := l.limiter.AllowPer(r.Context(), kind+":"+clientKey(c.RealIP(), l.v6Bits), n, per)
+	if err != nil {
+		l.log.Warn("a per-address budget could not be checked; letting the request through", slog.String("limit", kind), slog.String("error", err.Error()))
+		return nil
+	}
+	if d.Allowed {
+		return nil
+	}
+	if l.refused != nil {
+		l.refused(kind)
+	}
+	return problem.Later(problem.CodeRateLimited, d.RetryAfter, detail)
+}
+
+// authLimit spends the client's /auth/* budget, or its back-channel logout
+// budget on that path.
+func authLimit(l *addressLimits) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			p := c.Request().URL.Path
-			if !strings.HasPrefix(p, "/auth/") || p == "/auth/backchannel-logout" {
-				return next(c)
+			var err error
+			switch {
+			case p == "/auth/backchannel-logout":
+				err = l.allow(c, "backchannel", l.backchannel, time.Minute, "too many logout requests from this address; retry in %d s")
+			case strings.HasPrefix(p, "/auth/"):
+				err = l.allow(c, "auth", l.auth, time.Minute, "too many login and session requests from this address; retry in %d s")
 			}
-			d, err := l.Allow(c.Request().Context(), "auth:"+c.RealIP(), perMinute)
 			if err != nil {
-				log.Warn("the /auth budget could not be checked; letting the request through", slog.String("error", err.Error()))
-				return next(c)
-			}
-			if !d.Allowed {
-				if refused != nil {
-					refused("auth")
-				}
-				return problem.Later(problem.CodeRateLimited, d.RetryAfter, "too many login and session requests from this address; retry in %d s")
+				return err
 			}
 			return next(c)
 		}

@@ -44,7 +44,12 @@ func NewRedis(client redis.UniversalClient, prefix string) *Redis {
 
 // Allow spends one of perMinute requests a minute (burst perMinute) of key.
 func (r *Redis) Allow(ctx context.Context, key string, perMinute int) (Decision, error) {
-	res, err := r.rate.Allow(ctx, r.prefix+key, redis_rate.PerMinute(perMinute))
+	return r.AllowPer(ctx, key, perMinute, time.Minute)
+}
+
+// AllowPer spends one of n requests per period (burst n) of key.
+func (r *Redis) AllowPer(ctx context.Context, key string, n int, per time.Duration) (Decision, error) {
+	res, err := r.rate.Allow(ctx, r.prefix+key, redis_rate.Limit{Rate: n, Burst: n, Period: per})
 	if err != nil {
 		return Decision{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
@@ -110,14 +115,19 @@ func NewLocal(now func() time.Time) *Local {
 	return &Local{now: now, tat: map[string]time.Time{}, holds: map[string]localHold{}}
 }
 
-// Allow is Redis.Allow in process: GCRA with emission interval
-// 1 min/perMinute and burst perMinute.
-func (l *Local) Allow(_ context.Context, key string, perMinute int) (Decision, error) {
+// Allow is Redis.Allow in process.
+func (l *Local) Allow(ctx context.Context, key string, perMinute int) (Decision, error) {
+	return l.AllowPer(ctx, key, perMinute, time.Minute)
+}
+
+// AllowPer is Redis.AllowPer in process: GCRA with emission interval
+// per/n and burst n.
+func (l *Local) AllowPer(_ context.Context, key string, n int, per time.Duration) (Decision, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	interval := time.Minute / time.Duration(perMinute)
-	burst := time.Duration(perMinute) * interval
+	interval := per / time.Duration(n)
+	burst := time.Duration(n) * interval
 	tat := l.tat[key]
 	if tat.Before(now) {
 		tat = now

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/go-jose/go-jose/v4"
 	"golang.org/x/oauth2"
 
 	"github.com/fintech-bff/bff/internal/kv"
@@ -104,6 +105,9 @@ type Options struct {
 	DecryptionKeys [][]byte
 	HTTPClient     *http.Client
 	Now            func() time.Time
+	// KeysFetched, when set, is called after each fetch of the provider's
+	// signing keys (a metric).
+	KeysFetched func()
 }
 
 // Provider runs logins against one OpenID provider. Safe for concurrent use.
@@ -141,8 +145,13 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	var meta struct {
 		EndSession string   `json:"end_session_endpoint"`
 		Methods    []string `json:"code_challenge_methods_supported"`
+		JWKS       string   `json:"jwks_uri"`
+		Algs       []string `json:"id_token_signing_alg_values_supported"`
 	}
 	_ = p.Claims(&meta)
+	if meta.JWKS == "" {
+		return nil, errors.New("login: the OpenID provider's discovery document names no jwks_uri")
+	}
 	scopes := o.Scopes
 	if !slices.Contains(scopes, oidc.ScopeOpenID) {
 		scopes = append([]string{oidc.ScopeOpenID}, scopes...)
@@ -152,7 +161,8 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 			ClientID: o.ClientID, ClientSecret: o.ClientSecret, Endpoint: p.Endpoint(),
 			RedirectURL: o.RedirectURL, Scopes: scopes,
 		},
-		verifier:   p.Verifier(&oidc.Config{ClientID: o.ClientID, Now: o.Now}),
+		verifier: oidc.NewVerifier(o.Issuer, &keySet{url: meta.JWKS, client: o.HTTPClient, now: o.Now, fetched: o.KeysFetched},
+			&oidc.Config{ClientID: o.ClientID, Now: o.Now, SupportedSigningAlgs: supportedAlgs(meta.Algs)}),
 		endSession: meta.EndSession,
 		claim:      o.UserIDClaim,
 		postLogout: o.PostLogoutRedirectURL,
@@ -162,6 +172,18 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		client:     o.HTTPClient,
 		now:        o.Now,
 	}, nil
+}
+
+// supportedAlgs is the provider's ID token algorithms that go-oidc
+// verifies; none: go-oidc's default (RS256).
+func supportedAlgs(offered []string) []string {
+	var out []string
+	for _, a := range offered {
+		if slices.Contains(signingAlgs, jose.SignatureAlgorithm(a)) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // Mobile is a native app's part of a login (RFC 8252).

@@ -178,6 +178,9 @@ What a wrong combination of values would break quietly, refused at render time.
 {{- fail (printf "secrets.keys.%s: production needs it (the BFF refuses to start without it)" $key) }}
 {{- end }}
 {{- end }}
+{{- if and (not $k.adminToken) (not .Values.config.admin_mutations_disabled) }}
+{{- fail "secrets.keys.adminToken: production needs it (without it an operator cannot end a user's sessions), or config.admin_mutations_disabled: true to run without it on purpose" }}
+{{- end }}
 {{- end }}
 {{- $redis := default dict .Values.config.redis }}
 {{- $sentinel := get $redis "sentinel" }}

@@ -1,0 +1,46 @@
+package edge
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// sparseLog writes at most one line per interval for a message that
+// anyone can cause (a forged back-channel logout token); the lines left
+// out are counted in the next one written, so none goes unnoticed and a
+// flood costs one line per interval.
+type sparseLog struct {
+	log      *slog.Logger
+	msg      string
+	interval time.Duration
+	now      func() time.Time
+
+	mu      sync.Mutex
+	last    time.Time
+	omitted int
+}
+
+func newSparseLog(log *slog.Logger, msg string, interval time.Duration) *sparseLog {
+	return &sparseLog{log: log, msg: msg, interval: interval, now: time.Now}
+}
+
+// warn writes the line with attrs, or counts it when one was written
+// less than an interval ago.
+func (s *sparseLog) warn(ctx context.Context, attrs ...slog.Attr) {
+	s.mu.Lock()
+	now := s.now()
+	if !s.last.IsZero() && now.Sub(s.last) < s.interval {
+		s.omitted++
+		s.mu.Unlock()
+		return
+	}
+	omitted := s.omitted
+	s.last, s.omitted = now, 0
+	s.mu.Unlock()
+	if omitted > 0 {
+		attrs = append(attrs, slog.Int("omittedSinceLastLine", omitted))
+	}
+	s.log.LogAttrs(ctx, slog.LevelWarn, s.msg, attrs...)
+}

@@ -1,0 +1,155 @@
+package login
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/fintech-bff/bff/internal/kv"
+	"github.com/fintech-bff/bff/internal/testclock"
+)
+
+// rotatingIssuer serves a key set it can change, and counts its fetches.
+type rotatingIssuer struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	keys    map[string]*rsa.PrivateKey
+	fetches atomic.Int64
+}
+
+func newRotatingIssuer(t *testing.T) *rotatingIssuer {
+	is := &rotatingIssuer{keys: map[string]*rsa.PrivateKey{}}
+	is.addKey(t, "k1")
+	mux := http.NewServeMux()
+	is.srv = httptest.NewServer(mux)
+	t.Cleanup(is.srv.Close)
+	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"issuer": is.srv.URL, "authorization_endpoint": is.srv.URL + "/auth", "token_endpoint": is.srv.URL + "/token",
+			"jwks_uri": is.srv.URL + "/jwks", "id_token_signing_alg_values_supported": []string{"RS256"},
+		})
+	})
+	mux.HandleFunc("/jwks", func(w http.ResponseWriter, r *http.Request) {
+		is.fetches.Add(1)
+		is.mu.Lock()
+		defer is.mu.Unlock()
+		var set jose.JSONWebKeySet
+		for kid, k := range is.keys {
+			set.Keys = append(set.Keys, jose.JSONWebKey{Key: &k.PublicKey, KeyID: kid, Algorithm: "RS256", Use: "sig"})
+		}
+		_ = json.NewEncoder(w).Encode(set)
+	})
+	return is
+}
+
+func (is *rotatingIssuer) addKey(t *testing.T, kid string) *rsa.PrivateKey {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	is.mu.Lock()
+	is.keys[kid] = key
+	is.mu.Unlock()
+	return key
+}
+
+func signWith(t *testing.T, key *rsa.PrivateKey, kid string, claims map[string]any) string {
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: key, KeyID: kid}},
+		(&jose.SignerOptions{}).WithType("logout+jwt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(claims)
+	obj, err := signer.Sign(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := obj.CompactSerialize()
+	return s
+}
+
+// Forged logout tokens do not make the BFF fetch the provider's keys:
+// one with a known key id that does not verify costs no fetch; ones with
+// unknown key ids cost at most one fetch per KeyRefetchInterval, however
+// many and however parallel. A real rotation (a new key id, later than
+// the interval) is fetched and verifies.
+func TestForgedTokensDoNotFetchKeys(t *testing.T) {
+	is := newRotatingIssuer(t)
+	clock := testclock.New(time.Now())
+	var observed atomic.Int64
+	p, err := New(context.Background(), Options{Issuer: is.srv.URL, ClientID: "bff", RedirectURL: "http://x/cb", UserIDClaim: "sub",
+		Store: kv.NewMemory(nil), EncryptionKey: make([]byte, 32), Now: clock.Now, KeysFetched: func() { observed.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	claims := func() map[string]any {
+		now := clock.Now().Unix()
+		return map[string]any{"iss": is.srv.URL, "aud": "bff", "iat": now, "exp": now + 120, "jti": randomJTI(), "sub": "u1",
+			"events": map[string]any{backchannelEvent: map[string]any{}}}
+	}
+	is.mu.Lock()
+	k1 := is.keys["k1"]
+	is.mu.Unlock()
+	if _, _, err := p.VerifyLogoutToken(ctx, signWith(t, k1, "k1", claims())); err != nil {
+		t.Fatalf("a genuine token: %v", err)
+	}
+	if got := is.fetches.Load(); got != 1 {
+		t.Fatalf("%d fetches for the first token, want 1", got)
+	}
+
+	attacker, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 50 forged with the known key id: refused, no fetch.
+	for range 50 {
+		if _, _, err := p.VerifyLogoutToken(ctx, signWith(t, attacker, "k1", claims())); !errors.Is(err, ErrLogoutToken) {
+			t.Fatalf("forged with a known kid: got %v, want ErrLogoutToken", err)
+		}
+	}
+	if got := is.fetches.Load(); got != 1 {
+		t.Fatalf("%d fetches after 50 forged tokens with a known kid, want still 1", got)
+	}
+	// 200 in parallel with unknown key ids, after the interval: one fetch.
+	clock.Advance(KeyRefetchInterval)
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Go(func() {
+			tok := signWith(t, attacker, "forged-"+randomJTI()[:8]+string(rune('a'+i%26)), claims())
+			if _, _, err := p.VerifyLogoutToken(ctx, tok); !errors.Is(err, ErrLogoutToken) {
+				t.Errorf("forged with an unknown kid: got %v, want ErrLogoutToken", err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := is.fetches.Load(); got != 2 {
+		t.Fatalf("%d fetches after 200 parallel forged tokens with unknown kids, want 2 (one more)", got)
+	}
+	// Within the interval, a genuinely new key is not fetched yet ...
+	k2 := is.addKey(t, "k2")
+	if _, _, err := p.VerifyLogoutToken(ctx, signWith(t, k2, "k2", claims())); !errors.Is(err, ErrLogoutToken) {
+		t.Fatalf("a new key within the interval: got %v, want ErrLogoutToken (no fetch yet)", err)
+	}
+	// ... and after it, it is, once.
+	clock.Advance(KeyRefetchInterval)
+	if _, _, err := p.VerifyLogoutToken(ctx, signWith(t, k2, "k2", claims())); err != nil {
+		t.Fatalf("a rotated key after the interval: %v", err)
+	}
+	if got := is.fetches.Load(); got != 3 {
+		t.Fatalf("%d fetches, want 3", got)
+	}
+	if got := observed.Load(); got != 3 {
+		t.Fatalf("KeysFetched called %d times, want 3", got)
+	}
+}
