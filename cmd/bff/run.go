@@ -21,7 +21,6 @@ import (
 	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/extra/redisotel/v9"
 
 	"github.com/fintech-bff/bff/internal/config"
@@ -31,6 +30,7 @@ import (
 	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/logbuf"
 	"github.com/fintech-bff/bff/internal/login"
+	"github.com/fintech-bff/bff/internal/metrics"
 	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/session"
@@ -168,7 +168,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 	}
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	obs := metrics.New(reg)
 	sessionsCreated := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "bff_sessions_created_total", Help: "BFF sessions created (logins).",
 	})
@@ -191,7 +191,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 	cache, err := tokens.NewCache(store, minter, secret, tokens.CacheOptions{
 		EncryptionKey: encKey, RefreshBefore: cfg.Upstream.RefreshBefore, MaxTTL: cfg.Upstream.MaxTokenTTL,
 		LocalBytes: cfg.Upstream.TokenCacheBytes, MintTimeout: cfg.Upstream.Timeout,
-		Observe: tokens.NewMetrics(reg), Logger: log,
+		Observe: obs.Tokens, Logger: log,
 	})
 	if err != nil {
 		return nil, err

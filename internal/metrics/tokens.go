@@ -1,15 +1,17 @@
-package tokens
+package metrics
 
 import (
 	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fintech-bff/bff/internal/tokens"
 )
 
-// Metrics is an Observer that exports the contract's token metrics and the
-// cache's own.
-type Metrics struct {
+// Tokens is the token cache's tokens.Observer: the contract's token
+// metrics and the cache's own.
+type Tokens struct {
 	lookups   *prometheus.CounterVec
 	layers    *prometheus.CounterVec
 	mints     *prometheus.CounterVec
@@ -18,47 +20,45 @@ type Metrics struct {
 	refreshes *prometheus.CounterVec
 }
 
-var _ Observer = (*Metrics)(nil)
+var _ tokens.Observer = (*Tokens)(nil)
 
-// NewMetrics registers the token metrics on reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
-		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
+func newTokens(reg prometheus.Registerer) *Tokens {
+	m := &Tokens{
+		lookups: counterVec(reg, prometheus.CounterOpts{
 			Name: "bff_token_cache_requests_total",
 			Help: "Token cache lookups by result (hit or miss).",
-		}, []string{"result"}),
-		layers: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, "result"),
+		layers: counterVec(reg, prometheus.CounterOpts{
 			Name: "bff_token_cache_layer_hits_total",
 			Help: "Token cache hits by layer (local: in-process; redis: the shared store).",
-		}, []string{"layer"}),
-		mints: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, "layer"),
+		mints: counterVec(reg, prometheus.CounterOpts{
 			Name: "bff_token_mints_total",
 			Help: "Token mints at the upstream token endpoint by result (ok, auth, rejected, upstream, timeout, unreachable).",
-		}, []string{"result"}),
-		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+		}, "result"),
+		duration: histogram(reg, prometheus.HistogramOpts{
 			Name:    "bff_token_mint_duration_seconds",
 			Help:    "Duration of token mints at the upstream token endpoint.",
 			Buckets: prometheus.DefBuckets,
 		}),
-		lockWaits: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		lockWaits: histogramVec(reg, prometheus.HistogramOpts{
 			Name:    "bff_token_lock_wait_seconds",
 			Help:    "Waits for another instance's mint of the same user's token, by how each wait step ended (notified, polled, timeout).",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20},
-		}, []string{"result"}),
-		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, "result"),
+		refreshes: counterVec(reg, prometheus.CounterOpts{
 			Name: "bff_token_refresh_ahead_total",
 			Help: "Background refreshes of tokens near expiry, by result (ok, error).",
-		}, []string{"result"}),
+		}, "result"),
 	}
-	reg.MustRegister(m.lookups, m.layers, m.mints, m.duration, m.lockWaits, m.refreshes)
 	for _, r := range []string{"hit", "miss"} {
 		m.lookups.WithLabelValues(r)
 	}
 	return m
 }
 
-// CacheLookup implements Observer.
-func (m *Metrics) CacheLookup(result string) {
+// CacheLookup implements tokens.Observer.
+func (m *Tokens) CacheLookup(result string) {
 	if result == "miss" {
 		m.lookups.WithLabelValues("miss").Inc()
 		return
@@ -67,19 +67,19 @@ func (m *Metrics) CacheLookup(result string) {
 	m.layers.WithLabelValues(result).Inc()
 }
 
-// Minted implements Observer.
-func (m *Metrics) Minted(err error, took time.Duration) {
+// Minted implements tokens.Observer.
+func (m *Tokens) Minted(err error, took time.Duration) {
 	m.duration.Observe(took.Seconds())
-	m.mints.WithLabelValues(resultOf(err)).Inc()
+	m.mints.WithLabelValues(mintResult(err)).Inc()
 }
 
-// LockWait implements Observer.
-func (m *Metrics) LockWait(result string, took time.Duration) {
+// LockWait implements tokens.Observer.
+func (m *Tokens) LockWait(result string, took time.Duration) {
 	m.lockWaits.WithLabelValues(result).Observe(took.Seconds())
 }
 
-// Refreshed implements Observer.
-func (m *Metrics) Refreshed(err error) {
+// Refreshed implements tokens.Observer.
+func (m *Tokens) Refreshed(err error) {
 	r := "ok"
 	if err != nil {
 		r = "error"
@@ -87,8 +87,10 @@ func (m *Metrics) Refreshed(err error) {
 	m.refreshes.WithLabelValues(r).Inc()
 }
 
-func resultOf(err error) string {
-	var me *MintError
+// mintResult is a mint's result label: ok, the kind of a *tokens.MintError,
+// else error.
+func mintResult(err error) string {
+	var me *tokens.MintError
 	switch {
 	case err == nil:
 		return "ok"

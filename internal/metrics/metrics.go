@@ -1,0 +1,61 @@
+// Package metrics is the BFF's Prometheus side: every bff_* metric is
+// defined and registered here, once, on the registry it is given, and each
+// package that reports events implements nothing of Prometheus: it declares
+// an Observer of its own events (tokens.Observer, session.Observer, ...)
+// with a no-op default, and the types here implement those Observers on
+// the metrics.
+//
+// A package rather than cmd/bff, because the metrics are a job of their
+// own (names, help texts, label values bounded against cardinality, the
+// per-label-set cache of the request path) and are tested alone here
+// against a registry, with no binary to build; the edge's benchmark uses
+// the real Observer to measure the request path with its metrics; and
+// cmd/bff stays wiring. This package imports the packages whose events
+// carry their own types (tokens for a mint's error kind, problem for the
+// codes a metric may carry), never Echo or the edge.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics holds every metric of the BFF, registered on one registry. Its
+// fields are the Observers to give each package; all are safe for
+// concurrent use.
+type Metrics struct {
+	Tokens *Tokens // tokens.Observer
+
+	reg prometheus.Registerer
+}
+
+// New registers the BFF's metrics on reg, with the Go runtime's and the
+// process's collectors.
+func New(reg prometheus.Registerer) *Metrics {
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return &Metrics{
+		Tokens: newTokens(reg),
+		reg:    reg,
+	}
+}
+
+// The constructors, written once: each makes one metric and registers it
+// on reg (a name registered twice panics, at start-up).
+
+func counterVec(reg prometheus.Registerer, o prometheus.CounterOpts, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(o, labels)
+	reg.MustRegister(c)
+	return c
+}
+
+func histogram(reg prometheus.Registerer, o prometheus.HistogramOpts) prometheus.Histogram {
+	h := prometheus.NewHistogram(o)
+	reg.MustRegister(h)
+	return h
+}
+
+func histogramVec(reg prometheus.Registerer, o prometheus.HistogramOpts, labels ...string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(o, labels)
+	reg.MustRegister(h)
+	return h
+}

@@ -1,0 +1,138 @@
+package metrics_test
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/fintech-bff/bff/internal/metrics"
+	"github.com/fintech-bff/bff/internal/tokens"
+)
+
+// samples is every bff_* series reg holds, as `name{label="value",...}`
+// (labels sorted by name) to its value; a histogram gives its _count.
+func samples(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if !strings.HasPrefix(f.GetName(), "bff_") {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			name := f.GetName()
+			if len(labels) > 0 {
+				name += "{" + strings.Join(labels, ",") + "}"
+			}
+			switch f.GetType() {
+			case dto.MetricType_COUNTER:
+				out[name] = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				out[name] = m.GetGauge().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				out[strings.Replace(name, f.GetName(), f.GetName()+"_count", 1)] = float64(m.GetHistogram().GetSampleCount())
+			default:
+				t.Fatalf("%s: unexpected type %v", f.GetName(), f.GetType())
+			}
+		}
+	}
+	return out
+}
+
+// wantSamples checks the series whose name starts with prefix.
+func wantSamples(t *testing.T, reg *prometheus.Registry, prefix string, want map[string]float64) {
+	t.Helper()
+	got := map[string]float64{}
+	for k, v := range samples(t, reg) {
+		if strings.HasPrefix(k, prefix) {
+			got[k] = v
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("got %s series:\n%s\nwant:\n%s", prefix, show(got), show(want))
+	}
+}
+
+func show(m map[string]float64) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(&b, "  %s %v\n", k, m[k])
+	}
+	return b.String()
+}
+
+func TestTokens(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	var o tokens.Observer = metrics.New(reg).Tokens
+	// Before any event: hit and miss at 0, the unlabelled histogram
+	// empty, nothing else.
+	wantSamples(t, reg, "bff_token_", map[string]float64{
+		`bff_token_cache_requests_total{result="hit"}`:  0,
+		`bff_token_cache_requests_total{result="miss"}`: 0,
+		`bff_token_mint_duration_seconds_count`:         0,
+	})
+	o.CacheLookup("local")
+	o.CacheLookup("local")
+	o.CacheLookup("redis")
+	o.CacheLookup("miss")
+	o.Minted(nil, time.Millisecond)
+	o.Minted(fmt.Errorf("minting: %w", &tokens.MintError{Kind: tokens.KindAuth}), time.Millisecond)
+	o.Minted(errors.New("store down"), time.Millisecond)
+	o.LockWait("notified", time.Millisecond)
+	o.LockWait("timeout", time.Second)
+	o.Refreshed(nil)
+	o.Refreshed(errors.New("x"))
+	wantSamples(t, reg, "bff_token_", map[string]float64{
+		`bff_token_cache_requests_total{result="hit"}`:         3,
+		`bff_token_cache_requests_total{result="miss"}`:        1,
+		`bff_token_cache_layer_hits_total{layer="local"}`:      2,
+		`bff_token_cache_layer_hits_total{layer="redis"}`:      1,
+		`bff_token_mints_total{result="ok"}`:                   1,
+		`bff_token_mints_total{result="auth"}`:                 1,
+		`bff_token_mints_total{result="error"}`:                1,
+		`bff_token_mint_duration_seconds_count`:                3,
+		`bff_token_lock_wait_seconds_count{result="notified"}`: 1,
+		`bff_token_lock_wait_seconds_count{result="timeout"}`:  1,
+		`bff_token_refresh_ahead_total{result="ok"}`:           1,
+		`bff_token_refresh_ahead_total{result="error"}`:        1,
+	})
+}
+
+// Every bff_* metric is registered once: a second set on the same
+// registry is refused, and the Go and process collectors are there.
+func TestRegisteredOnce(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	metrics.New(reg)
+	defer func() {
+		if recover() == nil {
+			t.Error("a second New on the same registry did not panic")
+		}
+	}()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var goGC, process bool
+	for _, f := range families {
+		goGC = goGC || f.GetName() == "go_goroutines"
+		process = process || strings.HasPrefix(f.GetName(), "process_")
+	}
+	if !goGC || !process {
+		t.Errorf("got go collector %v, process collector %v; want both", goGC, process)
+	}
+	metrics.New(reg)
+}
