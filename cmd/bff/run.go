@@ -169,13 +169,10 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 
 	reg := prometheus.NewRegistry()
 	obs := metrics.New(reg)
-	sessionsCreated := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "bff_sessions_created_total", Help: "BFF sessions created (logins).",
-	})
 	keyFetches := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "bff_oidc_key_fetches_total", Help: "Fetches of the OpenID provider's signing keys (at most one per 30 s, only for a key id not held).",
 	})
-	reg.MustRegister(sessionsCreated, keyFetches)
+	reg.MustRegister(keyFetches)
 
 	var upstreamTransport http.RoundTripper = proxy.NewTransport(cfg.Upstream.Timeout)
 	if telemetry.On() {
@@ -206,7 +203,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 	a.stopBackground = stopCache
 	sessions := session.NewManager(store, session.Options{
 		IdleTimeout: cfg.Session.IdleTimeout, AbsoluteTimeout: cfg.Session.AbsoluteTimeout,
-		LocalBytes: cfg.Session.CacheBytes, MaxPerUser: cfg.Limits.SessionsPerUser, OnCreate: sessionsCreated.Inc, Logger: log,
+		LocalBytes: cfg.Session.CacheBytes, MaxPerUser: cfg.Limits.SessionsPerUser, Observe: obs.Sessions, Logger: log,
 	})
 	go sessions.Run(cacheCtx)
 	cookies, err := session.NewCookies(session.CookieOptions{

@@ -24,7 +24,8 @@ import (
 // fields are the Observers to give each package; all are safe for
 // concurrent use.
 type Metrics struct {
-	Tokens *Tokens // tokens.Observer
+	Tokens   *Tokens   // tokens.Observer
+	Sessions *Sessions // session.Observer
 
 	reg prometheus.Registerer
 }
@@ -34,13 +35,20 @@ type Metrics struct {
 func New(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return &Metrics{
-		Tokens: newTokens(reg),
-		reg:    reg,
+		Tokens:   newTokens(reg),
+		Sessions: newSessions(reg),
+		reg:      reg,
 	}
 }
 
 // The constructors, written once: each makes one metric and registers it
 // on reg (a name registered twice panics, at start-up).
+
+func counter(reg prometheus.Registerer, o prometheus.CounterOpts) prometheus.Counter {
+	c := prometheus.NewCounter(o)
+	reg.MustRegister(c)
+	return c
+}
 
 func counterVec(reg prometheus.Registerer, o prometheus.CounterOpts, labels ...string) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(o, labels)

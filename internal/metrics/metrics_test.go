@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/fintech-bff/bff/internal/metrics"
+	"github.com/fintech-bff/bff/internal/session"
 	"github.com/fintech-bff/bff/internal/tokens"
 )
 
@@ -110,6 +111,15 @@ func TestTokens(t *testing.T) {
 		`bff_token_refresh_ahead_total{result="ok"}`:           1,
 		`bff_token_refresh_ahead_total{result="error"}`:        1,
 	})
+}
+
+func TestSessions(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	var o session.Observer = metrics.New(reg).Sessions
+	wantSamples(t, reg, "bff_sessions_", map[string]float64{"bff_sessions_created_total": 0})
+	o.Created()
+	o.Created()
+	wantSamples(t, reg, "bff_sessions_", map[string]float64{"bff_sessions_created_total": 2})
 }
 
 // Every bff_* metric is registered once: a second set on the same

@@ -73,9 +73,22 @@ type Options struct {
 	// no cap. The cap is approximate across instances (see Create).
 	MaxPerUser int
 	Now        func() time.Time // time.Now when nil
-	OnCreate   func()           // called after each session is created (metrics)
-	Logger     *slog.Logger     // discarded when nil
+	// Observe, when set, is told of each session created (metrics).
+	Observe Observer
+	Logger  *slog.Logger // discarded when nil
 }
+
+// Observer receives the Manager's events. Implementations must be cheap
+// and safe for concurrent use.
+type Observer interface {
+	// Created reports a session created (a login), after it is stored
+	// and indexed.
+	Created()
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Created() {}
 
 // Manager creates, finds and ends sessions. It is safe for concurrent use.
 type Manager struct {
@@ -84,7 +97,7 @@ type Manager struct {
 	absolute   time.Duration
 	touchEvery time.Duration
 	now        func() time.Time
-	onCreate   func()
+	observe    Observer
 	log        *slog.Logger
 	maxPerUser int
 	id         string // this instance, to skip its own messages
@@ -105,14 +118,14 @@ func NewManager(store Store, o Options) *Manager {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.OnCreate == nil {
-		o.OnCreate = func() {}
+	if o.Observe == nil {
+		o.Observe = nopObserver{}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Manager{store: store, idle: o.IdleTimeout, absolute: o.AbsoluteTimeout, touchEvery: touchInterval(o.IdleTimeout),
-		now: o.Now, onCreate: o.OnCreate, log: o.Logger, maxPerUser: max(o.MaxPerUser, 0), id: NewID()[:16]}
+		now: o.Now, observe: o.Observe, log: o.Logger, maxPerUser: max(o.MaxPerUser, 0), id: NewID()[:16]}
 	m.local = nearcache.New(nearcache.Options[compact]{
 		Cache: localcache.Options[compact]{
 			MaxBytes: o.LocalBytes, Append: appendCompact, Read: readCompact, Now: o.Now,

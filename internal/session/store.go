@@ -66,7 +66,7 @@ func (m *Manager) Create(ctx context.Context, n New) (string, Record, error) {
 	// store error here does not fail the login; the next login of the user
 	// does the work again.
 	_ = m.trim(ctx, h, rec)
-	m.onCreate()
+	m.observe.Created()
 	return id, rec, nil
 }
 
