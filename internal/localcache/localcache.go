@@ -591,11 +591,14 @@ func (g *ghost) has(h uint64) bool {
 // after (under the lock its drops also take). The count is per shard of
 // keys, not per key: a change of another key in the same shard is taken
 // for a change of this one (a needless re-read, never a stale copy), and
-// with 1,024 shards that is rare, where a single count would refuse every
-// read that overlapped any write.
+// with 16,384 shards (128 KiB) that is rare, where a single count would
+// refuse every read that overlapped any write. It was 1,024: with 100,000
+// sessions written back within seconds of each other (a quiet spell's end),
+// 8% of the write-backs saw another key's report in their shard within
+// their own round trip, and were read back once more (make bench -pause).
 type Versions struct {
 	all    atomic.Uint64
-	shards [1024]atomic.Uint64
+	shards [1 << 14]atomic.Uint64
 }
 
 var versionSeed = maphash.MakeSeed()
