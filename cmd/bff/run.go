@@ -169,10 +169,6 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 
 	reg := prometheus.NewRegistry()
 	obs := metrics.New(reg)
-	keyFetches := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "bff_oidc_key_fetches_total", Help: "Fetches of the OpenID provider's signing keys (at most one per 30 s, only for a key id not held).",
-	})
-	reg.MustRegister(keyFetches)
 
 	var upstreamTransport http.RoundTripper = proxy.NewTransport(cfg.Upstream.Timeout)
 	if telemetry.On() {
@@ -255,7 +251,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		}
 	}
 	if cfg.Auth.Mode == config.AuthModeOIDC {
-		if deps.Login, deps.LoginCookies, err = openLogin(ctx, cfg, store, sessionKeys, encKey, decKeys, keyFetches.Inc); err != nil {
+		if deps.Login, deps.LoginCookies, err = openLogin(ctx, cfg, store, sessionKeys, encKey, decKeys, obs.Login); err != nil {
 			return nil, err
 		}
 	}
@@ -534,7 +530,7 @@ func ledgerTracer() pgx.QueryTracer {
 
 // openLogin discovers the OpenID provider and makes the login binding
 // cookie's codec (same keys as the session cookie, its own name).
-func openLogin(ctx context.Context, cfg *config.Config, store login.Store, keys [][]byte, encKey []byte, decKeys [][]byte, keysFetched func()) (*login.Provider, *session.Cookies, error) {
+func openLogin(ctx context.Context, cfg *config.Config, store login.Store, keys [][]byte, encKey []byte, decKeys [][]byte, observe login.Observer) (*login.Provider, *session.Cookies, error) {
 	o := cfg.Auth.OIDC
 	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -542,7 +538,7 @@ func openLogin(ctx context.Context, cfg *config.Config, store login.Store, keys 
 		Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret.Reveal(), RedirectURL: o.RedirectURL,
 		Scopes: o.Scopes, UserIDClaim: o.UserIDClaim, PostLogoutRedirectURL: strings.TrimSuffix(cfg.PublicURL, "/") + "/",
 		MobileRedirectURIs: cfg.Auth.MobileRedirectURIs, Store: store, EncryptionKey: encKey,
-		DecryptionKeys: decKeys, HTTPClient: &http.Client{Timeout: 10 * time.Second}, KeysFetched: keysFetched,
+		DecryptionKeys: decKeys, HTTPClient: &http.Client{Timeout: 10 * time.Second}, Observe: observe,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("auth.oidc.issuer: %w", err)

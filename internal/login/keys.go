@@ -39,7 +39,7 @@ type keySet struct {
 	url     string
 	client  *http.Client
 	now     func() time.Time
-	fetched func() // observer: a fetch was made
+	observe Observer
 
 	mu       sync.Mutex
 	keys     []jose.JSONWebKey
@@ -139,9 +139,7 @@ func (k *keySet) fetch(done chan struct{}) {
 	}
 	k.inflight = nil
 	k.mu.Unlock()
-	if k.fetched != nil {
-		k.fetched()
-	}
+	k.observe.KeysFetched()
 	close(done)
 }
 

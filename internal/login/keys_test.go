@@ -86,9 +86,9 @@ func signWith(t *testing.T, key *rsa.PrivateKey, kid string, claims map[string]a
 func TestForgedTokensDoNotFetchKeys(t *testing.T) {
 	is := newRotatingIssuer(t)
 	clock := testclock.New(time.Now())
-	var observed atomic.Int64
+	observed := &fetchCounter{}
 	p, err := New(context.Background(), Options{Issuer: is.srv.URL, ClientID: "bff", RedirectURL: "http://x/cb", UserIDClaim: "sub",
-		Store: kv.NewMemory(nil), EncryptionKey: make([]byte, 32), Now: clock.Now, KeysFetched: func() { observed.Add(1) }})
+		Store: kv.NewMemory(nil), EncryptionKey: make([]byte, 32), Now: clock.Now, Observe: observed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,12 @@ func TestForgedTokensDoNotFetchKeys(t *testing.T) {
 	if got := is.fetches.Load(); got != 3 {
 		t.Fatalf("%d fetches, want 3", got)
 	}
-	if got := observed.Load(); got != 3 {
+	if got := observed.n.Load(); got != 3 {
 		t.Fatalf("KeysFetched called %d times, want 3", got)
 	}
 }
+
+// fetchCounter is a login.Observer counting the fetches of the keys.
+type fetchCounter struct{ n atomic.Int64 }
+
+func (c *fetchCounter) KeysFetched() { c.n.Add(1) }

@@ -105,10 +105,22 @@ type Options struct {
 	DecryptionKeys [][]byte
 	HTTPClient     *http.Client
 	Now            func() time.Time
-	// KeysFetched, when set, is called after each fetch of the provider's
-	// signing keys (a metric).
-	KeysFetched func()
+	// Observe, when set, is told of each fetch of the provider's signing
+	// keys (metrics).
+	Observe Observer
 }
+
+// Observer receives a Provider's events. Implementations must be cheap and
+// safe for concurrent use.
+type Observer interface {
+	// KeysFetched reports a fetch of the provider's signing keys (its
+	// jwks_uri) that ended, whether or not it succeeded.
+	KeysFetched()
+}
+
+type nopObserver struct{}
+
+func (nopObserver) KeysFetched() {}
 
 // Provider runs logins against one OpenID provider. Safe for concurrent use.
 type Provider struct {
@@ -132,6 +144,9 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Observe == nil {
+		o.Observe = nopObserver{}
 	}
 	box, err := seal.Derive(o.EncryptionKey, "bff login records", o.DecryptionKeys...)
 	if err != nil {
@@ -161,7 +176,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 			ClientID: o.ClientID, ClientSecret: o.ClientSecret, Endpoint: p.Endpoint(),
 			RedirectURL: o.RedirectURL, Scopes: scopes,
 		},
-		verifier: oidc.NewVerifier(o.Issuer, &keySet{url: meta.JWKS, client: o.HTTPClient, now: o.Now, fetched: o.KeysFetched},
+		verifier: oidc.NewVerifier(o.Issuer, &keySet{url: meta.JWKS, client: o.HTTPClient, now: o.Now, observe: o.Observe},
 			&oidc.Config{ClientID: o.ClientID, Now: o.Now, SupportedSigningAlgs: supportedAlgs(meta.Algs)}),
 		endSession: meta.EndSession,
 		claim:      o.UserIDClaim,

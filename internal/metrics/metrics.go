@@ -26,6 +26,7 @@ import (
 type Metrics struct {
 	Tokens   *Tokens   // tokens.Observer
 	Sessions *Sessions // session.Observer
+	Login    *Login    // login.Observer
 
 	reg prometheus.Registerer
 }
@@ -37,6 +38,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	return &Metrics{
 		Tokens:   newTokens(reg),
 		Sessions: newSessions(reg),
+		Login:    newLogin(reg),
 		reg:      reg,
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/fintech-bff/bff/internal/login"
 	"github.com/fintech-bff/bff/internal/metrics"
 	"github.com/fintech-bff/bff/internal/session"
 	"github.com/fintech-bff/bff/internal/tokens"
@@ -120,6 +121,14 @@ func TestSessions(t *testing.T) {
 	o.Created()
 	o.Created()
 	wantSamples(t, reg, "bff_sessions_", map[string]float64{"bff_sessions_created_total": 2})
+}
+
+func TestLogin(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	var o login.Observer = metrics.New(reg).Login
+	wantSamples(t, reg, "bff_oidc_", map[string]float64{"bff_oidc_key_fetches_total": 0})
+	o.KeysFetched()
+	wantSamples(t, reg, "bff_oidc_", map[string]float64{"bff_oidc_key_fetches_total": 1})
 }
 
 // Every bff_* metric is registered once: a second set on the same
