@@ -218,7 +218,6 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		return nil, err
 	}
 	a.ledger = led
-	proxyMetrics := proxy.NewMetrics(reg)
 	fwd := proxy.New(proxy.Options{
 		BaseURL: cfg.Upstream.BaseURLParsed(), Routes: proxy.NewRoutes(routes), Tokens: cache, Transport: upstreamTransport,
 		Timeout: cfg.Upstream.Timeout, MaxBodyBytes: cfg.Upstream.MaxBodyBytes,
@@ -226,19 +225,19 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 			MaxAttempts: cfg.Upstream.Retry.MaxAttempts, BaseDelay: cfg.Upstream.Retry.BaseDelay,
 			MaxDelay: cfg.Upstream.Retry.MaxDelay,
 		},
-		Logger: log, Metrics: proxyMetrics,
+		Logger: log, Observe: obs.Upstream,
 	})
 	pay := payments.New(payments.Options{
 		Upstream: fwd, Timeout: cfg.Upstream.Timeout, MoneyRoutes: cfg.Upstream.MoneyRoutes, Ledger: led,
 		Refresh: a.limits, RefreshEvery: cfg.Limits.RefreshInterval,
-		Logger: log, Metrics: payments.NewMetrics(reg, led.Unknowns), Refused: proxyMetrics.Refused,
+		Logger: log, Metrics: payments.NewMetrics(reg, led.Unknowns), Refused: obs.Refusals.Refused,
 	})
 	// The settler: every instance runs it, the ledger hands each open
 	// record to one of them at a time.
 	go pay.Run(cacheCtx)
 	deps := edge.Deps{
 		AuthLimit: a.limits, AuthPerMinute: cfg.Limits.AuthPerMinute, BackchannelPerMinute: cfg.Limits.BackchannelPerMinute,
-		PendingLoginsPerAddress: cfg.Limits.PendingLoginsPerAddress, IPv6Prefix: cfg.Limits.IPv6Prefix, Refused: proxyMetrics.Refused,
+		PendingLoginsPerAddress: cfg.Limits.PendingLoginsPerAddress, IPv6Prefix: cfg.Limits.IPv6Prefix, Refused: obs.Refusals.Refused,
 		Budget: sessionBudget(cacheCtx, cfg, a, log),
 		Logger: log, Metrics: edge.NewMetrics(reg), Sessions: sessions, Cookies: cookies, Forwarder: fwd, Payments: pay,
 		PublicOrigin: cfg.PublicOrigin(), AllowedOrigins: cfg.CORS.AllowedOrigins,

@@ -27,6 +27,8 @@ type Metrics struct {
 	Tokens   *Tokens   // tokens.Observer
 	Sessions *Sessions // session.Observer
 	Login    *Login    // login.Observer
+	Upstream *Upstream // proxy.Observer
+	Refusals *Refusals
 
 	reg prometheus.Registerer
 }
@@ -39,6 +41,8 @@ func New(reg prometheus.Registerer) *Metrics {
 		Tokens:   newTokens(reg),
 		Sessions: newSessions(reg),
 		Login:    newLogin(reg),
+		Upstream: newUpstream(reg),
+		Refusals: newRefusals(reg),
 		reg:      reg,
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fintech-bff/bff/internal/login"
 	"github.com/fintech-bff/bff/internal/metrics"
+	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/session"
 	"github.com/fintech-bff/bff/internal/tokens"
 )
@@ -129,6 +130,30 @@ func TestLogin(t *testing.T) {
 	wantSamples(t, reg, "bff_oidc_", map[string]float64{"bff_oidc_key_fetches_total": 0})
 	o.KeysFetched()
 	wantSamples(t, reg, "bff_oidc_", map[string]float64{"bff_oidc_key_fetches_total": 1})
+}
+
+func TestUpstream(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	var o proxy.Observer = m.Upstream
+	o.Attempted("/v2/payments", 200, "", time.Millisecond)
+	o.Attempted("/v2/payments", 200, "", time.Millisecond)
+	o.Attempted("/v2/payments", 400, "CLIENT_ERROR", time.Millisecond)
+	o.Attempted("/chat/chat/connections/refresh", 0, "", time.Second) // no reply
+	wantSamples(t, reg, "bff_upstream_", map[string]float64{
+		`bff_upstream_requests_total{route="/v2/payments",status="200",type=""}`:                     2,
+		`bff_upstream_requests_total{route="/v2/payments",status="400",type="CLIENT_ERROR"}`:         1,
+		`bff_upstream_requests_total{route="/chat/chat/connections/refresh",status="error",type=""}`: 1,
+		`bff_upstream_request_duration_seconds_count{route="/v2/payments"}`:                          3,
+		`bff_upstream_request_duration_seconds_count{route="/chat/chat/connections/refresh"}`:        1,
+	})
+	m.Refusals.Refused("auth")
+	m.Refusals.Refused("requests")
+	m.Refusals.Refused("requests")
+	wantSamples(t, reg, "bff_limit_", map[string]float64{
+		`bff_limit_refusals_total{limit="auth"}`:     1,
+		`bff_limit_refusals_total{limit="requests"}`: 2,
+	})
 }
 
 // Every bff_* metric is registered once: a second set on the same

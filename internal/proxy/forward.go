@@ -48,11 +48,28 @@ type Options struct {
 	MaxBodyBytes int64
 	Retry        Retry
 	Logger       *slog.Logger
-	Metrics      *Metrics
+	// Observe, when set, is told of every upstream attempt (metrics).
+	Observe Observer
 	// Sleep waits d between two attempts of a retried call, or until ctx
 	// ends (then its error); a timer when nil. Tests record the waits.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
+
+// Observer receives a Forwarder's events. Implementations must be cheap and
+// safe for concurrent use.
+type Observer interface {
+	// Attempted reports one attempt of an upstream API call, retries each
+	// on their own: route is the route template; status the upstream's, or
+	// 0 when no reply came (a transport failure; a client that went away
+	// is not reported); errType the type (or refresh status) of an error
+	// reply, a documented one or "OTHER", "" when it had none; took the
+	// time to the reply's headers.
+	Attempted(route string, status int, errType string, took time.Duration)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Attempted(string, int, string, time.Duration) {}
 
 // Forwarder forwards allowlisted calls. Safe for concurrent use.
 type Forwarder struct {
@@ -63,7 +80,6 @@ type Forwarder struct {
 	timeout  time.Duration
 	maxBody  int64
 	log      *slog.Logger
-	metrics  *Metrics
 }
 
 // Call is what the edge knows of one API call.
@@ -150,10 +166,12 @@ func New(o Options) *Forwarder {
 	if o.Sleep == nil {
 		o.Sleep = sleep
 	}
+	if o.Observe == nil {
+		o.Observe = nopObserver{}
+	}
 	base := *o.BaseURL
-	f := &Forwarder{routes: o.Routes, timeout: o.Timeout, maxBody: o.MaxBodyBytes, log: o.Logger,
-		metrics: o.Metrics, base: &base,
-		upstream: &transport{base: o.Transport, tokens: o.Tokens, retry: o.Retry, metrics: o.Metrics, sleep: o.Sleep}}
+	f := &Forwarder{routes: o.Routes, timeout: o.Timeout, maxBody: o.MaxBodyBytes, log: o.Logger, base: &base,
+		upstream: &transport{base: o.Transport, tokens: o.Tokens, retry: o.Retry, observe: o.Observe, sleep: o.Sleep}}
 	basePath := strings.TrimSuffix(base.Path, "/")
 	f.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {

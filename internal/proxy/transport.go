@@ -28,7 +28,7 @@ type transport struct {
 	base    http.RoundTripper
 	tokens  TokenSource
 	retry   Retry
-	metrics *Metrics
+	observe Observer
 	sleep   func(ctx context.Context, d time.Duration) error // between attempts
 }
 
@@ -88,7 +88,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err := t.base.RoundTrip(out)
 		if err != nil {
 			if !errors.Is(ctx.Err(), context.Canceled) { // a client that left is not an upstream failure
-				t.metrics.observe(c.route, 0, "", time.Since(start))
+				t.observe.Attempted(c.route, 0, "", time.Since(start))
 			}
 			return nil, err
 		}
@@ -96,7 +96,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if resp.StatusCode >= 400 {
 			typ = peekType(resp)
 		}
-		t.metrics.observe(c.route, resp.StatusCode, typ, time.Since(start))
+		t.observe.Attempted(c.route, resp.StatusCode, typ, time.Since(start))
 		c.upstreamStatus, c.upstreamType = resp.StatusCode, typ
 
 		if resp.StatusCode == http.StatusUnauthorized && !authRetried {

@@ -1,0 +1,60 @@
+package metrics
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fintech-bff/bff/internal/proxy"
+)
+
+// Upstream is the forwarder's proxy.Observer: the upstream-side metrics of
+// the contract (section 5). Labels carry route templates and bounded error
+// types only.
+type Upstream struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+var _ proxy.Observer = (*Upstream)(nil)
+
+func newUpstream(reg prometheus.Registerer) *Upstream {
+	return &Upstream{
+		requests: counterVec(reg, prometheus.CounterOpts{
+			Name: "bff_upstream_requests_total",
+			Help: "Upstream API calls (each attempt), by route template, status and upstream error type.",
+		}, "route", "status", "type"),
+		duration: histogramVec(reg, prometheus.HistogramOpts{
+			Name:    "bff_upstream_request_duration_seconds",
+			Help:    "Time to the upstream's response headers, per attempt, by route template.",
+			Buckets: prometheus.DefBuckets,
+		}, "route"),
+	}
+}
+
+// Attempted implements proxy.Observer.
+func (m *Upstream) Attempted(route string, status int, errType string, took time.Duration) {
+	s := "error" // no reply: transport failure
+	if status > 0 {
+		s = strconv.Itoa(status)
+	}
+	m.requests.WithLabelValues(route, s, errType).Inc()
+	m.duration.WithLabelValues(route).Observe(took.Seconds())
+}
+
+// Refusals counts the requests a limit refused before they reached the
+// upstream, the edge's and the payments' in one metric.
+type Refusals struct {
+	refusals *prometheus.CounterVec
+}
+
+func newRefusals(reg prometheus.Registerer) *Refusals {
+	return &Refusals{refusals: counterVec(reg, prometheus.CounterOpts{
+		Name: "bff_limit_refusals_total",
+		Help: "Requests refused by a limit before reaching the upstream, by limit (requests, auth, refresh).",
+	}, "limit")}
+}
+
+// Refused counts a request the limit named refused.
+func (m *Refusals) Refused(limit string) { m.refusals.WithLabelValues(limit).Inc() }
