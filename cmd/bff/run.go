@@ -230,8 +230,9 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 	pay := payments.New(payments.Options{
 		Upstream: fwd, Timeout: cfg.Upstream.Timeout, MoneyRoutes: cfg.Upstream.MoneyRoutes, Ledger: led,
 		Refresh: a.limits, RefreshEvery: cfg.Limits.RefreshInterval,
-		Logger: log, Metrics: payments.NewMetrics(reg, led.Unknowns), Refused: obs.Refusals.Refused,
+		Logger: log, Observe: obs.Payments,
 	})
+	obs.Probe(metrics.Probes{Unknowns: led.Unknowns})
 	// The settler: every instance runs it, the ledger hands each open
 	// record to one of them at a time.
 	go pay.Run(cacheCtx)

@@ -16,6 +16,9 @@
 package metrics
 
 import (
+	"context"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -28,22 +31,43 @@ type Metrics struct {
 	Sessions *Sessions // session.Observer
 	Login    *Login    // login.Observer
 	Upstream *Upstream // proxy.Observer
+	Payments *Payments // payments.Observer
 	Refusals *Refusals
 
 	reg prometheus.Registerer
 }
 
 // New registers the BFF's metrics on reg, with the Go runtime's and the
-// process's collectors.
+// process's collectors. Probe adds the gauges read at scrape time, once
+// what they read exists.
 func New(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	refusals := newRefusals(reg)
 	return &Metrics{
 		Tokens:   newTokens(reg),
 		Sessions: newSessions(reg),
 		Login:    newLogin(reg),
 		Upstream: newUpstream(reg),
-		Refusals: newRefusals(reg),
+		Payments: newPayments(reg, refusals),
+		Refusals: refusals,
 		reg:      reg,
+	}
+}
+
+// Probes are what the gauges read at scrape time; a nil one registers no
+// gauge.
+type Probes struct {
+	// Unknowns counts the payments whose outcome is unknown in the ledger
+	// and says when the oldest of them ended (zero: none):
+	// bff_payments_unknown and bff_payments_unknown_oldest_seconds.
+	Unknowns func(context.Context) (int64, time.Time, error)
+}
+
+// Probe registers the gauges read at scrape time on the registry New was
+// given; call it once.
+func (m *Metrics) Probe(p Probes) {
+	if p.Unknowns != nil {
+		unknownGauges(m.reg, p.Unknowns)
 	}
 }
 
@@ -72,4 +96,8 @@ func histogramVec(reg prometheus.Registerer, o prometheus.HistogramOpts, labels 
 	h := prometheus.NewHistogramVec(o, labels)
 	reg.MustRegister(h)
 	return h
+}
+
+func gaugeFunc(reg prometheus.Registerer, o prometheus.GaugeOpts, read func() float64) {
+	reg.MustRegister(prometheus.NewGaugeFunc(o, read))
 }

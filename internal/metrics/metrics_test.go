@@ -1,9 +1,11 @@
 package metrics_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/fintech-bff/bff/internal/login"
 	"github.com/fintech-bff/bff/internal/metrics"
+	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/session"
 	"github.com/fintech-bff/bff/internal/tokens"
@@ -154,6 +157,74 @@ func TestUpstream(t *testing.T) {
 		`bff_limit_refusals_total{limit="auth"}`:     1,
 		`bff_limit_refusals_total{limit="requests"}`: 2,
 	})
+}
+
+func TestPayments(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	var o payments.Observer = m.Payments
+	o.MoneyRequest("answered")
+	o.MoneyRequest("answered")
+	o.MoneyRequest("key_required")
+	o.Refused("refresh")
+	m.Refusals.Refused("requests")
+	wantSamples(t, reg, "bff_money_", map[string]float64{
+		`bff_money_requests_total{result="answered"}`:     2,
+		`bff_money_requests_total{result="key_required"}`: 1,
+	})
+	wantSamples(t, reg, "bff_limit_", map[string]float64{
+		`bff_limit_refusals_total{limit="refresh"}`:  1,
+		`bff_limit_refusals_total{limit="requests"}`: 1,
+	})
+	if _, ok := samples(t, reg)["bff_payments_unknown"]; ok {
+		t.Fatal("bff_payments_unknown before Probe")
+	}
+}
+
+// The unknown payments' gauges read the ledger at scrape time, at most
+// once a second for both; NaN while it does not answer.
+func TestPaymentsUnknownGauges(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		n         int64
+		oldest    time.Duration // ago; 0: none
+		err       error
+		wantN     float64
+		wantOlder float64 // the age is at least this
+	}{
+		{name: "none", wantN: 0},
+		{name: "two, the oldest a minute ago", n: 2, oldest: time.Minute, wantN: 2, wantOlder: 60},
+		{name: "ledger down", err: errors.New("down"), wantN: math.NaN(), wantOlder: math.NaN()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			reads := 0
+			metrics.New(reg).Probe(metrics.Probes{Unknowns: func(ctx context.Context) (int64, time.Time, error) {
+				reads++
+				if _, ok := ctx.Deadline(); !ok {
+					t.Error("read without a deadline")
+				}
+				var oldest time.Time
+				if tc.oldest > 0 {
+					oldest = time.Now().Add(-tc.oldest)
+				}
+				return tc.n, oldest, tc.err
+			}})
+			s := samples(t, reg)
+			n, age := s["bff_payments_unknown"], s["bff_payments_unknown_oldest_seconds"]
+			if math.IsNaN(tc.wantN) {
+				if !math.IsNaN(n) || !math.IsNaN(age) {
+					t.Fatalf("got %v and %v, want NaN for both", n, age)
+				}
+			} else if n != tc.wantN || age < tc.wantOlder || age > tc.wantOlder+60 || tc.oldest == 0 && age != 0 {
+				t.Fatalf("got %v unknown, the oldest %v s ago; want %v, %v s ago", n, age, tc.wantN, tc.wantOlder)
+			}
+			samples(t, reg)
+			if reads != 1 {
+				t.Fatalf("got %d reads for two scrapes within a second, want 1", reads)
+			}
+		})
+	}
 }
 
 // Every bff_* metric is registered once: a second set on the same

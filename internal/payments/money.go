@@ -115,9 +115,9 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 	key, p := idempotencyKey(r.Header)
 	if p != nil {
 		if p.Code == problem.CodeIdempotencyKeyRequired {
-			s.metrics.money("key_required")
+			s.observe.MoneyRequest("key_required")
 		} else {
-			s.metrics.money("key_invalid")
+			s.observe.MoneyRequest("key_invalid")
 		}
 		return served{}, p
 	}
@@ -180,7 +180,7 @@ func (s *Service) own(ctx context.Context, w http.ResponseWriter, m *moneyCall) 
 		case lost:
 			// The claim ran out before the send: another request or the
 			// settler has it now, and nothing was sent.
-			s.metrics.money("claim_lost")
+			s.observe.MoneyRequest("claim_lost")
 			return out, p
 		case !rep.Sent:
 			s.conclude(m, "released", ledger.Outcome{Ending: ledger.EndNotSent, UpstreamStatus: rep.Status}, s.ledger.Release)
@@ -195,7 +195,7 @@ func (s *Service) own(ctx context.Context, w http.ResponseWriter, m *moneyCall) 
 				// request could have made: one more send, with a fresh
 				// token (the transport dropped the refused one), a fresh
 				// snapshot and a fresh mark.
-				s.metrics.money("resent_after_401")
+				s.observe.MoneyRequest("resent_after_401")
 				if ev = s.snapshot(ctx, m.call, m.req.Content); !ev.Snapshot {
 					return out, s.unknown(m, rep.Status, code)
 				}
@@ -262,7 +262,7 @@ func (s *Service) mark(claim *ledger.Claim, ev ledger.Send, lost *bool) func(con
 		defer cancel()
 		ok, err := s.ledger.Sending(lctx, claim, ev)
 		if err != nil {
-			s.metrics.money("ledger_unavailable")
+			s.observe.MoneyRequest("ledger_unavailable")
 			return problem.Wrap(problem.CodeLedgerUnavailable, "payments cannot be recorded right now; nothing was sent, retry with the same Idempotency-Key", err)
 		}
 		if !ok {
@@ -295,7 +295,7 @@ func (s *Service) unknown(m *moneyCall, status int, code string) *problem.Proble
 // claim stays in flight, the settler ends it at its deadline (unknown: it
 // was marked) and settles it from the upstream: never run twice.
 func (s *Service) conclude(m *moneyCall, result string, o ledger.Outcome, write func(context.Context, *ledger.Claim, ledger.Outcome) (bool, error)) {
-	s.metrics.money(result)
+	s.observe.MoneyRequest(result)
 	ctx, cancel := context.WithTimeout(m.detached, ownerMargin)
 	defer cancel()
 	delay := 100 * time.Millisecond
@@ -329,7 +329,7 @@ func (s *Service) conclude(m *moneyCall, result string, o ledger.Outcome, write 
 // before its send mark is given back and run here.
 func (s *Service) repeat(ctx context.Context, w http.ResponseWriter, m *moneyCall, rec *ledger.Record) (served, *problem.Problem) {
 	event := func(id int64, what string) {
-		s.metrics.money(what)
+		s.observe.MoneyRequest(what)
 		ectx, cancel := context.WithTimeout(m.detached, ledgerTimeout)
 		defer cancel()
 		if err := s.ledger.Event(ectx, id, m.req, what); err != nil {
@@ -354,7 +354,7 @@ func (s *Service) repeat(ctx context.Context, w http.ResponseWriter, m *moneyCal
 				return served{}, s.ledgerFailed(m.call, err)
 			}
 			if state == ledger.StateReleased {
-				s.metrics.money("released_unsent")
+				s.observe.MoneyRequest("released_unsent")
 			}
 			if state == ledger.StateUnknown {
 				rec.State = ledger.StateUnknown
@@ -404,7 +404,7 @@ func (s *Service) repeat(ctx context.Context, w http.ResponseWriter, m *moneyCal
 
 // ledgerFailed is 503 LEDGER_UNAVAILABLE: nothing was sent upstream.
 func (s *Service) ledgerFailed(c proxy.Call, err error) *problem.Problem {
-	s.metrics.money("ledger_unavailable")
+	s.observe.MoneyRequest("ledger_unavailable")
 	s.log.Error("the payments ledger failed; the payment was not sent", slog.String("requestId", c.RequestID), slog.String("error", err.Error()))
 	detail := "payments cannot be recorded right now; nothing was sent, retry with the same Idempotency-Key"
 	if errors.Is(err, ledger.ErrUnreadable) {

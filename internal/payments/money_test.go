@@ -131,6 +131,7 @@ func (failingLedger) Claim(context.Context, ledger.Request, time.Duration) (*led
 
 type moneyFixture struct {
 	bank   *bank
+	events *events
 	ledger payments.Ledger
 	tokens *fakeTokens
 	fwd    *proxy.Forwarder
@@ -147,7 +148,7 @@ func newMoneyFixture(t *testing.T, led payments.Ledger) *moneyFixture {
 		}
 		led = m
 	}
-	f := &moneyFixture{bank: &bank{}, ledger: led, tokens: &fakeTokens{}}
+	f := &moneyFixture{bank: &bank{}, ledger: led, tokens: &fakeTokens{}, events: &events{}}
 	f.srv = httptest.NewServer(f.bank)
 	t.Cleanup(f.srv.Close)
 	base, _ := url.Parse(f.srv.URL)
@@ -157,7 +158,8 @@ func newMoneyFixture(t *testing.T, led payments.Ledger) *moneyFixture {
 		Timeout: timeout, MaxBodyBytes: 1 << 16,
 		Retry: proxy.Retry{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
 	})
-	f.svc = payments.New(payments.Options{Upstream: f.fwd, Timeout: timeout, MoneyRoutes: []string{"/v2/payments", "/v2/pay"}, Ledger: led})
+	f.svc = payments.New(payments.Options{Upstream: f.fwd, Timeout: timeout, MoneyRoutes: []string{"/v2/payments", "/v2/pay"}, Ledger: led,
+		Observe: f.events})
 	return f
 }
 

@@ -81,11 +81,32 @@ type Options struct {
 	Refresh      Guard
 	RefreshEvery time.Duration
 	Logger       *slog.Logger
-	Metrics      *Metrics
-	// Refused counts a request a limit refused (the proxy's
-	// bff_limit_refusals_total); nil: not counted.
-	Refused func(limit string)
+	// Observe, when set, is told how each money-moving request ended and
+	// of each refresh the credit guard refused (metrics).
+	Observe Observer
 }
+
+// Observer receives a Service's events. Implementations must be cheap and
+// safe for concurrent use.
+type Observer interface {
+	// MoneyRequest reports how a money-moving request was answered, or
+	// how the settler ended one: answered, released, unknown (502
+	// PAYMENT_OUTCOME_UNKNOWN to the request that sent it), settled (by
+	// the owner, or a repeat of a settled key), replayed, in_progress,
+	// outcome_unknown (a repeat of an unknown key), key_reused,
+	// key_required, key_invalid, ledger_unavailable, claim_lost,
+	// snapshot_failed, resent_after_401, released_unsent (an owner that
+	// died before its send mark), settled_background.
+	MoneyRequest(result string)
+	// Refused reports a request a limit refused before it reached the
+	// upstream: limit is "refresh" (the credit guard).
+	Refused(limit string)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) MoneyRequest(string) {}
+func (nopObserver) Refused(string)      {}
 
 // Service serves money-moving requests and the refresh. Safe for
 // concurrent use.
@@ -97,8 +118,7 @@ type Service struct {
 	refresh Guard
 	every   time.Duration
 	log     *slog.Logger
-	metrics *Metrics
-	refused func(string)
+	observe Observer
 	settler settler
 }
 
@@ -107,15 +127,15 @@ func New(o Options) *Service {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Refused == nil {
-		o.Refused = func(string) {}
+	if o.Observe == nil {
+		o.Observe = nopObserver{}
 	}
 	money := make([]proxy.Route, len(o.MoneyRoutes))
 	for i, p := range o.MoneyRoutes {
 		money[i] = proxy.Route{Prefix: p, Methods: []string{http.MethodPost}}
 	}
 	s := &Service{up: o.Upstream, timeout: o.Timeout, money: proxy.NewRoutes(money), ledger: o.Ledger,
-		refresh: o.Refresh, every: o.RefreshEvery, log: o.Logger, metrics: o.Metrics, refused: o.Refused}
+		refresh: o.Refresh, every: o.RefreshEvery, log: o.Logger, observe: o.Observe}
 	s.settler = defaultSettler
 	return s
 }

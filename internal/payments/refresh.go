@@ -36,7 +36,7 @@ func (s *Service) serveRefresh(w http.ResponseWriter, r *http.Request, c proxy.C
 			return 0, problem.Wrap(problem.CodeSessionStoreUnavailable, "the refresh allowance cannot be checked right now", err)
 		}
 		if !d.Allowed {
-			s.refused("refresh")
+			s.observe.Refused("refresh")
 			return 0, problem.Later(problem.CodeRefreshTooSoon, d.RetryAfter, "data was refreshed less than %s ago; the next refresh is allowed in %d s", s.every)
 		}
 	}

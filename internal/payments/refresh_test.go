@@ -25,10 +25,11 @@ type refreshFixture struct {
 	mu     sync.Mutex
 	fwd    *proxy.Forwarder
 	svc    *payments.Service
+	events *events
 }
 
 func newRefreshFixture(t *testing.T) *refreshFixture {
-	f := &refreshFixture{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	f := &refreshFixture{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), events: &events{}}
 	f.answer.Store("200")
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.calls.Add(1)
@@ -60,7 +61,7 @@ func newRefreshFixture(t *testing.T) *refreshFixture {
 		return f.now
 	}
 	f.svc = payments.New(payments.Options{Upstream: f.fwd, Timeout: 5 * time.Second,
-		Refresh: limits.NewLocal(clock), RefreshEvery: 15 * time.Minute})
+		Refresh: limits.NewLocal(clock), RefreshEvery: 15 * time.Minute, Observe: f.events})
 	return f
 }
 

@@ -100,7 +100,7 @@ func (s *Service) snapshot(ctx context.Context, c proxy.Call, raw []byte) ledger
 	start := time.Now()
 	items, next, date, err := s.listPage(ctx, c, "")
 	if err != nil {
-		s.metrics.money("snapshot_failed")
+		s.observe.MoneyRequest("snapshot_failed")
 		s.log.Warn("a payment is sent without a snapshot of the user's payments: should its answer be lost, it stays unknown",
 			slog.String("requestId", c.RequestID), slog.String("error", problem.CauseText(err)))
 		return ledger.Send{}

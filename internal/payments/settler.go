@@ -74,7 +74,7 @@ func (s *Service) settleRecord(ctx context.Context, rec *ledger.Record) {
 			s.log.Warn("the settler could not end a stale claim", slog.String("error", err.Error()))
 			return
 		case state == ledger.StateReleased:
-			s.metrics.money("released_unsent")
+			s.observe.MoneyRequest("released_unsent")
 			return
 		case state != ledger.StateUnknown:
 			return
@@ -99,7 +99,7 @@ func (s *Service) settleRecord(ctx context.Context, rec *ledger.Record) {
 		return
 	}
 	if applied {
-		s.metrics.money("settled_background")
+		s.observe.MoneyRequest("settled_background")
 		s.log.Info("an unknown payment outcome was settled from the upstream's list", slog.String("requestId", rec.RequestID))
 	}
 }

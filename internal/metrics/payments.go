@@ -1,4 +1,4 @@
-package payments
+package metrics
 
 import (
 	"context"
@@ -7,42 +7,41 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fintech-bff/bff/internal/payments"
 )
 
-// Metrics are the payments metrics. Labels carry bounded results only.
-type Metrics struct {
+// Payments is the payments service's payments.Observer. Labels carry
+// bounded results only.
+type Payments struct {
+	*Refusals
 	moneyReq *prometheus.CounterVec
 }
 
-// NewMetrics registers the payments metrics on reg: the requests by how
-// they ended, and (from unknowns, read at scrape time within 500 ms) how
-// many outcomes are unknown and since when.
-func NewMetrics(reg prometheus.Registerer, unknowns func(context.Context) (int64, time.Time, error)) *Metrics {
-	m := &Metrics{moneyReq: prometheus.NewCounterVec(prometheus.CounterOpts{
+var _ payments.Observer = (*Payments)(nil)
+
+func newPayments(reg prometheus.Registerer, r *Refusals) *Payments {
+	return &Payments{Refusals: r, moneyReq: counterVec(reg, prometheus.CounterOpts{
 		Name: "bff_money_requests_total",
 		Help: "Money-moving requests by how the BFF answered or the settler ended them: answered, released, unknown (502 PAYMENT_OUTCOME_UNKNOWN to the request that sent it), settled (by the owner), replayed, in_progress, outcome_unknown (a repeat of an unknown key), settled (a repeat), key_reused, key_required, key_invalid, ledger_unavailable, claim_lost, snapshot_failed, resent_after_401, released_unsent (an owner that died before its send mark), settled_background.",
-	}, []string{"result"})}
-	reg.MustRegister(m.moneyReq)
-	if unknowns != nil {
-		u := &unknownReader{read: unknowns}
-		reg.MustRegister(
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "bff_payments_unknown",
-				Help: "Money-moving requests whose outcome is unknown now (PAYMENT_OUTCOME_UNKNOWN), in the ledger; NaN while the ledger does not answer.",
-			}, func() float64 { n, _ := u.get(); return n }),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "bff_payments_unknown_oldest_seconds",
-				Help: "How long ago the oldest still-unknown money-moving request ended; 0 when there is none, NaN while the ledger does not answer.",
-			}, func() float64 { _, age := u.get(); return age }),
-		)
-	}
-	return m
+	}, "result")}
 }
 
-func (m *Metrics) money(result string) {
-	if m != nil {
-		m.moneyReq.WithLabelValues(result).Inc()
-	}
+// MoneyRequest implements payments.Observer.
+func (m *Payments) MoneyRequest(result string) { m.moneyReq.WithLabelValues(result).Inc() }
+
+// unknownGauges registers the gauges of the payments whose outcome is
+// unknown, read from the ledger (unknowns) at scrape time.
+func unknownGauges(reg prometheus.Registerer, unknowns func(context.Context) (int64, time.Time, error)) {
+	u := &unknownReader{read: unknowns}
+	gaugeFunc(reg, prometheus.GaugeOpts{
+		Name: "bff_payments_unknown",
+		Help: "Money-moving requests whose outcome is unknown now (PAYMENT_OUTCOME_UNKNOWN), in the ledger; NaN while the ledger does not answer.",
+	}, func() float64 { n, _ := u.get(); return n })
+	gaugeFunc(reg, prometheus.GaugeOpts{
+		Name: "bff_payments_unknown_oldest_seconds",
+		Help: "How long ago the oldest still-unknown money-moving request ended; 0 when there is none, NaN while the ledger does not answer.",
+	}, func() float64 { _, age := u.get(); return age })
 }
 
 // unknownReader reads the ledger at most once a second for both gauges, so
