@@ -232,7 +232,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		Refresh: a.limits, RefreshEvery: cfg.Limits.RefreshInterval,
 		Logger: log, Observe: obs.Payments,
 	})
-	obs.Probe(metrics.Probes{Unknowns: led.Unknowns})
+	obs.Probe(metrics.Probes{Store: a.store.Ping, Ledger: led.Ping, Unknowns: led.Unknowns})
 	// The settler: every instance runs it, the ledger hands each open
 	// record to one of them at a time.
 	go pay.Run(cacheCtx)
@@ -256,16 +256,6 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		}
 	}
 	public := edge.NewPublic(deps)
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "bff_store_up", Help: "1 when the shared store (Redis) answers a ping within 500 ms at scrape time, else 0.",
-	}, func() float64 {
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		defer cancel()
-		if a.store.Ping(ctx) != nil {
-			return 0
-		}
-		return 1
-	}))
 	// rotate is what SIGHUP and POST /reload-secret do (how names which).
 	rotate := func(how string) (bool, error) {
 		changed, err := secret.Rotate(context.Background())
@@ -276,16 +266,6 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		log.Info(how + ": client secret rotated; tokens minted under the old one are no longer used")
 		return true, nil
 	}
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "bff_ledger_up", Help: "1 when the payments ledger (PostgreSQL) answers a ping within 500 ms at scrape time, else 0.",
-	}, func() float64 {
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		defer cancel()
-		if led.Ping(ctx) != nil {
-			return 0
-		}
-		return 1
-	}))
 	adminToken, err := cfg.LoadAdminToken()
 	if err != nil {
 		return nil, err

@@ -57,6 +57,10 @@ func New(reg prometheus.Registerer) *Metrics {
 // Probes are what the gauges read at scrape time; a nil one registers no
 // gauge.
 type Probes struct {
+	// Store pings the shared store (Redis): bff_store_up.
+	Store func(context.Context) error
+	// Ledger pings the payments ledger (PostgreSQL): bff_ledger_up.
+	Ledger func(context.Context) error
 	// Unknowns counts the payments whose outcome is unknown in the ledger
 	// and says when the oldest of them ended (zero: none):
 	// bff_payments_unknown and bff_payments_unknown_oldest_seconds.
@@ -66,8 +70,30 @@ type Probes struct {
 // Probe registers the gauges read at scrape time on the registry New was
 // given; call it once.
 func (m *Metrics) Probe(p Probes) {
+	if p.Store != nil {
+		gaugeFunc(m.reg, prometheus.GaugeOpts{
+			Name: "bff_store_up", Help: "1 when the shared store (Redis) answers a ping within 500 ms at scrape time, else 0.",
+		}, up(p.Store))
+	}
+	if p.Ledger != nil {
+		gaugeFunc(m.reg, prometheus.GaugeOpts{
+			Name: "bff_ledger_up", Help: "1 when the payments ledger (PostgreSQL) answers a ping within 500 ms at scrape time, else 0.",
+		}, up(p.Ledger))
+	}
 	if p.Unknowns != nil {
 		unknownGauges(m.reg, p.Unknowns)
+	}
+}
+
+// up reads ping at scrape time: 1 when it answers within 500 ms, else 0.
+func up(ping func(context.Context) error) func() float64 {
+	return func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		if ping(ctx) != nil {
+			return 0
+		}
+		return 1
 	}
 }
 

@@ -181,6 +181,23 @@ func TestPayments(t *testing.T) {
 	}
 }
 
+// bff_store_up and bff_ledger_up ping at scrape time, with a deadline:
+// 1 when the ping answers, else 0.
+func TestProbesUp(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	ping := func(err error) func(context.Context) error {
+		return func(ctx context.Context) error {
+			if _, ok := ctx.Deadline(); !ok {
+				t.Error("ping without a deadline")
+			}
+			return err
+		}
+	}
+	metrics.New(reg).Probe(metrics.Probes{Store: ping(nil), Ledger: ping(errors.New("down"))})
+	wantSamples(t, reg, "bff_store_up", map[string]float64{"bff_store_up": 1})
+	wantSamples(t, reg, "bff_ledger_up", map[string]float64{"bff_ledger_up": 0})
+}
+
 // The unknown payments' gauges read the ledger at scrape time, at most
 // once a second for both; NaN while it does not answer.
 func TestPaymentsUnknownGauges(t *testing.T) {
