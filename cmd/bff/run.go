@@ -238,9 +238,9 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 	go pay.Run(cacheCtx)
 	deps := edge.Deps{
 		AuthLimit: a.limits, AuthPerMinute: cfg.Limits.AuthPerMinute, BackchannelPerMinute: cfg.Limits.BackchannelPerMinute,
-		PendingLoginsPerAddress: cfg.Limits.PendingLoginsPerAddress, IPv6Prefix: cfg.Limits.IPv6Prefix, Refused: obs.Refusals.Refused,
+		PendingLoginsPerAddress: cfg.Limits.PendingLoginsPerAddress, IPv6Prefix: cfg.Limits.IPv6Prefix,
 		Budget: sessionBudget(cacheCtx, cfg, a, log),
-		Logger: log, Metrics: edge.NewMetrics(reg), Sessions: sessions, Cookies: cookies, Forwarder: fwd, Payments: pay,
+		Logger: log, Observe: obs.Edge, Sessions: sessions, Cookies: cookies, Forwarder: fwd, Payments: pay,
 		PublicOrigin: cfg.PublicOrigin(), AllowedOrigins: cfg.CORS.AllowedOrigins,
 		TrustedProxies: cfg.TrustedProxyPrefixes(), TraceparentFrom: cfg.TraceparentPrefixes(), TrustClientTraceparent: cfg.TrustClientTraceparent, DevLogin: cfg.Auth.Mode == config.AuthModeDev, Tokens: cache,
 		MobileRedirectURIs: cfg.Auth.MobileRedirectURIs,
@@ -274,7 +274,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		log.Info("admin_token_file is not set: the admin listener's POST /reload-secret and DELETE /users/{userId}/sessions are off (404)")
 	}
 	ready := edge.NewReadiness()
-	admin := edge.NewAdmin(edge.AdminDeps{Ready: ready, Gatherer: reg, Sessions: sessions, Tokens: cache, Metrics: deps.Metrics, Logger: log, Pprof: cfg.Pprof,
+	admin := edge.NewAdmin(edge.AdminDeps{Ready: ready, Gatherer: reg, Sessions: sessions, Tokens: cache, Observe: obs.Edge, Logger: log, Pprof: cfg.Pprof,
 		ReloadSecret: func() (bool, error) { return rotate("POST /reload-secret") },
 		Token:        adminToken.Reveal(),
 	})

@@ -38,8 +38,9 @@ type AdminDeps struct {
 	Gatherer prometheus.Gatherer
 	Sessions *session.Manager
 	Tokens   TokenInvalidator
-	Metrics  *Metrics
-	Logger   *slog.Logger
+	// Observe, when set, is told of the sessions an operator revokes.
+	Observe Observer
+	Logger  *slog.Logger
 	// Pprof serves the runtime profiles under /debug/pprof/.
 	Pprof bool
 	// ReloadSecret re-reads the client secret (what SIGHUP does); it
@@ -59,6 +60,9 @@ type AdminDeps struct {
 // operators only.
 func NewAdmin(d AdminDeps) http.Handler {
 	ready := d.Ready
+	if d.Observe == nil {
+		d.Observe = nopObserver{}
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -105,7 +109,7 @@ func NewAdmin(d AdminDeps) http.Handler {
 		if err := d.Tokens.Invalidate(r.Context(), user); err != nil {
 			d.Logger.Warn("the user's upstream token could not be dropped", slog.String("error", err.Error()))
 		}
-		d.Metrics.auth.revoked("admin", len(ended))
+		d.Observe.Revoked("admin", len(ended))
 		d.Logger.Info("operator revoked a user's sessions", slog.String("user", userHash(user)), slog.Int("sessions", len(ended)))
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(struct {

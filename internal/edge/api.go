@@ -14,7 +14,7 @@ import (
 // api serves /api/<upstream path> for the caller's session: the calls that
 // cost money through payments (which sends them through the proxy), every
 // other through the proxy.
-func api(a *authn, f *proxy.Forwarder, pay Payments, budget SessionBudget, refused func(string)) echo.HandlerFunc {
+func api(a *authn, f *proxy.Forwarder, pay Payments, budget SessionBudget, observe Observer) echo.HandlerFunc {
 	// The edge's route labels ("/api" + template), made once, not per request.
 	labels := map[string]string{}
 	for _, p := range f.Prefixes() {
@@ -31,9 +31,7 @@ func api(a *authn, f *proxy.Forwarder, pay Payments, budget SessionBudget, refus
 			// Keyed by the session id in this process only; what is shared
 			// through Redis is keyed by a hash of it.
 			if ok, wait := budget.Allow(p.id); !ok {
-				if refused != nil {
-					refused("requests")
-				}
+				observe.Refused("requests")
 				return problem.Later(problem.CodeRateLimited, wait, "this session is over its request budget; retry in %d s")
 			}
 		}

@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/fintech-bff/bff/internal/ledger"
 	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/problem"
@@ -62,7 +60,7 @@ func TestAPIFailuresAreRenderedByTheEdge(t *testing.T) {
 	pay := payments.New(payments.Options{Upstream: fwd, Timeout: 5 * time.Second, MoneyRoutes: []string{"/v2/payments"}, Ledger: led})
 	var logs syncbuf.Buffer
 	e := NewPublic(Deps{
-		Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: NewMetrics(prometheus.NewRegistry()), Sessions: sessions,
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Sessions: sessions,
 		Cookies: cookies, Forwarder: fwd, Payments: pay, PublicOrigin: "http://bff.local", Tokens: noTokens{},
 	})
 	id, _, err := sessions.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
@@ -170,7 +168,7 @@ func apiServer(t *testing.T, upstream http.Handler, o proxy.Options) (*httptest.
 		o.Timeout = 5 * time.Second
 	}
 	e := NewPublic(Deps{
-		Logger: slog.New(slog.DiscardHandler), Metrics: NewMetrics(prometheus.NewRegistry()), Sessions: sessions,
+		Logger: slog.New(slog.DiscardHandler), Sessions: sessions,
 		Cookies: cookies, Forwarder: proxy.New(o), PublicOrigin: "http://bff.local", Tokens: noTokens{},
 	})
 	srv := httptest.NewServer(e)

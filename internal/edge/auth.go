@@ -162,7 +162,7 @@ func startSession(c echo.Context, d authDeps, n session.New, browser bool) (stri
 		c.SetCookie(ck)
 	}
 	state(c).userHash = userHash(rec.UserID)
-	d.metrics.login(n.Method, "ok")
+	d.observe.Login(n.Method, "ok")
 	return id, rec, nil
 }
 
@@ -209,7 +209,7 @@ func logoutEverywhere(d authDeps) echo.HandlerFunc {
 		if err != nil {
 			return problem.Wrap(problem.CodeSessionStoreUnavailable, "the sessions could not be ended right now", err)
 		}
-		d.metrics.revoked("user", len(ended))
+		d.observe.Revoked("user", len(ended))
 		_ = d.tokens.Invalidate(ctx, p.rec.UserID)
 		c.SetCookie(d.cookies.Clear())
 		return c.NoContent(http.StatusNoContent)
@@ -226,7 +226,7 @@ func logout(d authDeps, logoutURL string) echo.HandlerFunc {
 		if err := d.sessions.Delete(ctx, p.id); err != nil {
 			return problem.Wrap(problem.CodeSessionStoreUnavailable, "the session could not be ended right now", err)
 		}
-		d.metrics.revoked("logout", 1)
+		d.observe.Revoked("logout", 1)
 		dropTokensOfGoneUsers(ctx, d.sessions, d.tokens, []session.Info{{Record: p.rec}})
 		c.SetCookie(d.cookies.Clear())
 		if logoutURL != "" && p.rec.Method != session.MethodDev {

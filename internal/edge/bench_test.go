@@ -16,6 +16,7 @@ import (
 
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/limits"
+	"github.com/fintech-bff/bff/internal/metrics"
 	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/redistest"
 	"github.com/fintech-bff/bff/internal/session"
@@ -70,9 +71,8 @@ func benchmarkSteadyState(b *testing.B, budget *limits.Budget) {
 		BaseURL: base, Routes: proxy.NewRoutes([]proxy.Route{{Prefix: "/v2/payments", Methods: []string{"GET"}}}),
 		Tokens: cache, Timeout: 5 * time.Second, MaxBodyBytes: 1 << 20, Retry: proxy.Retry{MaxAttempts: 1},
 	})
-	reg := prometheus.NewRegistry()
 	d := Deps{
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: NewMetrics(reg), Sessions: sessions,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Observe: metrics.New(prometheus.NewRegistry()).Edge, Sessions: sessions,
 		Cookies: cookies, Forwarder: fwd, PublicOrigin: "http://bff.local", Tokens: cache,
 	}
 	if budget != nil {

@@ -28,8 +28,10 @@ type Payments interface {
 
 // Deps is what the public edge is built from.
 type Deps struct {
-	Logger    *slog.Logger
-	Metrics   *Metrics
+	Logger *slog.Logger
+	// Observe, when set, is told of each request served, error envelope,
+	// login, revocation and refusal (metrics).
+	Observe   Observer
 	Sessions  *session.Manager
 	Cookies   *session.Cookies
 	Forwarder *proxy.Forwarder
@@ -63,20 +65,50 @@ type Deps struct {
 	// back-channel logout (limits.backchannel_per_minute) and logins
 	// started (limits.pending_logins_per_address per login.StateTTL); 0
 	// switches one off. An IPv6 client is its first IPv6Prefix bits
-	// (limits.ipv6_prefix). Refused counts a refusal in
-	// bff_limit_refusals_total.
+	// (limits.ipv6_prefix).
 	AuthLimit               RateLimiter
 	AuthPerMinute           int
 	BackchannelPerMinute    int
 	PendingLoginsPerAddress int
 	IPv6Prefix              int
-	Refused                 func(limit string)
 	// Budget, when set, is each session's request budget on /api
 	// (limits.requests_per_second, burst), shared by every instance.
 	Budget SessionBudget
 	// Static, when set, is the web app served at / (static_dir).
 	Static *Static
 }
+
+// Observer receives the edge's events, on the public listener and the
+// admin one. Implementations must be cheap (Served and Problem are on
+// every request's path) and safe for concurrent use.
+type Observer interface {
+	// Served reports a request served on the public listener: its route
+	// template (never the raw path), its method as sent, the status and
+	// the time it took.
+	Served(route, method string, status int, took time.Duration)
+	// Problem reports an error envelope sent on the public listener, by
+	// its code: one of the BFF's, or an upstream's own error type.
+	Problem(code string)
+	// Login reports how a login ended: method is dev, oidc, mobile or
+	// unknown (a state that names none); result is ok, failed, state,
+	// invalid_grant or code_issued.
+	Login(method, result string)
+	// Revoked reports n sessions ended before their timeout, by reason:
+	// logout, user, admin or backchannel.
+	Revoked(reason string, n int)
+	// Refused reports a request a limit refused before it reached the
+	// upstream: requests (the session's budget), auth, backchannel or
+	// pending_logins (the per-address budgets).
+	Refused(limit string)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Served(string, string, int, time.Duration) {}
+func (nopObserver) Problem(string)                            {}
+func (nopObserver) Login(string, string)                      {}
+func (nopObserver) Revoked(string, int)                       {}
+func (nopObserver) Refused(string)                            {}
 
 // SessionBudget spends one request of a session's budget, in process
 // (limits.Budget).
@@ -97,7 +129,10 @@ func NewPublic(d Deps) *echo.Echo {
 	e.Logger.SetOutput(discard{})
 	e.IPExtractor = ipExtractor(d.TrustedProxies)
 	e.HTTPErrorHandler = errorHandler(d.Logger)
-	routes(e, d, d.Metrics.http, d.Metrics.auth)
+	if d.Observe == nil {
+		d.Observe = nopObserver{}
+	}
+	routes(e, d)
 	return e
 }
 

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fintech-bff/bff/internal/problem"
 )
@@ -22,7 +21,7 @@ func TestPanicIsRecoveredAsEnvelope(t *testing.T) {
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	e := echo.New()
 	e.HTTPErrorHandler = errorHandler(log)
-	e.Use(requestIDMiddleware(nil), recoverMiddleware(log), accessLog(log, newHTTPMetrics(prometheus.NewRegistry())))
+	e.Use(requestIDMiddleware(nil), recoverMiddleware(log), accessLog(log, nopObserver{}))
 	e.GET("/boom", func(echo.Context) error { panic("kaboom") })
 	w := httptest.NewRecorder()
 	e.ServeHTTP(w, httptest.NewRequest("GET", "/boom", nil))

@@ -33,7 +33,7 @@ type authDeps struct {
 	sessions *session.Manager
 	cookies  *session.Cookies // the session cookie
 	tokens   TokenInvalidator
-	metrics  *authMetrics
+	observe  Observer
 	log      *slog.Logger
 }
 
@@ -122,7 +122,7 @@ func loginCallback(d loginDeps) echo.HandlerFunc {
 		c.Response().Header().Set("Cache-Control", "no-store")
 		// The state must be the one this browser started (login CSRF).
 		if len(q.Get("state")) > maxStateLen {
-			d.metrics.login("unknown", "state")
+			d.observe.Login("unknown", "state")
 			return loginProblem(login.ErrState)
 		}
 		binding := d.binding.Named(bindingSuffix(q.Get("state")))
@@ -140,7 +140,7 @@ func loginCallback(d loginDeps) echo.HandlerFunc {
 			bound, _ = d.binding.ID(ck.Value)
 		}
 		if bound == "" || bound != q.Get("state") {
-			d.metrics.login("unknown", "state")
+			d.observe.Login("unknown", "state")
 			return loginProblem(login.ErrState)
 		}
 		res, err := d.prov.Callback(r.Context(), q.Get("state"), q.Get("code"), q.Get("error"))
@@ -149,7 +149,7 @@ func loginCallback(d loginDeps) echo.HandlerFunc {
 			method = session.MethodMobile
 		}
 		if err != nil {
-			d.metrics.login(method, "failed")
+			d.observe.Login(method, "failed")
 			d.log.LogAttrs(r.Context(), slog.LevelWarn, "login failed", slog.String("requestId", requestID(c)), slog.String("reason", err.Error()))
 			return loginProblem(err)
 		}
@@ -158,7 +158,7 @@ func loginCallback(d loginDeps) echo.HandlerFunc {
 			if err != nil {
 				return loginProblem(err)
 			}
-			d.metrics.login(method, "code_issued")
+			d.observe.Login(method, "code_issued")
 			return c.Redirect(http.StatusFound, loc)
 		}
 		if _, _, err := startSession(c, d.authDeps, session.New{UserID: res.UserID, Method: method, AuthTime: res.AuthTime, Sub: res.Sub, SID: res.SID}, true); err != nil {
@@ -241,7 +241,7 @@ func mobileToken(d loginDeps) echo.HandlerFunc {
 		}
 		res, err := d.prov.RedeemMobileCode(c.Request().Context(), in.Code, in.CodeVerifier)
 		if err != nil {
-			d.metrics.login(session.MethodMobile, "invalid_grant")
+			d.observe.Login(session.MethodMobile, "invalid_grant")
 			return loginProblem(err)
 		}
 		id, rec, err := startSession(c, d.authDeps, session.New{UserID: res.UserID, Method: session.MethodMobile, AuthTime: res.AuthTime, Sub: res.Sub, SID: res.SID}, false)
@@ -290,7 +290,7 @@ func backchannelLogout(d loginDeps) echo.HandlerFunc {
 		if err != nil {
 			return problem.Wrap(problem.CodeSessionStoreUnavailable, "sessions cannot be ended right now", err)
 		}
-		d.metrics.revoked("backchannel", len(ended))
+		d.observe.Revoked("backchannel", len(ended))
 		dropTokensOfGoneUsers(c.Request().Context(), d.sessions, d.tokens, ended)
 		return c.NoContent(http.StatusOK)
 	}
@@ -365,7 +365,7 @@ func revokeSession(d authDeps) echo.HandlerFunc {
 		if !ok {
 			return problem.New(problem.CodeNotFound, "you have no session with this id")
 		}
-		d.metrics.revoked("user", 1)
+		d.observe.Revoked("user", 1)
 		dropTokensOfGoneUsers(c.Request().Context(), d.sessions, d.tokens, []session.Info{{Record: p.rec}})
 		if handle == session.Handle(p.id) && p.viaCookie {
 			c.SetCookie(d.cookies.Clear())

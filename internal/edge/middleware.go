@@ -146,9 +146,10 @@ func recoverMiddleware(log *slog.Logger) echo.MiddlewareFunc {
 	}
 }
 
-// accessLog writes one line per request and the HTTP metrics. It never logs
-// a header, a cookie or a token; the user id is hashed.
-func accessLog(log *slog.Logger, m *httpMetrics) echo.MiddlewareFunc {
+// accessLog writes one line per request and tells observe of it (and of
+// its error envelope). It never logs a header, a cookie or a token; the
+// user id is hashed.
+func accessLog(log *slog.Logger, observe Observer) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
@@ -160,7 +161,7 @@ func accessLog(log *slog.Logger, m *httpMetrics) echo.MiddlewareFunc {
 			route := routeOf(c)
 			status := c.Response().Status
 			took := time.Since(start)
-			m.observe(route, c.Request().Method, status, took)
+			observe.Served(route, c.Request().Method, status, took)
 			attrs := []slog.Attr{
 				slog.String("requestId", s.requestID),
 				slog.String("method", c.Request().Method),
@@ -174,7 +175,7 @@ func accessLog(log *slog.Logger, m *httpMetrics) echo.MiddlewareFunc {
 			}
 			if s.errCode != "" {
 				attrs = append(attrs, slog.String("code", s.errCode))
-				m.problem(s.errCode)
+				observe.Problem(s.errCode)
 			}
 			if s.upstreamStatus != 0 {
 				attrs = append(attrs, slog.Int("upstreamStatus", s.upstreamStatus))
@@ -235,7 +236,7 @@ type addressLimits struct {
 	// record for that long, so this bounds a client's stored records.
 	pendingLogins int
 	v6Bits        int
-	refused       func(string)
+	observe       Observer
 	log           *slog.Logger
 }
 
@@ -256,9 +257,7 @@ func (l *addressLimits) allow(c echo.Context, kind string, n int, per time.Durat
 	if d.Allowed {
 		return nil
 	}
-	if l.refused != nil {
-		l.refused(kind)
-	}
+	l.observe.Refused(kind)
 	return problem.Later(problem.CodeRateLimited, d.RetryAfter, detail)
 }
 

@@ -5,18 +5,18 @@ import (
 )
 
 // routes lists every public route in one place.
-func routes(e *echo.Echo, d Deps, m *httpMetrics, am *authMetrics) {
-	e.Use(requestIDMiddleware(d.TrustedProxies), traceMiddleware(d.TraceparentFrom, d.TrustClientTraceparent), recoverMiddleware(d.Logger), accessLog(d.Logger, m), noStore(), preflight(d.AllowedOrigins))
+func routes(e *echo.Echo, d Deps) {
+	e.Use(requestIDMiddleware(d.TrustedProxies), traceMiddleware(d.TraceparentFrom, d.TrustClientTraceparent), recoverMiddleware(d.Logger), accessLog(d.Logger, d.Observe), noStore(), preflight(d.AllowedOrigins))
 	if len(d.AllowedOrigins) > 0 {
 		e.Use(corsMiddleware(d.AllowedOrigins))
 	}
 	perAddress := &addressLimits{limiter: d.AuthLimit, auth: d.AuthPerMinute, backchannel: d.BackchannelPerMinute,
-		pendingLogins: d.PendingLoginsPerAddress, v6Bits: d.IPv6Prefix, refused: d.Refused, log: d.Logger}
+		pendingLogins: d.PendingLoginsPerAddress, v6Bits: d.IPv6Prefix, observe: d.Observe, log: d.Logger}
 	if d.AuthLimit != nil {
 		e.Use(authLimit(perAddress))
 	}
 	a := &authn{sessions: d.Sessions, cookies: d.Cookies, publicOrigin: d.PublicOrigin, allowedOrigins: d.AllowedOrigins}
-	ad := authDeps{a: a, sessions: d.Sessions, cookies: d.Cookies, tokens: d.Tokens, metrics: am, log: d.Logger}
+	ad := authDeps{a: a, sessions: d.Sessions, cookies: d.Cookies, tokens: d.Tokens, observe: d.Observe, log: d.Logger}
 
 	if d.DevLogin {
 		e.POST("/auth/dev/login", devLogin(ad))
@@ -35,7 +35,7 @@ func routes(e *echo.Echo, d Deps, m *httpMetrics, am *authMetrics) {
 	e.DELETE("/auth/sessions/:id", revokeSession(ad))
 	e.DELETE("/auth/sessions", logoutEverywhere(ad))
 	e.POST("/auth/logout", logout(ad, logoutURL))
-	forward := api(a, d.Forwarder, d.Payments, d.Budget, d.Refused)
+	forward := api(a, d.Forwarder, d.Payments, d.Budget, d.Observe)
 	e.Any("/api/*", forward)
 	e.Any("/api", forward)
 	if d.Static != nil {

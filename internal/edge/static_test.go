@@ -13,8 +13,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/syncbuf"
@@ -60,7 +58,7 @@ func staticApp(t *testing.T, hsts bool) (http.Handler, *syncbuf.Buffer) {
 	upstream, _ := url.Parse("http://127.0.0.1:1")
 	fwd := proxy.New(proxy.Options{BaseURL: upstream, Routes: proxy.NewRoutes(nil), Tokens: fixedToken{}})
 	var logs syncbuf.Buffer
-	return NewPublic(Deps{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: NewMetrics(prometheus.NewRegistry()),
+	return NewPublic(Deps{Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 		Forwarder: fwd, PublicOrigin: "https://app.example.com", Static: st}), &logs
 }
 

@@ -32,7 +32,7 @@ type Metrics struct {
 	Login    *Login    // login.Observer
 	Upstream *Upstream // proxy.Observer
 	Payments *Payments // payments.Observer
-	Refusals *Refusals
+	Edge     *Edge     // edge.Observer
 
 	reg prometheus.Registerer
 }
@@ -42,14 +42,18 @@ type Metrics struct {
 // what they read exists.
 func New(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	refusals := newRefusals(reg)
+	// The edge's and the payments' refusals, in one metric.
+	refusals := counterVec(reg, prometheus.CounterOpts{
+		Name: "bff_limit_refusals_total",
+		Help: "Requests refused by a limit before reaching the upstream, by limit (requests, auth, refresh).",
+	}, "limit")
 	return &Metrics{
 		Tokens:   newTokens(reg),
 		Sessions: newSessions(reg),
 		Login:    newLogin(reg),
 		Upstream: newUpstream(reg),
 		Payments: newPayments(reg, refusals),
-		Refusals: refusals,
+		Edge:     newEdge(reg, refusals),
 		reg:      reg,
 	}
 }

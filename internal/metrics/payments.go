@@ -14,14 +14,14 @@ import (
 // Payments is the payments service's payments.Observer. Labels carry
 // bounded results only.
 type Payments struct {
-	*Refusals
 	moneyReq *prometheus.CounterVec
+	refusals *prometheus.CounterVec // shared with Edge
 }
 
 var _ payments.Observer = (*Payments)(nil)
 
-func newPayments(reg prometheus.Registerer, r *Refusals) *Payments {
-	return &Payments{Refusals: r, moneyReq: counterVec(reg, prometheus.CounterOpts{
+func newPayments(reg prometheus.Registerer, refusals *prometheus.CounterVec) *Payments {
+	return &Payments{refusals: refusals, moneyReq: counterVec(reg, prometheus.CounterOpts{
 		Name: "bff_money_requests_total",
 		Help: "Money-moving requests by how the BFF answered or the settler ended them: answered, released, unknown (502 PAYMENT_OUTCOME_UNKNOWN to the request that sent it), settled (by the owner), replayed, in_progress, outcome_unknown (a repeat of an unknown key), settled (a repeat), key_reused, key_required, key_invalid, ledger_unavailable, claim_lost, snapshot_failed, resent_after_401, released_unsent (an owner that died before its send mark), settled_background.",
 	}, "result")}
@@ -29,6 +29,9 @@ func newPayments(reg prometheus.Registerer, r *Refusals) *Payments {
 
 // MoneyRequest implements payments.Observer.
 func (m *Payments) MoneyRequest(result string) { m.moneyReq.WithLabelValues(result).Inc() }
+
+// Refused implements payments.Observer.
+func (m *Payments) Refused(limit string) { m.refusals.WithLabelValues(limit).Inc() }
 
 // unknownGauges registers the gauges of the payments whose outcome is
 // unknown, read from the ledger (unknowns) at scrape time.

@@ -42,19 +42,3 @@ func (m *Upstream) Attempted(route string, status int, errType string, took time
 	m.requests.WithLabelValues(route, s, errType).Inc()
 	m.duration.WithLabelValues(route).Observe(took.Seconds())
 }
-
-// Refusals counts the requests a limit refused before they reached the
-// upstream, the edge's and the payments' in one metric.
-type Refusals struct {
-	refusals *prometheus.CounterVec
-}
-
-func newRefusals(reg prometheus.Registerer) *Refusals {
-	return &Refusals{refusals: counterVec(reg, prometheus.CounterOpts{
-		Name: "bff_limit_refusals_total",
-		Help: "Requests refused by a limit before reaching the upstream, by limit (requests, auth, refresh).",
-	}, "limit")}
-}
-
-// Refused counts a request the limit named refused.
-func (m *Refusals) Refused(limit string) { m.refusals.WithLabelValues(limit).Inc() }

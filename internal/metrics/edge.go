@@ -1,0 +1,113 @@
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fintech-bff/bff/internal/problem"
+)
+
+// Edge is the HTTP edge's edge.Observer, on the public and the admin
+// listener: the edge's metrics of the contract (section 5), logins and
+// revocations, and the per-address and per-session refusals. Labels are
+// route templates, bounded method names and known codes, never raw paths.
+// (The check that it satisfies edge.Observer is in the tests: the edge's
+// benchmark uses this type, so this package does not import the edge.)
+type Edge struct {
+	requests    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	errors      *prometheus.CounterVec
+	logins      *prometheus.CounterVec
+	revocations *prometheus.CounterVec
+	refusals    *prometheus.CounterVec // shared with Payments
+	// series caches the children per label set (bounded: route templates,
+	// known methods, status codes), sparing a label hash per request.
+	series sync.Map // seriesKey -> *series
+}
+
+type seriesKey struct {
+	route, method string
+	status        int
+}
+
+type series struct {
+	count prometheus.Counter
+	dur   prometheus.Observer
+}
+
+func newEdge(reg prometheus.Registerer, refusals *prometheus.CounterVec) *Edge {
+	return &Edge{
+		refusals: refusals,
+		requests: counterVec(reg, prometheus.CounterOpts{
+			Name: "bff_http_requests_total",
+			Help: "Requests served on the public listener by route template, method and status code.",
+		}, "route", "method", "code"),
+		duration: histogramVec(reg, prometheus.HistogramOpts{
+			Name:    "bff_http_request_duration_seconds",
+			Help:    "Time to serve a request on the public listener by route template and method.",
+			Buckets: prometheus.DefBuckets,
+		}, "route", "method"),
+		errors: counterVec(reg, prometheus.CounterOpts{
+			Name: "bff_errors_total",
+			Help: "Error envelopes sent, by code (the BFF's codes; an upstream's own error type counts as UPSTREAM_OTHER).",
+		}, "code"),
+		logins: counterVec(reg, prometheus.CounterOpts{
+			Name: "bff_logins_total",
+			Help: "Login outcomes by method (dev, oidc, mobile) and result (ok, failed, state, invalid_grant, code_issued).",
+		}, "method", "result"),
+		revocations: counterVec(reg, prometheus.CounterOpts{
+			Name: "bff_session_revocations_total",
+			Help: "Sessions ended before their timeout, by reason (logout, user, admin, backchannel).",
+		}, "reason"),
+	}
+}
+
+// Served implements edge.Observer.
+func (m *Edge) Served(route, method string, status int, took time.Duration) {
+	k := seriesKey{route, methodLabel(method), status}
+	v, ok := m.series.Load(k)
+	if !ok {
+		v, _ = m.series.LoadOrStore(k, &series{
+			count: m.requests.WithLabelValues(k.route, k.method, strconv.Itoa(status)),
+			dur:   m.duration.WithLabelValues(k.route, k.method),
+		})
+	}
+	s := v.(*series)
+	s.count.Inc()
+	s.dur.Observe(took.Seconds())
+}
+
+// Problem implements edge.Observer: an upstream's own error type counts
+// as UPSTREAM_OTHER, so an upstream cannot grow the label's cardinality.
+func (m *Edge) Problem(code string) {
+	if !problem.Known(code) {
+		code = "UPSTREAM_OTHER"
+	}
+	m.errors.WithLabelValues(code).Inc()
+}
+
+// Login implements edge.Observer.
+func (m *Edge) Login(method, result string) { m.logins.WithLabelValues(method, result).Inc() }
+
+// Revoked implements edge.Observer.
+func (m *Edge) Revoked(reason string, n int) {
+	m.revocations.WithLabelValues(reason).Add(float64(n))
+}
+
+// Refused implements edge.Observer.
+func (m *Edge) Refused(limit string) { m.refusals.WithLabelValues(limit).Inc() }
+
+// methodLabel bounds the method label: the methods the BFF serves, else
+// OTHER.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "OTHER"
+}
