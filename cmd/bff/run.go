@@ -450,13 +450,22 @@ func sessionBudget(ctx context.Context, cfg *config.Config, a app, log *slog.Log
 		counter, registry = a.counter, a.counter
 	}
 	b := limits.NewBudget(float64(cfg.Limits.RequestsPerSecond), cfg.Limits.Burst, counter, nil)
-	var warned atomic.Bool
-	go b.Run(ctx, budgetSync, registry, func(err error) {
-		if warned.CompareAndSwap(false, true) { // once: Redis outages are reported by bff_store_up
-			log.Warn("the request budgets could not be exchanged with the other instances", slog.String("error", err.Error()))
-		}
-	})
+	go b.Run(ctx, budgetSync, registry, &budgetWarning{log: log})
 	return b
+}
+
+// budgetWarning is the request budgets' limits.Observer: the first failed
+// exchange is a warning, the others are not logged (Redis outages are
+// reported by bff_store_up).
+type budgetWarning struct {
+	log    *slog.Logger
+	warned atomic.Bool
+}
+
+func (w *budgetWarning) ExchangeFailed(err error) {
+	if w.warned.CompareAndSwap(false, true) {
+		w.log.Warn("the request budgets could not be exchanged with the other instances", slog.String("error", err.Error()))
+	}
 }
 
 // ledgerStore is the payments ledger as run uses it.

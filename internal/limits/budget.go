@@ -182,9 +182,25 @@ func (b *Budget) Sync(ctx context.Context) error {
 	return nil
 }
 
+// Observer receives a Budget's events. Implementations must be cheap and
+// safe for concurrent use.
+type Observer interface {
+	// ExchangeFailed reports an exchange with the other instances (a
+	// heartbeat or a Sync) that failed; Run tries again at the next
+	// interval.
+	ExchangeFailed(err error)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) ExchangeFailed(error) {}
+
 // Run calls Sync every interval, and, with a registry, keeps N current,
-// until ctx ends.
-func (b *Budget) Run(ctx context.Context, every time.Duration, reg Registry, onErr func(error)) {
+// until ctx ends. observe, when not nil, is told of each failed exchange.
+func (b *Budget) Run(ctx context.Context, every time.Duration, reg Registry, observe Observer) {
+	if observe == nil {
+		observe = nopObserver{}
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	var beat time.Time
@@ -198,12 +214,12 @@ func (b *Budget) Run(ctx context.Context, every time.Duration, reg Registry, onE
 			beat = time.Now()
 			if n, err := reg.Heartbeat(ctx); err == nil {
 				b.SetInstances(n)
-			} else if onErr != nil {
-				onErr(err)
+			} else {
+				observe.ExchangeFailed(err)
 			}
 		}
-		if err := b.Sync(ctx); err != nil && onErr != nil {
-			onErr(err)
+		if err := b.Sync(ctx); err != nil {
+			observe.ExchangeFailed(err)
 		}
 	}
 }
