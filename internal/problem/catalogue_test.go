@@ -306,7 +306,7 @@ func TestCatalogueActions(t *testing.T) {
 }
 
 // TestCatalogueEnvelope keeps docs/errors.md's envelope table equal to the
-// members Write renders (Problem's JSON fields).
+// members Write renders (Problem's JSON fields and the extension members).
 func TestCatalogueEnvelope(t *testing.T) {
 	rows := readCatalogue(t)["envelope"]
 	reName := regexp.MustCompile("`([^`]+)`")
@@ -330,6 +330,12 @@ func TestCatalogueEnvelope(t *testing.T) {
 		members = append(members, name)
 		if _, ok := documented[name]; !ok {
 			t.Errorf("docs/errors.md: envelope member %s (Problem.%s) is missing: add the row \"| `%s` | what it holds |\" to the envelope table", name, typ.Field(i).Name, name)
+		}
+	}
+	for _, name := range extensionMembers {
+		members = append(members, name)
+		if _, ok := documented[name]; !ok {
+			t.Errorf("docs/errors.md: extension member %s is missing: add it to the envelope table", name)
 		}
 	}
 	for name, line := range documented {

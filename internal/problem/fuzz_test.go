@@ -100,6 +100,11 @@ func checkFuzzed(t *testing.T, p *Problem, body []byte) string {
 		t.Fatalf("body %q: Retry-After %q", body, p.RetryAfter)
 	}
 	checkFields(t, string(body), p.Fields)
+	for _, m := range p.Ext {
+		if p.Code != CodeInsufficientCredits || (m.Name != memberCost && m.Name != memberBalance) {
+			t.Fatalf("body %q: extension member %s on %s", body, m.Name, p.Code)
+		}
+	}
 	rec := httptestRecorder()
 	Write(rec, p, "rid")
 	if rec.Code != p.Status {

@@ -87,9 +87,16 @@ func TestOpenAPIActions(t *testing.T) {
 	compareEnum(t, "ProblemAction", enumStrings(t, "ProblemAction", openAPISchema(t, "ProblemAction")), want, "action")
 }
 
+// extensionMembers are the extension members the package writes (the
+// upstream 402's), which the document and docs/errors.md list with the
+// standard ones.
+var extensionMembers = []string{memberCost, memberBalance}
+
 // TestOpenAPIEnvelope keeps the document's Problem schema equal to the
 // members Write renders: the same names, required exactly when never
-// omitted, and code and action bound to the enumerations.
+// omitted, and code and action bound to the enumerations. Those are the
+// standard members (Problem's tagged fields) and the extension members
+// FromUpstream sets, which are never required.
 func TestOpenAPIEnvelope(t *testing.T) {
 	s := openAPISchema(t, "Problem")
 	var members []string
@@ -107,6 +114,18 @@ func TestOpenAPIEnvelope(t *testing.T) {
 		if required := slices.Contains(s.Required, name); required == omitted {
 			t.Errorf("api/openapi.yaml: Problem.%s required=%v, want %v (the member is %s)", name, required, !omitted,
 				map[bool]string{true: "omitted when empty", false: "always rendered"}[omitted])
+		}
+	}
+	for _, name := range extensionMembers {
+		members = append(members, name)
+		if _, ok := s.Properties[name]; !ok {
+			t.Errorf("api/openapi.yaml: Problem lacks the extension member %s: add it to its properties", name)
+		}
+		if slices.Contains(s.Required, name) {
+			t.Errorf("api/openapi.yaml: Problem.%s is required, want not (an extension member of one condition)", name)
+		}
+		if !extensible(name) {
+			t.Errorf("the extension member %s is one Write leaves out", name)
 		}
 	}
 	for name := range s.Properties {

@@ -7,12 +7,16 @@
 package problem
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -84,18 +88,29 @@ type Field struct {
 
 // Problem is the one error type of the BFF: the status, a message safe to
 // show, and the internal cause (never rendered). It implements error.
+//
+// The tagged fields are the standard members, written in this order;
+// requestId is always last. Ext holds the members of one condition only.
 type Problem struct {
-	Type      string   `json:"type"`
-	Title     string   `json:"title"`
-	Status    int      `json:"status"`
-	Detail    string   `json:"detail,omitempty"`
-	Code      string   `json:"code"`
-	Action    string   `json:"action"`
-	Retryable bool     `json:"retryable"`
-	Fields    []Field  `json:"fields,omitempty"`
-	Cost      *float64 `json:"cost,omitempty"`
-	Balance   *float64 `json:"balance,omitempty"`
-	RequestID string   `json:"requestId"`
+	Type      string  `json:"type"`
+	Title     string  `json:"title"`
+	Status    int     `json:"status"`
+	Detail    string  `json:"detail,omitempty"`
+	Code      string  `json:"code"`
+	Action    string  `json:"action"`
+	Retryable bool    `json:"retryable"`
+	Fields    []Field `json:"fields,omitempty"`
+	RequestID string  `json:"requestId"`
+
+	// Ext are extension members (RFC 9457, section 3.2), set where the
+	// condition they belong to is made (FromUpstream's 402: cost and
+	// balance). They are written in their order after the standard
+	// members, before requestId. A member whose name is not of the form
+	// RFC 9457 asks (a letter, then letters, digits and "_", three or more
+	// in all), is a standard member's name in any case, or repeats an
+	// earlier one, is not written: an extension never replaces a standard
+	// member.
+	Ext []Member `json:"-"`
 
 	// RetryAfter, when set, is sent as the Retry-After header.
 	RetryAfter string `json:"-"`
@@ -116,6 +131,83 @@ func (p *Problem) Error() string {
 
 // Unwrap returns the internal cause.
 func (p *Problem) Unwrap() error { return p.Err }
+
+// Member is an extension member of a problem: a name and a value that
+// encoding/json can write (a value it cannot, such as NaN, makes Write
+// send 500 INTERNAL instead).
+type Member struct {
+	Name  string
+	Value any
+}
+
+// standardMembers are the members the package writes or that RFC 9457
+// defines (instance), and errors, which the RFC's example gives a meaning
+// and clients read: no extension member may take one of their names, in
+// any case (encoding/json, among other clients, matches names without
+// regard to case).
+var standardMembers = []string{"type", "title", "status", "detail", "instance", "code", "action", "retryable",
+	"fields", "errors", "requestId"}
+
+// reMemberName is the form RFC 9457 (section 3.2) asks of extension
+// member names: a letter, then letters, digits and "_", three or more in all.
+var reMemberName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{2,}$`)
+
+// extensible reports whether name may be an extension member's: of the
+// form RFC 9457 asks, and not a standard member's name in any case.
+func extensible(name string) bool {
+	if !reMemberName.MatchString(name) {
+		return false
+	}
+	for _, s := range standardMembers {
+		if strings.EqualFold(name, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// MarshalJSON writes p's standard members in their order, then its
+// extension members in theirs (see Ext for those left out), then
+// requestId. Its receiver is a value so that a Problem marshalled by
+// value keeps its extension members too.
+func (p Problem) MarshalJSON() ([]byte, error) {
+	type standard Problem // the same fields and tags, without this method
+	if len(p.Ext) == 0 {
+		return json.Marshal(standard(p))
+	}
+	s := standard(p)
+	s.RequestID = ""
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	// requestId is the last field and never omitted: the standard members
+	// end with it, and the extension members go in front of it.
+	const emptyID = `,"requestId":""}`
+	if !bytes.HasSuffix(b, []byte(emptyID)) {
+		return nil, errors.New("problem: the standard members do not end with requestId")
+	}
+	b = b[:len(b)-len(emptyID)]
+	written := make([]string, 0, len(p.Ext))
+	for _, m := range p.Ext {
+		if !extensible(m.Name) || slices.ContainsFunc(written, func(n string) bool { return strings.EqualFold(n, m.Name) }) {
+			continue
+		}
+		written = append(written, m.Name)
+		v, err := json.Marshal(m.Value)
+		if err != nil {
+			return nil, fmt.Errorf("problem: extension member %s: %w", m.Name, err)
+		}
+		b = append(b, ',', '"')
+		b = append(b, m.Name...) // letters, digits and _ only: nothing to escape
+		b = append(b, '"', ':')
+		b = append(b, v...)
+	}
+	id, _ := json.Marshal(p.RequestID) // a string always marshals
+	b = append(b, `,"requestId":`...)
+	b = append(b, id...)
+	return append(b, '}'), nil
+}
 
 // TypeURI is the stable type URI of a code.
 func TypeURI(code string) string { return "urn:bff:problem:" + code }
@@ -239,7 +331,7 @@ func Write(w http.ResponseWriter, p *Problem, requestID string) {
 		out.Status = http.StatusInternalServerError
 	}
 	body, err := json.Marshal(&out)
-	if err != nil { // a NaN or infinite Cost/Balance; keep the envelope and the request id
+	if err != nil { // an extension member's value that does not marshal (NaN); keep the envelope and the request id
 		out = *New(CodeInternal, "")
 		out.RequestID = requestID
 		body, _ = json.Marshal(&out)

@@ -62,6 +62,14 @@ var upstreamTypes = map[string]bool{
 	"INTERNAL_SERVER_ERROR":   true,
 }
 
+// The extension members FromUpstream writes, for INSUFFICIENT_CREDITS
+// only: the credits the call needs and those the organization has left,
+// as numbers.
+const (
+	memberCost    = "cost"
+	memberBalance = "balance"
+)
+
 // statusTypes are the values of the upstream's status field (402 and 409
 // refresh bodies carry no type) that name an error.
 var statusTypes = map[string]string{
@@ -146,7 +154,14 @@ func FromUpstream(status int, header http.Header, body []byte) *Problem {
 		p = New(CodeUpstreamAuthFailed, r.detail)
 	case status == http.StatusPaymentRequired:
 		p = New(CodeInsufficientCredits, r.detail)
-		p.Cost, p.Balance = r.cost, r.balance
+		// The condition's own members (api/openapi.yaml), when the
+		// upstream gave them: cost, then balance.
+		if r.cost != nil {
+			p.Ext = append(p.Ext, Member{memberCost, *r.cost})
+		}
+		if r.balance != nil {
+			p.Ext = append(p.Ext, Member{memberBalance, *r.balance})
+		}
 	case status == http.StatusForbidden:
 		p = forbidden(r)
 	case status == http.StatusConflict && r.typ == CodeNoRefreshableConnections:

@@ -366,11 +366,14 @@ func TestFromUpstream(t *testing.T) {
 			if !reflect.DeepEqual(p.Fields, tc.wantFields) {
 				t.Errorf("fields: got %#v, want %#v", p.Fields, tc.wantFields)
 			}
-			if !reflect.DeepEqual(p.Cost, tc.wantCost) {
-				t.Errorf("cost: got %v, want %v", fmtPtr(p.Cost), fmtPtr(tc.wantCost))
+			if got := number(t, p, "cost"); !reflect.DeepEqual(got, tc.wantCost) {
+				t.Errorf("cost: got %v, want %v", fmtPtr(got), fmtPtr(tc.wantCost))
 			}
-			if !reflect.DeepEqual(p.Balance, tc.wantBal) {
-				t.Errorf("balance: got %v, want %v", fmtPtr(p.Balance), fmtPtr(tc.wantBal))
+			if got := number(t, p, "balance"); !reflect.DeepEqual(got, tc.wantBal) {
+				t.Errorf("balance: got %v, want %v", fmtPtr(got), fmtPtr(tc.wantBal))
+			}
+			if len(p.Ext) > 0 && p.Code != CodeInsufficientCredits {
+				t.Errorf("extension members %v on %s, want them on INSUFFICIENT_CREDITS only", p.Ext, p.Code)
 			}
 			if p.RetryAfter != tc.wantRA {
 				t.Errorf("Retry-After: got %q, want %q", p.RetryAfter, tc.wantRA)
@@ -391,6 +394,21 @@ func TestFromUpstream(t *testing.T) {
 			checkEnvelope(t, p, tc.body)
 		})
 	}
+}
+
+// number is p's extension member name, a float64, or nil when p has none.
+func number(t *testing.T, p *Problem, name string) *float64 {
+	t.Helper()
+	for _, m := range p.Ext {
+		if m.Name == name {
+			f, ok := m.Value.(float64)
+			if !ok {
+				t.Fatalf("extension member %s is %T, want a float64", name, m.Value)
+			}
+			return &f
+		}
+	}
+	return nil
 }
 
 func fmtPtr(f *float64) any {
