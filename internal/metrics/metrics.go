@@ -3,16 +3,18 @@
 // package that reports events implements nothing of Prometheus: it declares
 // an Observer of its own events (tokens.Observer, session.Observer, ...)
 // with a no-op default, and the types here implement those Observers on
-// the metrics.
+// the metrics. The edge keeps Prometheus only to serve /metrics.
 //
 // A package rather than cmd/bff, because the metrics are a job of their
 // own (names, help texts, label values bounded against cardinality, the
 // per-label-set cache of the request path) and are tested alone here
 // against a registry, with no binary to build; the edge's benchmark uses
 // the real Observer to measure the request path with its metrics; and
-// cmd/bff stays wiring. This package imports the packages whose events
-// carry their own types (tokens for a mint's error kind, problem for the
-// codes a metric may carry), never Echo or the edge.
+// cmd/bff stays wiring. This package imports the packages whose Observers
+// it implements (for the compile-time checks, and the types their events
+// carry: a mint's error kind, the codes a metric may carry), but never
+// Echo or the edge, whose tests import it; metrics.Edge is checked
+// against edge.Observer in this package's tests.
 package metrics
 
 import (
