@@ -87,6 +87,7 @@ func TestForgedBackchannelLogoutsAreCheap(t *testing.T) {
 		t.Fatal(err)
 	}
 	fetchesBefore := metricValue(t, e, "bff_oidc_key_fetches_total")
+	began := time.Now()
 	for i := range 50 {
 		if got := postLogoutToken(t, e, forgedLogoutToken(t, key, fmt.Sprintf("forged-%d", i), issuer)); got != 400 {
 			t.Fatalf("forged token %d: got %d, want 400", i, got)
@@ -110,19 +111,24 @@ func TestForgedBackchannelLogoutsAreCheap(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if counts[400] > 70 || counts[429] < 130 || counts[400]+counts[429] != 200 {
-		t.Fatalf("200 parallel forged tokens after 50: got %v, want at most 70 × 400 (the budget's rest) and the others 429", counts)
+	// The budget refills at 2 a second meanwhile.
+	rest := 70 + 2*int(time.Since(began).Seconds()+1)
+	if counts[400] > rest || counts[400]+counts[429] != 200 {
+		t.Fatalf("200 parallel forged tokens after 50: got %v, want at most %d × 400 (the budget's rest) and the others 429", counts, rest)
 	}
-	if f := metricValue(t, e, "bff_oidc_key_fetches_total") - fetchesBefore; f > 1 {
+	f := metricValue(t, e, "bff_oidc_key_fetches_total") - fetchesBefore
+	if f > 1 {
 		t.Fatalf("%v key fetches in all, want at most 1", f)
 	}
-	if got := metricValue(t, e, `bff_limit_refusals_total{limit="backchannel"}`); got < 130 {
+	if got := metricValue(t, e, `bff_limit_refusals_total{limit="backchannel"}`); int(got) != counts[429] {
 		t.Fatalf("bff_limit_refusals_total{limit=\"backchannel\"} = %v, want the refusals counted", got)
 	}
 	waitLog(t, e, `"msg":"back-channel logout refused"`)
-	if n := strings.Count(e.logs.String(), `"msg":"back-channel logout refused"`); n > 3 {
+	n := strings.Count(e.logs.String(), `"msg":"back-channel logout refused"`)
+	if n > 3 {
 		t.Fatalf("%d refusal lines for 120 forged tokens in a few seconds, want at most one per 10 s", n)
 	}
+	t.Logf("250 forged logout tokens (50, then 200 in parallel): answers %v, %v fetches of the provider's keys, %d refusal lines", counts, f, n)
 }
 
 // Per-address limits key an IPv6 client by its /64 (issue 25, item 3):
@@ -140,6 +146,7 @@ func TestIPv6ClientsShareTheirPrefixBudget(t *testing.T) {
 	if counts[401] != 10 || counts[429] != 60 {
 		t.Fatalf("70 addresses of one /64: got %v, want 10 × 401 and 60 × 429", counts)
 	}
+	t.Logf("70 addresses of one /64 with a budget of 10: %v", counts)
 	// Another /64 has its own budget; an IPv4 client is its address.
 	if got := c.do("GET", "/auth/session", "", "X-Forwarded-For", "2001:db8:1:3::1").status; got != 401 {
 		t.Fatalf("a client of another /64: got %d, want 401", got)
