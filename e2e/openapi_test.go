@@ -259,6 +259,19 @@ func checkAnswer(req *http.Request, resp *http.Response, body []byte, whole bool
 		}
 		return nil
 	}
+	// HEAD is answered wherever GET is (RFC 9110 section 9.3.2), as the
+	// document says once rather than per operation: it is checked as the
+	// GET's answer, without a body.
+	head := req.Method == http.MethodHead
+	if head {
+		asGet := req.Clone(req.Context())
+		asGet.Method = http.MethodGet
+		req = asGet
+		if len(body) != 0 {
+			return fmt.Errorf("HEAD answered with %d body bytes", len(body))
+		}
+		whole = false
+	}
 	route, params, err := s.router.FindRoute(req)
 	if err != nil {
 		checked.undocumented.Add(1)
