@@ -5,6 +5,7 @@
 # when it does not answer), Node.js and HAProxy.
 GO       ?= go
 BIN      := bin
+PORT     ?= 8080
 PKGS     := ./...
 
 .PHONY: all build run test test-deps test-client test-chart manifests lint bench bench-micro chaos fuzz check-config clean
@@ -17,9 +18,10 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/upstream-sim ./cmd/upstream-sim
 
 ## run: the BFF with its local upstream simulator, dev login, in-process store,
-## and the example web app (web/app, built with npm) at http://localhost:8080
+## and the example web app (web/app, built with npm) at http://localhost:8080;
+## PORT=3000 moves it (and the admin port, the simulator and its allow-list)
 run: build
-	./scripts/run-dev.sh
+	PORT=$(PORT) ./scripts/run-dev.sh
 
 ## test: the whole suite with the race detector, on a real Redis, a real
 ## PostgreSQL, HAProxy, headless Chromium and a real OpenID provider
