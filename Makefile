@@ -55,7 +55,7 @@ test-client:
 	npm run check-gen --prefix web/client
 
 test-deps:
-	@command -v node >/dev/null 2>&1 || { echo "Node.js (>= 20) is needed for the OpenID provider of the login tests: apt-get install -y nodejs npm" >&2; exit 1; }
+	@./scripts/check-node.sh
 	@command -v haproxy >/dev/null 2>&1 || { echo "HAProxy is needed for the load-balancer tests: apt-get install -y haproxy" >&2; exit 1; }
 	@command -v chromium >/dev/null 2>&1 || { echo "Chromium is needed for the browser tests (the example app, the consent pages): apt-get install -y chromium" >&2; exit 1; }
 	@[ -d e2e/oidcprovider/node_modules/oidc-provider ] || npm ci --prefix e2e/oidcprovider --no-audit --no-fund
@@ -105,8 +105,15 @@ FUZZTIME ?= 60s
 fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)
 
+## check-config: check a configuration file as the BFF would at start
+## (CONFIG, default config.dev.yaml, what make run uses; the BFF_* variables
+## of the environment apply, as they would). config.example.yaml documents
+## every key with its default and leaves the deployment's own values
+## (upstream, OpenID provider, Redis, keys) empty: check it with them set,
+## e.g. make check-config CONFIG=config.example.yaml with BFF_UPSTREAM_BASE_URL=...
+CONFIG ?= config.dev.yaml
 check-config: build
-	./$(BIN)/bff -config config.example.yaml -check
+	./$(BIN)/bff -config $(CONFIG) -check
 
 clean:
 	rm -rf $(BIN)

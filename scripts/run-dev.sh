@@ -33,15 +33,15 @@ PUBLIC="http://localhost:$PORT"
 # file is newer than what is installed, then build dist/ (well under a second).
 APP=web/app
 app_line="Then open $PUBLIC: the example web app (sign in as alice)."
-if command -v npm >/dev/null 2>&1; then
+if command -v npm >/dev/null 2>&1 && ./scripts/check-node.sh; then
   if [ ! -f "$APP/node_modules/.package-lock.json" ] || [ "$APP/package-lock.json" -nt "$APP/node_modules/.package-lock.json" ]; then
     npm ci --prefix "$APP" --no-audit --no-fund
   fi
   npm run build --prefix "$APP" --silent
   export BFF_STATIC_DIR="${BFF_STATIC_DIR:-$APP/dist}"
 else
-  echo "npm not found: starting without the example web app (install Node.js >= 20.19 for it)" >&2
-  app_line="No web app at / (npm not found): install Node.js >= 20.19 for it."
+  echo "starting without the example web app: it needs npm and Node.js >= 20.19" >&2
+  app_line="No web app at /: install Node.js >= 20.19 (with npm) for it."
 fi
 
 # The example app's return pages, on both names a browser may use.
