@@ -406,16 +406,20 @@ func (v *validator) prefixList(key string, list []string, prod bool, why string)
 		var pfx netip.Prefix
 		if x, err := netip.ParsePrefix(p); err == nil {
 			pfx = x.Masked()
-		} else if a, err := netip.ParseAddr(p); err == nil {
+		} else if a, err := netip.ParseAddr(p); err == nil && a.Zone() == "" {
 			pfx = netip.PrefixFrom(a, a.BitLen())
 		} else {
-			v.addf(fmt.Sprintf("%s[%d]", key, i), "%q is neither a CIDR nor an IP address", p)
+			v.addf(fmt.Sprintf("%s[%d]", key, i), "%q is neither a CIDR nor an IP address (without a zone)", p)
 			continue
 		}
 		parsed = append(parsed, pfx)
-		if prod && catchAll([]netip.Prefix{pfx}) != "" {
+		switch {
+		case prod && catchAll([]netip.Prefix{pfx}) != "":
 			alone = true
 			v.addf(fmt.Sprintf("%s[%d]", key, i), "%q trusts every address, which is refused when env is production: %s", p, why)
+		case prod && tooWide(pfx):
+			alone = true
+			v.addf(fmt.Sprintf("%s[%d]", key, i), "%q is wider than a /%d (IPv4) or a /%d (IPv6), which is refused when env is production: it holds much of the internet's clients; %s", p, minBitsV4, minBitsV6, why)
 		}
 	}
 	if !prod || alone {
@@ -424,6 +428,42 @@ func (v *validator) prefixList(key string, list []string, prod bool, why string)
 	if fam := catchAll(parsed); fam != "" {
 		v.addf(key, "%q together trust every %s address, which is refused when env is production: %s", list, fam, why)
 	}
+}
+
+// minBitsV4 and minBitsV6 are the widest ranges production accepts in a
+// trust list: a /8 holds a private network (10.0.0.0/8), a /16 a large
+// operator's IPv6 network; anything wider holds clients.
+const (
+	minBitsV4 = 8
+	minBitsV6 = 16
+)
+
+// tooWide reports whether p is wider than production accepts (an
+// IPv4-mapped prefix counts as its IPv4 prefix). Private and local ranges
+// (a data centre's own addresses) may be as wide as they are.
+func tooWide(p netip.Prefix) bool {
+	a := p.Addr()
+	if a.Is4In6() && p.Bits() >= 96 {
+		p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		a = p.Addr()
+	}
+	for _, private := range privateRanges {
+		if private.Bits() <= p.Bits() && private.Contains(a) {
+			return false
+		}
+	}
+	if a.Is4() {
+		return p.Bits() < minBitsV4
+	}
+	return p.Bits() < minBitsV6
+}
+
+// privateRanges are not clients' addresses: RFC 1918, shared address
+// space (RFC 6598), loopback, link-local, IPv6 unique local (RFC 4193).
+var privateRanges = []netip.Prefix{
+	netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("172.16.0.0/12"), netip.MustParsePrefix("192.168.0.0/16"),
+	netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("169.254.0.0/16"),
+	netip.MustParsePrefix("fc00::/7"), netip.MustParsePrefix("fe80::/10"), netip.MustParsePrefix("::1/128"),
 }
 
 // catchAll names the address family ("IPv4" or "IPv6") whose every

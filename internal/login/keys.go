@@ -60,19 +60,42 @@ func (k *keySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error
 	}
 	kid := jws.Signatures[0].Header.KeyID
 	keys, known := k.lookup(kid)
-	if !known {
-		if keys, err = k.refresh(ctx, kid); err != nil {
-			return nil, err
+	if known {
+		if payload, ok := verifyWith(jws, keys, kid); ok {
+			return payload, nil
 		}
+		if kid != "" {
+			// A key id held that does not verify: forged, never a reason
+			// to fetch.
+			return nil, errNotVerified
+		}
+		// A token without a key id that the held keys do not verify: the
+		// provider may have replaced its only key, and only a fetch can
+		// tell. Rate-limited as an unknown key id is.
 	}
+	keys, err = k.refresh(ctx, kid)
+	if err != nil {
+		return nil, err
+	}
+	if payload, ok := verifyWith(jws, keys, kid); ok {
+		return payload, nil
+	}
+	return nil, errNotVerified
+}
+
+var errNotVerified = errors.New("the signature does not verify under the provider's keys")
+
+// verifyWith verifies jws with the keys of id kid (every key when the
+// token names none).
+func verifyWith(jws *jose.JSONWebSignature, keys []jose.JSONWebKey, kid string) ([]byte, bool) {
 	for _, key := range keys {
 		if kid == "" || key.KeyID == kid {
 			if payload, err := jws.Verify(&key); err == nil {
-				return payload, nil
+				return payload, true
 			}
 		}
 	}
-	return nil, errors.New("the signature does not verify under the provider's keys")
+	return nil, false
 }
 
 // lookup returns the cached keys and whether they can judge kid: they
@@ -95,12 +118,13 @@ func holds(keys []jose.JSONWebKey, kid string) bool {
 	return false
 }
 
-// refresh fetches the key set when kid is still unknown and the last
-// fetch is at least KeyRefetchInterval old, joining a fetch in flight;
-// otherwise it returns the keys it has (which then do not verify).
+// refresh fetches the key set when kid is still unknown (a token naming
+// no key: always a candidate) and the last fetch is at least
+// KeyRefetchInterval old, joining a fetch in flight; otherwise it returns
+// the keys it has (which then do not verify).
 func (k *keySet) refresh(ctx context.Context, kid string) ([]jose.JSONWebKey, error) {
 	k.mu.Lock()
-	if holds(k.keys, kid) {
+	if kid != "" && holds(k.keys, kid) {
 		defer k.mu.Unlock()
 		return k.keys, nil
 	}

@@ -158,3 +158,51 @@ func TestForgedTokensDoNotFetchKeys(t *testing.T) {
 type fetchCounter struct{ n atomic.Int64 }
 
 func (c *fetchCounter) KeysFetched() { c.n.Add(1) }
+
+// A provider that names no key id and replaces its key: the first token
+// under the new key that the cached one does not verify fetches the keys
+// again (once per interval), and verifies; forged kid-less tokens cost at
+// most that one fetch per interval.
+func TestKidlessKeyRotationIsFetched(t *testing.T) {
+	is := newRotatingIssuer(t)
+	is.mu.Lock()
+	delete(is.keys, "k1")
+	is.mu.Unlock()
+	old := is.addKey(t, "")
+	clock := testclock.New(time.Now())
+	p, err := New(context.Background(), Options{Issuer: is.srv.URL, ClientID: "bff", RedirectURL: "http://x/cb", UserIDClaim: "sub",
+		Store: kv.NewMemory(nil), EncryptionKey: make([]byte, 32), Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	claims := func() map[string]any {
+		now := clock.Now().Unix()
+		return map[string]any{"iss": is.srv.URL, "aud": "bff", "iat": now, "exp": now + 120, "jti": randomJTI(), "sub": "u1",
+			"events": map[string]any{backchannelEvent: map[string]any{}}}
+	}
+	if _, _, err := p.VerifyLogoutToken(ctx, signWith(t, old, "", claims())); err != nil {
+		t.Fatalf("a kid-less token under the provider's key: %v", err)
+	}
+	attacker, _ := rsa.GenerateKey(rand.Reader, 2048)
+	for range 20 {
+		if _, _, err := p.VerifyLogoutToken(ctx, signWith(t, attacker, "", claims())); !errors.Is(err, ErrLogoutToken) {
+			t.Fatalf("a forged kid-less token: got %v", err)
+		}
+	}
+	if got := is.fetches.Load(); got != 1 {
+		t.Fatalf("%d fetches after 20 forged kid-less tokens within the interval, want 1", got)
+	}
+	// The provider replaces its only key.
+	is.mu.Lock()
+	delete(is.keys, "")
+	is.mu.Unlock()
+	next := is.addKey(t, "")
+	clock.Advance(KeyRefetchInterval)
+	if _, _, err := p.VerifyLogoutToken(ctx, signWith(t, next, "", claims())); err != nil {
+		t.Fatalf("a kid-less token under the replaced key, after the interval: %v", err)
+	}
+	if got := is.fetches.Load(); got != 2 {
+		t.Fatalf("%d fetches, want 2", got)
+	}
+}

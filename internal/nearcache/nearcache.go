@@ -189,14 +189,27 @@ func (l *Layer[T]) Keep(key string, v T, seen uint64) {
 // Keep's copy would be dropped by the writer's own report, and the next
 // request would read back what this instance wrote. Here the copy is put
 // now (as Keep would), and again when the first report of the key after
-// seen arrives, if it is the only change counted since seen: reports come in the order of the writes, so
-// that first report is this write's, or one written before it (this
-// write's then still drops the copy: a needless re-read, never a stale
-// copy); a write after it is reported after it and drops the copy as any
-// change does. That report may also have come before the caller is
-// here: then the copy is put at once, on the same condition. Any other
-// drop of the key meanwhile (an instance's revocation message, the
-// tracking lost) cancels it. Untracked, it is Keep.
+// seen arrives, if it is the only change counted since seen; if that
+// report came before the caller is here, the copy is put at once on the
+// same condition.
+//
+// What a report can and cannot tell. Reports come in the order of the
+// writes, but Redis sends the keys changed in one pass of its event loop
+// as one report: this write and another instance's write or delete of the
+// same key in the same pass arrive as one, taken here for this write's.
+// So a tracking report alone must not be what ends a copy that matters:
+// every writer that deletes or replaces a key others must stop serving
+// says so on the layer's channel too, and that message drops the copy
+// (and cancels a pending own write) whenever it arrives. Sessions do:
+// every end is announced, and a revocation answers only once every
+// instance has acknowledged the announcement or its lease has run out; a
+// token that changed is announced ("set", "inv", "rot"), and a stale one
+// the upstream refuses is dropped and minted again. What the tracking
+// report alone then covers is a writer that died between its write and
+// its message (a revocation that never answered): a copy of that
+// session, kept through a coalesced report, is served until the instance
+// next writes it back (a quarter of the idle timeout at most), which
+// finds it gone. Untracked, it is Keep.
 func (l *Layer[T]) KeepOwnWrite(key string, v T, seen uint64) {
 	if !l.Tracked() {
 		l.Keep(key, v, seen)
