@@ -80,6 +80,7 @@ var knownMetrics = map[string]metric{
 	"bff_payments_unknown":                  {"gauge", nil, true},
 	"bff_payments_unknown_oldest_seconds":   {"gauge", nil, true},
 	"bff_limit_refusals_total":              {"counter", []string{"limit"}, true},
+	"bff_oidc_key_fetches_total":            {"counter", nil, true},
 
 	// collectors.NewGoCollector() (default set) and NewProcessCollector().
 	"go_goroutines":                 {"gauge", nil, false},
@@ -1346,44 +1347,51 @@ func TestHAProxyConfigIsValid(t *testing.T) {
 }
 
 // TestE2ELoadBalancerUsesTheShippedHAProxyRules: the e2e tests run HAProxy
-// with what ships: the same retry-on, request id and error answers. The
-// relay (a frontend on a socket of HAProxy's own) is not required there.
+// with the shipped file itself (lbConfig reads deploy/haproxy.cfg and
+// replaces only addresses, the relay's socket and the servers), so every
+// rule tested there is the one that ships; no copy of a rule may creep
+// back into the test.
 func TestE2ELoadBalancerUsesTheShippedHAProxyRules(t *testing.T) {
 	b, err := os.ReadFile(e2eLBTest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// startLB's config is a fmt.Sprintf format: % is written %%.
-	e2eLines := map[string]bool{}
-	for i, line := range strings.Split(string(b), "\n") {
-		code := strings.ReplaceAll(haproxyCode(line), "%%", "%")
-		e2eLines[code] = true
-		if f := strings.Fields(code); len(f) > 0 && f[0] == "retry-on" {
-			retryOnConditions(t, fmt.Sprintf("%s:%d", e2eLBTest, i+1), f[1:])
+	src := string(b)
+	if !strings.Contains(src, `filepath.Join("..", "deploy", "haproxy.cfg")`) {
+		t.Errorf("%s does not read deploy/haproxy.cfg", e2eLBTest)
+	}
+	for _, directive := range []string{"http-error ", "retry-on ", "unique-id-format ", "http-request "} {
+		if strings.Contains(src, "    "+directive) {
+			t.Errorf("%s writes its own %q lines: the shipped file's must be what is tested", e2eLBTest, strings.TrimSpace(directive))
 		}
 	}
 	ds := haproxyDirectives(t, haproxyFile)
-	relay := map[string]bool{}
+	// The front door replaces the request id and drops a client's trace
+	// headers (the BFF believes neither from a client).
+	stripped := map[string]bool{}
+	requestID := false
 	for _, d := range ds {
-		if d.fields[0] == "bind" && len(d.fields) > 1 && isSocketAddr(d.fields[1]) {
-			relay[d.section] = true
+		requestID = requestID || isRequestIDHeaderRule(d)
+		if len(d.fields) >= 3 && d.fields[0] == "http-request" && d.fields[1] == "del-header" {
+			stripped[strings.ToLower(d.fields[2])] = true
+		}
+	}
+	if !requestID {
+		t.Errorf("%s sets no X-Request-Id", haproxyFile)
+	}
+	for _, h := range []string{"traceparent", "tracestate", "baggage"} {
+		if !stripped[h] {
+			t.Errorf("%s does not drop a client's %s", haproxyFile, h)
 		}
 	}
 	n := 0
 	for _, d := range ds {
-		if relay[d.section] {
-			continue
-		}
 		switch d.fields[0] {
-		case "retry-on", "unique-id-format", "unique-id-header", "http-error":
-		default:
-			if !isRequestIDHeaderRule(d) {
-				continue
-			}
-		}
-		n++
-		if !e2eLines[d.code] {
-			t.Errorf("%s's startLB config lacks %s:%d:\n    %s", e2eLBTest, haproxyFile, d.line, d.code)
+		case "retry-on":
+			retryOnConditions(t, fmt.Sprintf("%s:%d", haproxyFile, d.line), d.fields[1:])
+			n++
+		case "unique-id-format", "http-error":
+			n++
 		}
 	}
 	if n < 5 {

@@ -75,7 +75,8 @@ func postLogoutToken(t *testing.T, e *env, token string) int {
 }
 
 // Forged back-channel logout tokens (issue 25, item 2): the endpoint has
-// its own budget per address; unknown key ids make the BFF fetch the
+// its own budget per address, of refused tokens only (a genuine logout
+// from the same address still works when forged ones have spent it); unknown key ids make the BFF fetch the
 // provider's keys at most once per 30 s, known ones never; the refusals
 // are logged at most once per 10 s, with a count of those left out.
 // Before: 50 forged tokens made 50 fetches and 362 warning lines.
@@ -129,6 +130,17 @@ func TestForgedBackchannelLogoutsAreCheap(t *testing.T) {
 		t.Fatalf("%d refusal lines for 120 forged tokens in a few seconds, want at most one per 10 s", n)
 	}
 	t.Logf("250 forged logout tokens (50, then 200 in parallel): answers %v, %v fetches of the provider's keys, %d refusal lines", counts, f, n)
+
+	// The provider's genuine logout from the same address, with the
+	// refusal budget spent: only refusals count, so it still ends the
+	// session.
+	b := e.browser()
+	b.follow(t, opLogin(t, b.http, beginLogin(t, b, ""), "sara"))
+	if r := b.do("GET", "/auth/session", ""); r.status != 200 {
+		t.Fatalf("before the provider's logout: got %d", r.status)
+	}
+	opLogout(t, b.http, op, opClientID, e.public+"/")
+	wantProblem(t, b.do("GET", "/auth/session", ""), 401, "SESSION_REQUIRED")
 }
 
 // Per-address limits key an IPv6 client by its /64 (issue 25, item 3):

@@ -262,7 +262,7 @@ const backchannelMaxBody = 16 << 10
 // backchannelLogout is POST /auth/backchannel-logout (OpenID Connect
 // Back-Channel Logout 1.0): the provider ends sessions by sid or sub.
 func backchannelLogout(d loginDeps) echo.HandlerFunc {
-	refusedLog := newSparseLog(d.log, "back-channel logout refused", 10*time.Second)
+	refusedLog := newSparseLog(d.log, slog.LevelWarn, "back-channel logout refused", 10*time.Second)
 	return func(c echo.Context) error {
 		r := c.Request()
 		// Unauthenticated input: a form of one field, read whole into at most
@@ -283,7 +283,11 @@ func backchannelLogout(d loginDeps) echo.HandlerFunc {
 		}
 		sub, sid, err := d.prov.VerifyLogoutToken(r.Context(), form.Get("logout_token"))
 		if err != nil {
-			refusedLog.warn(c.Request().Context(), slog.String("reason", err.Error()))
+			refusedLog.write(c.Request().Context(), slog.String("reason", err.Error()))
+			if over := d.perAddress.allow(c, "backchannel", d.perAddress.backchannel, time.Minute,
+				"too many refused logout requests from this address; retry in %d s"); over != nil {
+				return over
+			}
 			return loginProblem(err)
 		}
 		ended, err := d.sessions.RevokeProvider(c.Request().Context(), sub, sid)

@@ -228,9 +228,11 @@ type addressLimits struct {
 	limiter RateLimiter
 	// auth is /auth/* (but the back-channel logout) per minute; 0: off.
 	auth int
-	// backchannel is POST /auth/backchannel-logout per minute, apart from
-	// auth: users' traffic must not throttle the provider, and the
-	// provider's address must not lend its budget to forged tokens.
+	// backchannel is the refused POST /auth/backchannel-logout requests
+	// per minute, apart from auth: users' traffic must not throttle the
+	// provider, and only refusals count, so forged tokens sent from the
+	// provider's own addresses (a hosted provider's other tenants) cannot
+	// spend the budget of its genuine logouts.
 	backchannel int
 	// pendingLogins is GET /auth/login per login.StateTTL: each stores a
 	// record for that long, so this bounds a client's stored records.
@@ -270,7 +272,7 @@ func authLimit(l *addressLimits) echo.MiddlewareFunc {
 			var err error
 			switch {
 			case p == "/auth/backchannel-logout":
-				err = l.allow(c, "backchannel", l.backchannel, time.Minute, "too many logout requests from this address; retry in %d s")
+				// Counted by the handler, refusals only.
 			case strings.HasPrefix(p, "/auth/"):
 				err = l.allow(c, "auth", l.auth, time.Minute, "too many login and session requests from this address; retry in %d s")
 			}

@@ -8,11 +8,13 @@ import (
 )
 
 // sparseLog writes at most one line per interval for a message that
-// anyone can cause (a forged back-channel logout token); the lines left
+// anyone can cause (a forged back-channel logout token, a scanner's
+// static misses); the lines left
 // out are counted in the next one written, so none goes unnoticed and a
 // flood costs one line per interval.
 type sparseLog struct {
 	log      *slog.Logger
+	level    slog.Level
 	msg      string
 	interval time.Duration
 	now      func() time.Time
@@ -22,13 +24,13 @@ type sparseLog struct {
 	omitted int
 }
 
-func newSparseLog(log *slog.Logger, msg string, interval time.Duration) *sparseLog {
-	return &sparseLog{log: log, msg: msg, interval: interval, now: time.Now}
+func newSparseLog(log *slog.Logger, level slog.Level, msg string, interval time.Duration) *sparseLog {
+	return &sparseLog{log: log, level: level, msg: msg, interval: interval, now: time.Now}
 }
 
-// warn writes the line with attrs, or counts it when one was written
+// write writes the line with attrs, or counts it when one was written
 // less than an interval ago.
-func (s *sparseLog) warn(ctx context.Context, attrs ...slog.Attr) {
+func (s *sparseLog) write(ctx context.Context, attrs ...slog.Attr) {
 	s.mu.Lock()
 	now := s.now()
 	if !s.last.IsZero() && now.Sub(s.last) < s.interval {
@@ -42,5 +44,5 @@ func (s *sparseLog) warn(ctx context.Context, attrs ...slog.Attr) {
 	if omitted > 0 {
 		attrs = append(attrs, slog.Int("omittedSinceLastLine", omitted))
 	}
-	s.log.LogAttrs(ctx, slog.LevelWarn, s.msg, attrs...)
+	s.log.LogAttrs(ctx, s.level, s.msg, attrs...)
 }

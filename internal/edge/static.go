@@ -12,6 +12,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -32,6 +33,8 @@ import (
 type Static struct {
 	root *os.Root
 	hsts bool
+	// missLogEvery is the least time between two "static miss" lines.
+	missLogEvery time.Duration
 }
 
 // OpenStatic opens dir, which must hold index.html. hsts adds
@@ -46,7 +49,7 @@ func OpenStatic(dir string, hsts bool) (*Static, error) {
 		_ = root.Close()
 		return nil, fmt.Errorf("static_dir: %q has no index.html: it must be a built web app", dir)
 	}
-	return &Static{root: root, hsts: hsts}, nil
+	return &Static{root: root, hsts: hsts, missLogEvery: time.Second}, nil
 }
 
 // Close releases the directory.
@@ -82,6 +85,8 @@ func isFingerprinted(name string) bool {
 // A miss is logged to log with its path, which the access log line (route
 // "static") does not carry: an operator sees which asset a release lost.
 func (s *Static) handler(log *slog.Logger) echo.HandlerFunc {
+	// A scanner's misses: one line a second at most, with the count left out.
+	misses := newSparseLog(log, slog.LevelInfo, "static miss", s.missLogEvery)
 	return func(c echo.Context) error {
 		r := c.Request()
 		p := r.URL.Path
@@ -100,8 +105,7 @@ func (s *Static) handler(log *slog.Logger) echo.HandlerFunc {
 			f, fi, err = s.open(name)
 		}
 		if err != nil {
-			log.LogAttrs(r.Context(), slog.LevelInfo, "static miss",
-				slog.String("requestId", st.requestID), slog.String("path", logPath(p)))
+			misses.write(r.Context(), slog.String("requestId", st.requestID), slog.String("path", logPath(p)))
 			return problem.New(problem.CodeNotFound, "no such file")
 		}
 		defer f.Close()

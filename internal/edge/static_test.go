@@ -55,6 +55,7 @@ func staticApp(t *testing.T, hsts bool) (http.Handler, *syncbuf.Buffer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
+	st.missLogEvery = 0 // every miss logged (TestSparseLog has the throttle)
 	upstream, _ := url.Parse("http://127.0.0.1:1")
 	fwd := proxy.New(proxy.Options{BaseURL: upstream, Routes: proxy.NewRoutes(nil), Tokens: fixedToken{}})
 	var logs syncbuf.Buffer
