@@ -283,9 +283,10 @@ func TestForwardRetryPolicy(t *testing.T) {
 }
 
 // A retried answer's Retry-After is the wait before the next attempt, in
-// place of the backoff, when it ends before the deadline (the fixture's
-// 5 s); one the deadline cannot hold is not waited for, and the client gets
-// the upstream's answer with its Retry-After (issue 25).
+// place of the backoff (never shorter than it), when at least as much of
+// the deadline (the fixture's 5 s) remains after it for the attempt; one
+// that would not leave that is not waited for, and the client gets the
+// upstream's answer with its Retry-After (issue 25).
 func TestForwardHonoursRetryAfter(t *testing.T) {
 	date := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 	cases := []struct {
@@ -300,9 +301,11 @@ func TestForwardHonoursRetryAfter(t *testing.T) {
 		{"503 delay-seconds", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "2"}, 2, 200, []time.Duration{2 * time.Second}, ""},
 		{"500 delay-seconds", "DELETE", "/api/v2/connections/c1", 500, map[string]string{"Retry-After": "1"}, 2, 200, []time.Duration{time.Second}, ""},
 		{"503 HTTP-date, from the reply's Date", "GET", "/api/v2/payments", 503,
-			map[string]string{"Date": date.Format(http.TimeFormat), "Retry-After": date.Add(3 * time.Second).Format(http.TimeFormat)}, 2, 200, []time.Duration{3 * time.Second}, ""},
+			map[string]string{"Date": date.Format(http.TimeFormat), "Retry-After": date.Add(2 * time.Second).Format(http.TimeFormat)}, 2, 200, []time.Duration{2 * time.Second}, ""},
 		{"503 HTTP-date gone by", "GET", "/api/v2/payments", 503,
-			map[string]string{"Date": date.Format(http.TimeFormat), "Retry-After": date.Add(-time.Minute).Format(http.TimeFormat)}, 2, 200, []time.Duration{0}, ""},
+			map[string]string{"Date": date.Format(http.TimeFormat), "Retry-After": date.Add(-time.Minute).Format(http.TimeFormat)}, 2, 200, nil, ""},
+		{"503 Retry-After 0: the backoff, not a thundering herd", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "0"}, 2, 200, nil, ""},
+		{"503 leaving the attempt less time than the wait", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "3"}, 1, 503, []time.Duration{}, "3"},
 		{"503 malformed Retry-After: the backoff", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "soon"}, 2, 200, nil, ""},
 		{"503 past the deadline", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "30"}, 1, 503, []time.Duration{}, "30"},
 		{"503 absurd", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "99999999999999999999"}, 1, 503, []time.Duration{}, ""},

@@ -162,18 +162,28 @@ func transient(status int, typ string) bool {
 
 // delay is the wait before the next attempt, and whether to make one: the
 // upstream's Retry-After when its reply carries one (it knows when it will
-// answer; issue 25), else the backoff; and only when the wait ends before
-// the request's deadline. A Retry-After the deadline cannot hold, however
-// large, is not waited for: the reply goes back with it, for the client to
-// honour. Without a deadline (Forward and Exchange always set one) a
-// Retry-After over MaxDelay is not waited for either.
+// answer; issue 25), but never less than the backoff (a Retry-After of 0
+// or a date gone by must not make every instance retry at the same
+// moment), else the backoff. A Retry-After is waited for only when at
+// least as much of the request's deadline remains after it for the
+// attempt itself: one that would leave the attempt no time is not waited
+// for, and the reply goes back with it, for the client to honour. The
+// backoff is waited for when it ends before the deadline. Without a
+// deadline (Forward and Exchange always set one) a Retry-After over
+// MaxDelay is not waited for either.
 func (t *transport) delay(ctx context.Context, h http.Header, attempt int) (time.Duration, bool) {
+	backoff := t.backoff(attempt)
 	d, upstream := retryAfter(h, time.Now())
 	if !upstream {
-		d = t.backoff(attempt)
+		d = backoff
 	}
+	d = max(d, backoff)
 	if dl, ok := ctx.Deadline(); ok {
-		return d, time.Until(dl) > d
+		left := time.Until(dl)
+		if upstream {
+			return d, left-d >= d && left > d
+		}
+		return d, left > d
 	}
 	return d, !upstream || d <= t.retry.MaxDelay
 }
