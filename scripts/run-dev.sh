@@ -13,6 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PORT="${PORT:-8080}"
+RUN_BFF_BIN="${RUN_BFF_BIN:-./bin/bff}"   # make build's; a test passes its own (not BFF_*: those are config keys)
+RUN_SIM_BIN="${RUN_SIM_BIN:-./bin/upstream-sim}"
 ADMIN_PORT="${ADMIN_PORT:-$((PORT + 1010))}"
 SIM_PORT="${SIM_PORT:-$((PORT + 1))}"
 for v in PORT ADMIN_PORT SIM_PORT; do
@@ -46,7 +48,7 @@ fi
 
 # The example app's return pages, on both names a browser may use.
 redirects="$PUBLIC/payment-done,$PUBLIC/connection-done,http://127.0.0.1:$PORT/payment-done,http://127.0.0.1:$PORT/connection-done"
-./bin/upstream-sim -listen "127.0.0.1:$SIM_PORT" -control -client-id dev-client -client-secret dev-secret \
+"$RUN_SIM_BIN" -listen "127.0.0.1:$SIM_PORT" -control -client-id dev-client -client-secret dev-secret \
   -allowed-redirect-urls "$redirects" &
 sim=$!
 trap 'kill $sim 2>/dev/null || true' EXIT INT TERM
@@ -82,4 +84,4 @@ cat <<TXT
   (the last one answers 401 SESSION_REQUIRED). Ctrl-C stops both.
 
 TXT
-./bin/bff -config config.dev.yaml
+"$RUN_BFF_BIN" -config config.dev.yaml

@@ -242,7 +242,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		Budget: sessionBudget(cacheCtx, cfg, a, log),
 		Logger: log, Observe: obs.Edge, Sessions: sessions, Cookies: cookies, Forwarder: fwd, Payments: pay,
 		PublicOrigin: cfg.PublicOrigin(), AllowedOrigins: cfg.CORS.AllowedOrigins,
-		TrustedProxies: cfg.TrustedProxyPrefixes(), TraceparentFrom: cfg.TraceparentPrefixes(), TrustClientTraceparent: cfg.TrustClientTraceparent, DevLogin: cfg.Auth.Mode == config.AuthModeDev, Tokens: cache,
+		TrustedProxies: cfg.TrustedProxyPrefixes(), TraceparentFrom: cfg.TraceparentPrefixes(), TrustClientTraceparent: cfg.TrustClientTraceparent, DevLogin: cfg.Auth.Mode == config.AuthModeDev, Development: cfg.Env != config.EnvProduction, Tokens: cache,
 		MobileRedirectURIs: cfg.Auth.MobileRedirectURIs,
 	}
 	if cfg.StaticDir != "" {

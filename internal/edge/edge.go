@@ -49,6 +49,9 @@ type Deps struct {
 	TraceparentFrom []netip.Prefix
 	// TrustClientTraceparent believes the trace headers of any client.
 	TrustClientTraceparent bool
+	// Development (env: development) adds the upstream's own message to
+	// its error answers (problem.WithUpstreamMessage).
+	Development bool
 	// DevLogin enables POST /auth/dev/login (auth.mode: dev).
 	DevLogin bool
 	// Login, when set, enables the OpenID Connect endpoints: /auth/login,
@@ -128,7 +131,7 @@ func NewPublic(d Deps) *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(discard{})
 	e.IPExtractor = ipExtractor(d.TrustedProxies)
-	e.HTTPErrorHandler = errorHandler(d.Logger)
+	e.HTTPErrorHandler = errorHandler(d.Logger, d.Development)
 	if d.Observe == nil {
 		d.Observe = nopObserver{}
 	}
@@ -146,7 +149,12 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // the failures an operator acts on, with their cause (URLs taken out);
 // everything else is in the access log's code. A 503 is logged where it
 // happens (the store, the ledger), with what failed.
-func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+//
+// In development (dev), an upstream's answer also carries the upstream's
+// own message as it came ("upstreamMessage"): the detail is cleaned of
+// URLs and secret-looking values, which hides from a developer what the
+// upstream refused (a redirect URL not on its allow-list).
+func errorHandler(log *slog.Logger, dev bool) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
 			return
@@ -166,6 +174,9 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 				attrs = append(attrs, slog.String("cause", problem.CauseText(p.Err)))
 			}
 			log.LogAttrs(c.Request().Context(), level, "request failed", attrs...)
+		}
+		if dev {
+			p = problem.WithUpstreamMessage(p)
 		}
 		problem.Write(c.Response(), p, s.requestID)
 	}

@@ -20,7 +20,7 @@ func TestPanicIsRecoveredAsEnvelope(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	e := echo.New()
-	e.HTTPErrorHandler = errorHandler(log)
+	e.HTTPErrorHandler = errorHandler(log, false)
 	e.Use(requestIDMiddleware(nil), recoverMiddleware(log), accessLog(log, nopObserver{}))
 	e.GET("/boom", func(echo.Context) error { panic("kaboom") })
 	w := httptest.NewRecorder()

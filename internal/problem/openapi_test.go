@@ -88,9 +88,9 @@ func TestOpenAPIActions(t *testing.T) {
 }
 
 // extensionMembers are the extension members the package writes (the
-// upstream 402's), which the document and docs/errors.md list with the
-// standard ones.
-var extensionMembers = []string{memberCost, memberBalance}
+// upstream 402's; the upstream's own message in development), which the
+// document and docs/errors.md list with the standard ones.
+var extensionMembers = []string{memberCost, memberBalance, memberUpstreamMessage}
 
 // TestOpenAPIEnvelope keeps the document's Problem schema equal to the
 // members Write renders: the same names, required exactly when never

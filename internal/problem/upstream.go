@@ -3,11 +3,13 @@ package problem
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"math"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -91,6 +93,32 @@ func KnownUpstreamType(s string) bool {
 type UpstreamError struct {
 	Status int
 	Type   string
+	// message is the upstream's message as it came (control characters
+	// out, at most maxRawMessage bytes), before Clean: for a developer's
+	// eyes only (WithUpstreamMessage), never in Error, a log or production.
+	message string
+}
+
+// maxRawMessage bounds the upstream message kept for development.
+const maxRawMessage = 1000
+
+// memberUpstreamMessage is the extension member WithUpstreamMessage adds.
+const memberUpstreamMessage = "upstreamMessage"
+
+// WithUpstreamMessage is p with the upstream's own message, uncleaned, as
+// the extension member "upstreamMessage", when p came from an upstream
+// answer that had one and cleaning took something out of it. Only for development (env: development): Clean
+// takes URLs and anything that looks like a secret out of the detail,
+// which in production is right, and in development hides what a developer
+// needs, such as the redirect URL the upstream refused.
+func WithUpstreamMessage(p *Problem) *Problem {
+	var ue *UpstreamError
+	if !errors.As(p.Err, &ue) || ue.message == "" || Clean(ue.message) == ue.message {
+		return p // nothing was taken out: the detail says it all
+	}
+	q := *p
+	q.Ext = append(slices.Clone(p.Ext), Member{memberUpstreamMessage, ue.message})
+	return &q
 }
 
 func (e *UpstreamError) Error() string {
@@ -195,7 +223,11 @@ func FromUpstream(status int, header http.Header, body []byte) *Problem {
 			p.Fields = ParseFields(r.message)
 		}
 	}
-	p.Err = &UpstreamError{Status: status, Type: r.typ}
+	raw := stripControl(r.message)
+	if len(raw) > maxRawMessage {
+		raw = strings.ToValidUTF8(raw[:maxRawMessage], "")
+	}
+	p.Err = &UpstreamError{Status: status, Type: r.typ, message: raw}
 	return p
 }
 

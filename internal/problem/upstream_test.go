@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -493,5 +494,38 @@ func TestFromUpstreamNeverLeaks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// In development the upstream's own message comes along, uncleaned, as
+// "upstreamMessage"; the detail stays cleaned, and nothing else carries it.
+func TestWithUpstreamMessage(t *testing.T) {
+	body := []byte(`{"type":"CLIENT_ERROR","message":"Redirect url http://localhost:3000/payment-done is not allowed for this organization"}`)
+	p := FromUpstream(400, http.Header{}, body)
+	if strings.Contains(p.Detail, "localhost:3000") {
+		t.Fatalf("the detail holds the URL: %q", p.Detail)
+	}
+	if strings.Contains(p.Err.Error(), "localhost") {
+		t.Fatalf("the cause (logged) holds the message: %q", p.Err.Error())
+	}
+	dev := WithUpstreamMessage(p)
+	rec := httptest.NewRecorder()
+	Write(rec, dev, "req-1")
+	var got map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["upstreamMessage"] != "Redirect url http://localhost:3000/payment-done is not allowed for this organization" {
+		t.Fatalf("upstreamMessage = %v", got["upstreamMessage"])
+	}
+	if len(p.Ext) != 0 {
+		t.Fatal("WithUpstreamMessage changed the problem it was given")
+	}
+	if q := WithUpstreamMessage(New(CodeRouteNotFound, "no route")); len(q.Ext) != 0 {
+		t.Fatal("a problem of the BFF's own got an upstream message")
+	}
+	plain := FromUpstream(400, http.Header{}, []byte(`{"type":"CLIENT_ERROR","message":"Payment id \"x\" is not valid"}`))
+	if q := WithUpstreamMessage(plain); len(q.Ext) != 0 {
+		t.Fatal("a message cleaning left whole was repeated as upstreamMessage")
 	}
 }
