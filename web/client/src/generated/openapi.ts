@@ -195,9 +195,9 @@ export interface paths {
         put?: never;
         /**
          * OpenID Connect Back-Channel Logout (called by the identity provider)
-         * @description `auth.mode: oidc` only; server to server, never called by a frontend, and not counted
-         *     against the `/auth` budget. Every session matching the logout token's `sid`, or else its
-         *     `sub`, ends on every instance.
+         * @description `auth.mode: oidc` only; server to server, never called by a frontend. It has its own
+         *     budget per client address (`limits.backchannel_per_minute`), apart from the `/auth` budget.
+         *     Every session matching the logout token's `sid`, or else its `sub`, ends on every instance.
          */
         post: operations["backchannelLogout"];
         delete?: never;
@@ -1013,7 +1013,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `RATE_LIMITED`: over the `/auth` budget of the client address (`limits.auth_per_minute`) or the session's request budget on `/api`. Wait `Retry-After` seconds. */
+        /** @description `RATE_LIMITED`: over a budget of the client address (`/auth`: `limits.auth_per_minute`; the back-channel logout: `limits.backchannel_per_minute`; logins started: `limits.pending_logins_per_address`; an IPv6 client counted by its `limits.ipv6_prefix`) or the session's request budget on `/api`. Wait `Retry-After` seconds. */
         RateLimited: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After-Required"];
@@ -1672,6 +1672,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["ModeNotEnabled"];
             413: components["responses"]["BodyTooLarge"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["StoreUnavailable"];
         };
