@@ -1,6 +1,7 @@
 // Regenerates the client's generated sources from the BFF's OpenAPI document:
 //
-//   src/generated/openapi.ts  request and response types (openapi-typescript)
+//   src/generated/openapi.ts  request and response types (openapi-typescript), with every
+//                             request body closed (see closeRequests)
 //   src/generated/errors.ts   the error envelope's `code` and `action` unions, read from the
 //                             enumerations of the document's `Problem` schema
 //
@@ -13,7 +14,7 @@
 import { mkdtemp, readFile, rm, writeFile, mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
 import openapiTS, { astToString } from "openapi-typescript";
 
@@ -76,6 +77,103 @@ function problemEnum(doc, member) {
   return [...new Set(values)].sort();
 }
 
+const methods = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+const schemaRef = /^#\/components\/schemas\/([^/]+)$/;
+const refName = (ref) => {
+  const m = typeof ref === "string" ? schemaRef.exec(ref) : null;
+  return m ? m[1].replace(/~1/g, "/").replace(/~0/g, "~") : null;
+};
+
+// requestSchemas names every components.schemas entry a request body reaches, through $refs,
+// properties, items and allOf/anyOf/oneOf alike.
+function requestSchemas(doc) {
+  const names = new Set();
+  const visit = (node) => {
+    if (Array.isArray(node)) return node.forEach(visit);
+    if (!node || typeof node !== "object") return;
+    if (typeof node.$ref === "string") {
+      const name = refName(node.$ref);
+      if (name === null) return visit(deref(doc, node)); // a components.requestBodies entry
+      if (names.has(name)) return;
+      names.add(name);
+      const target = doc?.components?.schemas?.[name];
+      if (target === undefined) fail(`unresolved $ref ${node.$ref}`);
+      return visit(target);
+    }
+    Object.values(node).forEach(visit);
+  };
+  for (const item of Object.values(doc?.paths ?? {})) {
+    for (const m of methods) if (item?.[m]?.requestBody) visit(item[m].requestBody);
+  }
+  return names;
+}
+
+// closeShape makes every object of a schema that declares properties exact: its
+// `additionalProperties: true` becomes false. A schema without properties (a free-form map) is
+// left as it is, and so are $refs: each schema they name is closed on its own.
+function closeShape(node) {
+  if (Array.isArray(node)) return node.forEach(closeShape);
+  if (!node || typeof node !== "object" || typeof node.$ref === "string") return;
+  if (node.additionalProperties === true && node.properties && typeof node.properties === "object") {
+    node.additionalProperties = false;
+  }
+  Object.values(node).forEach(closeShape);
+}
+
+// closeRequests returns a copy of the document in which what a client sends is exact and what
+// it reads is as open as the document says.
+//
+// The upstream's schemas are open (`additionalProperties: true`) for both directions: it ignores
+// members it does not know. For an answer that is right (a new member must not break a reader);
+// for a request it means a misspelt member (`redirectURL` for `redirectUrl`) is sent, ignored,
+// and the payment made without it. So every schema a request body reaches is closed here
+// (closeShape), and an answer that refers to one of them (Payment.paymentInformation) gets an
+// inline copy of the schema as the document has it, open. The document itself is not changed:
+// it says what the BFF and the upstream accept, and they accept more than this client sends.
+function closeRequests(doc) {
+  const requests = requestSchemas(doc);
+  const out = JSON.parse(JSON.stringify(doc)); // unshared: YAML aliases become copies
+  const original = out.components?.schemas ?? {};
+  const opened = new Map();
+  // openCopy is the schema `name` as the document has it, with the request schemas it refers
+  // to inlined the same way (a cycle among them cannot be inlined, and fails).
+  const openCopy = (name, stack = []) => {
+    if (stack.includes(name)) fail(`cannot inline the request schema ${name}: $ref cycle ${[...stack, name].join(" -> ")}`);
+    if (!opened.has(name)) opened.set(name, reopen(JSON.parse(JSON.stringify(original[name])), [...stack, name]));
+    return JSON.parse(JSON.stringify(opened.get(name)));
+  };
+  const reopen = (node, stack = []) => {
+    if (Array.isArray(node)) return node.map((n) => reopen(n, stack));
+    if (!node || typeof node !== "object") return node;
+    const name = refName(node.$ref);
+    if (name !== null && requests.has(name)) {
+      const { $ref, ...siblings } = node; // a 3.1 $ref's siblings (a description) override
+      return { ...openCopy(name, stack), ...reopen(siblings, stack) };
+    }
+    return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, reopen(v, stack)]));
+  };
+  // Everything but the request bodies and the request schemas themselves reads as it is.
+  for (const item of Object.values(out.paths ?? {})) {
+    if (!item || typeof item !== "object") continue;
+    for (const [k, v] of Object.entries(item)) {
+      if (!methods.includes(k) || !v || typeof v !== "object") {
+        item[k] = reopen(v);
+        continue;
+      }
+      for (const [ok, ov] of Object.entries(v)) if (ok !== "requestBody") v[ok] = reopen(ov);
+    }
+  }
+  for (const [section, entries] of Object.entries(out.components ?? {})) {
+    if (section === "requestBodies" || !entries || typeof entries !== "object") continue;
+    for (const [name, schema] of Object.entries(entries)) {
+      if (section === "schemas" && requests.has(name)) continue;
+      entries[name] = reopen(schema);
+    }
+  }
+  for (const name of requests) closeShape(out.components.schemas[name]);
+  return out;
+}
+
 function list(values) {
   return values.map((v) => `  ${JSON.stringify(v)},`).join("\n");
 }
@@ -114,10 +212,12 @@ async function generate(outDir) {
   }
   const doc = parse(text);
   const errors = errorsSource(problemEnum(doc, "code"), problemEnum(doc, "action"));
-  const ast = await openapiTS(pathToFileURL(docPath));
+  const ast = await openapiTS(closeRequests(doc));
   const types =
     `// Code generated by scripts/gen.mjs (openapi-typescript) from ${docName}. DO NOT EDIT.\n` +
-    `// Regenerate with \`npm run gen\`.\n\n` +
+    `// Regenerate with \`npm run gen\`. Request bodies are exact: every schema a request body\n` +
+    `// reaches is closed, whatever its additionalProperties; answers are as open as the document\n` +
+    `// says (an answer's copy of a request schema is inlined, open).\n\n` +
     astToString(ast);
   await mkdir(outDir, { recursive: true });
   await writeFile(join(outDir, "errors.ts"), errors);

@@ -42,6 +42,31 @@ test("gen: the code and action unions come from the Problem schema's enums, sort
   }
 });
 
+test("gen: request bodies are closed; an answer's copy of a request schema stays open; a free-form map stays a map", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "gen-test-"));
+  try {
+    const r = await gen(fixture("requests.yaml"), "--out", dir);
+    assert.equal(r.code, 0, r.out);
+    const types = await readFile(join(dir, "openapi.ts"), "utf8");
+    const schema = (name: string) => {
+      const m = new RegExp(`\\n {8}${name}: \\{\\n([\\s\\S]*?)\\n {8}\\};`).exec(types);
+      assert.ok(m, `${name} is not in the output:\n${types}`);
+      return m[1]!;
+    };
+    const order = schema("Order");
+    assert.match(order, /line: components\["schemas"\]\["Line"\];/);
+    assert.match(order, /meta\?: \{\n {16}\[key: string\]: unknown;\n {12}\};/, "a map in a request stays open");
+    assert.doesNotMatch(order, /\n {8}\} & \{\n {12}\[key: string\]: unknown;/, "Order must be closed");
+    assert.doesNotMatch(schema("Line"), /\[key: string\]: unknown/, "Line, reached from a request, must be closed");
+    const reply = schema("OrderReply");
+    assert.match(reply, /\/\*\* @description The line as ordered\. \*\/\n {12}line\?: \{\n {16}sku\?: string;\n {12}\} & \{\n {16}\[key: string\]: unknown;/,
+      "the answer's line is an open inline copy");
+    assert.match(reply, /\} & \{\n {12}\[key: string\]: unknown;$/, "OrderReply stays open");
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
 test("check-gen: fails, naming the files, when the checked-in files differ from the document", async () => {
   const r = await gen(fixture("mini.yaml"), "--check");
   assert.equal(r.code, 1);

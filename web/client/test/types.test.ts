@@ -13,6 +13,8 @@ test("the public types accept what they should and refuse what they should not",
   const badAction: ProblemAction = "retry";
   const q: TransactionQuery = { accountId: "A", limit: 500, dateFrom: "2026-01-01" };
   const p: PaymentCreate = { paymentInformation: { amount: 1, currency: "ILS" }, providerIds: ["x"] };
+  // @ts-expect-error: a request is exact (the upstream would ignore the misspelt member)
+  const misspelt: PaymentCreate = { paymentInformation: {}, redirectURL: "https://app.test/" };
   const handle = (e: BffError): string => {
     if (e.is("INSUFFICIENT_CREDITS")) return `${e.cost ?? "?"}`;
     switch (e.action) {
@@ -25,5 +27,5 @@ test("the public types accept what they should and refuse what they should not",
       }
     }
   };
-  assert.ok(known && client && upstream && wrong && badAction && q && p && handle);
+  assert.ok(known && client && upstream && wrong && badAction && q && p && misspelt && handle);
 });
