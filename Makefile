@@ -8,7 +8,7 @@ BIN      := bin
 PORT     ?= 8080
 PKGS     := ./...
 
-.PHONY: all build run test test-deps test-client test-chart manifests lint bench bench-micro chaos fuzz check-config clean
+.PHONY: all build run test test-deps test-client client-pack test-chart manifests lint bench bench-micro chaos fuzz check-config clean
 
 all: lint test
 
@@ -48,11 +48,23 @@ manifests:
 	cd deploy/helm/chartcheck && $(GO) test -count=1 -run '^TestPlainManifestsAreTheChart$$' ./... -update
 
 ## test-client: the TypeScript client (web/client): unit tests on Node's
-## test runner, and its generated types checked against api/openapi.yaml
+## test runner; its package packed, installed in a new project outside the
+## repository, and programs compiled against it (one must compile and run,
+## test/types-must-fail/ must not); its generated types checked against
+## api/openapi.yaml
 test-client:
 	npm ci --prefix web/client --no-audit --no-fund
 	npm test --prefix web/client
 	npm run check-gen --prefix web/client
+
+## client-pack: the TypeScript client as the versioned tarball a team installs,
+## bin/fintech-bff-client-<version>.tgz (npm pack: its prepack builds dist/
+## afresh); web/client/README.md, "Install", says how to install or publish it
+client-pack:
+	@./scripts/check-node.sh
+	npm ci --prefix web/client --no-audit --no-fund
+	mkdir -p $(BIN)
+	cd web/client && npm pack --pack-destination $(CURDIR)/$(BIN)
 
 test-deps:
 	@./scripts/check-node.sh

@@ -5,7 +5,7 @@
 //   npm run build && BFF_URL=http://localhost:8080 npm run smoke
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { createClient, isBffError } from "../dist/src/index.js";
+import { createClient, isBffError } from "../dist/index.js";
 
 const baseUrl = process.env.BFF_URL || "http://localhost:8080";
 const user = `smoke-${randomUUID().slice(0, 8)}`;
