@@ -33,12 +33,7 @@ func newRotatingIssuer(t *testing.T) *rotatingIssuer {
 	mux := http.NewServeMux()
 	is.srv = httptest.NewServer(mux)
 	t.Cleanup(is.srv.Close)
-	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"issuer": is.srv.URL, "authorization_endpoint": is.srv.URL + "/auth", "token_endpoint": is.srv.URL + "/token",
-			"jwks_uri": is.srv.URL + "/jwks", "id_token_signing_alg_values_supported": []string{"RS256"},
-		})
-	})
+	serveDiscovery(mux, is.srv.URL)
 	mux.HandleFunc("/jwks", func(w http.ResponseWriter, r *http.Request) {
 		is.fetches.Add(1)
 		is.mu.Lock()
@@ -93,11 +88,7 @@ func TestForgedTokensDoNotFetchKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	claims := func() map[string]any {
-		now := clock.Now().Unix()
-		return map[string]any{"iss": is.srv.URL, "aud": "bff", "iat": now, "exp": now + 120, "jti": randomJTI(), "sub": "u1",
-			"events": map[string]any{backchannelEvent: map[string]any{}}}
-	}
+	claims := func() map[string]any { return logoutClaims(is.srv.URL, clock.Now()) }
 	is.mu.Lock()
 	k1 := is.keys["k1"]
 	is.mu.Unlock()
@@ -176,11 +167,7 @@ func TestKidlessKeyRotationIsFetched(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	claims := func() map[string]any {
-		now := clock.Now().Unix()
-		return map[string]any{"iss": is.srv.URL, "aud": "bff", "iat": now, "exp": now + 120, "jti": randomJTI(), "sub": "u1",
-			"events": map[string]any{backchannelEvent: map[string]any{}}}
-	}
+	claims := func() map[string]any { return logoutClaims(is.srv.URL, clock.Now()) }
 	if _, _, err := p.VerifyLogoutToken(ctx, signWith(t, old, "", claims())); err != nil {
 		t.Fatalf("a kid-less token under the provider's key: %v", err)
 	}
@@ -205,4 +192,10 @@ func TestKidlessKeyRotationIsFetched(t *testing.T) {
 	if got := is.fetches.Load(); got != 2 {
 		t.Fatalf("%d fetches, want 2", got)
 	}
+}
+
+// logoutClaims are a valid logout token's claims from issuer at now.
+func logoutClaims(issuer string, now time.Time) map[string]any {
+	return map[string]any{"iss": issuer, "aud": "bff", "iat": now.Unix(), "exp": now.Unix() + 120, "jti": randomJTI(), "sub": "u1",
+		"events": map[string]any{backchannelEvent: map[string]any{}}}
 }

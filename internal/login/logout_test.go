@@ -33,31 +33,25 @@ func newIssuer(t *testing.T) *issuer {
 	mux := http.NewServeMux()
 	is.srv = httptest.NewServer(mux)
 	t.Cleanup(is.srv.Close)
-	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"issuer": is.srv.URL, "authorization_endpoint": is.srv.URL + "/auth", "token_endpoint": is.srv.URL + "/token",
-			"jwks_uri": is.srv.URL + "/jwks", "id_token_signing_alg_values_supported": []string{"RS256"},
-		})
-	})
+	serveDiscovery(mux, is.srv.URL)
 	mux.HandleFunc("/jwks", func(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}})
 	})
 	return is
 }
 
+// serveDiscovery serves a minimal discovery document of the issuer at url.
+func serveDiscovery(mux *http.ServeMux, url string) {
+	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"issuer": url, "authorization_endpoint": url + "/auth", "token_endpoint": url + "/token",
+			"jwks_uri": url + "/jwks", "id_token_signing_alg_values_supported": []string{"RS256"},
+		})
+	})
+}
+
 func (is *issuer) sign(t *testing.T, claims map[string]any) string {
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: is.key, KeyID: "k1"}},
-		(&jose.SignerOptions{}).WithType("logout+jwt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(claims)
-	obj, err := signer.Sign(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _ := obj.CompactSerialize()
-	return s
+	return signWith(t, is.key, "k1", claims)
 }
 
 func TestVerifyLogoutToken(t *testing.T) {

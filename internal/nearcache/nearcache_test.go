@@ -13,17 +13,23 @@ import (
 	"github.com/fintech-bff/bff/internal/redistest"
 )
 
-func newLayer(t *testing.T) (*nearcache.Layer[string], *kv.Memory) {
-	t.Helper()
-	store := kv.NewMemory(nil)
-	l := nearcache.New(nearcache.Options[string]{
+// stringLayer is a layer of strings under the prefix "k:", named locally
+// by localKey.
+func stringLayer(localKey func(string) (string, bool)) nearcache.Options[string] {
+	return nearcache.Options[string]{
 		Cache: localcache.Options[string]{MaxBytes: 1 << 16,
 			Append: func(b []byte, v string) []byte { return localcache.AppendString(b, v) },
 			Read:   func(_ string, b []byte) string { r := localcache.Reader(b); return r.String() },
 			Until:  func(string) time.Time { return time.Now().Add(time.Hour) }},
 		Channel: "events", OnMessage: func(string) {},
-		Prefix: "k:", LocalKey: func(k string) (string, bool) { return k, true },
-	})
+		Prefix: "k:", LocalKey: localKey,
+	}
+}
+
+func newLayer(t *testing.T) (*nearcache.Layer[string], *kv.Memory) {
+	t.Helper()
+	store := kv.NewMemory(nil)
+	l := nearcache.New(stringLayer(func(k string) (string, bool) { return k, true }))
 	return l, store
 }
 
@@ -71,14 +77,7 @@ func trackedLayer(t *testing.T) (*nearcache.Layer[string], *kv.Redis, *kv.Redis)
 	rc, prefix := redistest.Client(t)
 	store := kv.NewRedis(rc, prefix)
 	other := kv.NewRedis(rc, prefix)
-	l := nearcache.New(nearcache.Options[string]{
-		Cache: localcache.Options[string]{MaxBytes: 1 << 16,
-			Append: func(b []byte, v string) []byte { return localcache.AppendString(b, v) },
-			Read:   func(_ string, b []byte) string { r := localcache.Reader(b); return r.String() },
-			Until:  func(string) time.Time { return time.Now().Add(time.Hour) }},
-		Channel: "events", OnMessage: func(string) {},
-		Prefix: "k:", LocalKey: func(k string) (string, bool) { return strings.TrimPrefix(k, "k:"), true },
-	})
+	l := nearcache.New(stringLayer(func(k string) (string, bool) { return strings.TrimPrefix(k, "k:"), true }))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go l.Run(ctx, store)
