@@ -43,7 +43,34 @@ export interface ClientOptions {
   random?: () => number;
   /** Makes Idempotency-Keys (default crypto.randomUUID). */
   newIdempotencyKey?: () => string;
+  /**
+   * The longest one call may take in all, its attempts and the waits between them included
+   * (default 20 s; 0 for no bound). The BFF gives up on a slow upstream after its
+   * `upstream.timeout` (15 s by default) and the client retries that answer, so without a bound a
+   * call could take three times as long. Past the bound the call is aborted and fails with
+   * `CLIENT_TIMEOUT` (action `retry_later`): show it with a Retry.
+   */
+  totalTimeoutMs?: number;
+  /**
+   * Called once for a call still without its answer after slowAfterMs (default 3 s), so the app can
+   * show "still trying…". It may return a function, called when that call settles.
+   */
+  onSlow?: (call: SlowCall) => void | (() => void);
+  /** How long a call may run before onSlow (default 3000 ms). */
+  slowAfterMs?: number;
 }
+
+/** A call that onSlow reports. */
+export interface SlowCall {
+  method: string;
+  /** The path, without the query. */
+  path: string;
+}
+
+/** The default of ClientOptions.totalTimeoutMs: above the BFF's 15 s upstream timeout, once. */
+export const defaultTotalTimeoutMs = 20_000;
+/** The default of ClientOptions.slowAfterMs. */
+export const defaultSlowAfterMs = 3_000;
 
 export interface RequestOptions {
   body?: unknown;
@@ -57,6 +84,8 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** false: no retries for this call; or settings that override the client's. */
   retry?: false | Partial<RetryOptions>;
+  /** This call's bound on its total time, over the client's totalTimeoutMs (0: none). */
+  totalTimeoutMs?: number;
 }
 
 /** The result of a money-moving call. */
@@ -150,6 +179,8 @@ export function createClient(options: ClientOptions) {
   const random = options.random ?? Math.random;
   const newKey = options.newIdempotencyKey ?? defaultKey;
   const clientRetry: RetryOptions = { ...defaultRetry, ...options.retry };
+  const clientTotalMs = options.totalTimeoutMs ?? defaultTotalTimeoutMs;
+  const slowAfterMs = options.slowAfterMs ?? defaultSlowAfterMs;
 
   /** The URL that starts the browser login, coming back to returnTo (a same-origin path). */
   function loginUrl(returnTo?: string): string {
@@ -171,6 +202,47 @@ export function createClient(options: ClientOptions) {
 
   async function call<T>(method: string, path: string, opts: Internal = {}): Promise<ApiResponse<T>> {
     method = method.toUpperCase();
+    const totalMs = opts.totalTimeoutMs ?? clientTotalMs;
+    // One signal for every attempt and wait: the caller's abort or the bound, whichever comes
+    // first. (AbortSignal.any is not in every runtime the client supports: React Native.)
+    const bound = new AbortController();
+    let timedOut = false;
+    const onCallerAbort = () => bound.abort(opts.signal?.reason);
+    if (opts.signal?.aborted) onCallerAbort();
+    else opts.signal?.addEventListener("abort", onCallerAbort, { once: true });
+    const deadline = totalMs > 0
+      ? setTimeout(() => { timedOut = true; bound.abort(); }, totalMs)
+      : undefined;
+    let settled: (() => void) | undefined;
+    const slow = options.onSlow
+      ? setTimeout(() => { settled = options.onSlow?.({ method, path }) ?? undefined; }, slowAfterMs)
+      : undefined;
+    const started = Date.now();
+    try {
+      return await attempts<T>(method, path, opts, bound.signal, totalMs > 0 ? started + totalMs : Infinity);
+    } catch (err) {
+      if (!timedOut) throw err;
+      const hasKey = opts.idempotencyKey !== undefined;
+      throw new BffError({
+        method, path, idempotencyKey: opts.idempotencyKey,
+        status: 0,
+        code: "CLIENT_TIMEOUT",
+        action: "retry_later",
+        // As after NETWORK_ERROR: a request in flight may have been acted on.
+        retryable: hasKey || method === "GET" || method === "HEAD",
+        detail: `No answer within ${totalMs} ms, retries included.`,
+        cause: err,
+      });
+    } finally {
+      clearTimeout(deadline);
+      clearTimeout(slow);
+      opts.signal?.removeEventListener("abort", onCallerAbort);
+      settled?.();
+    }
+  }
+
+  /** The attempts of one call, each with signal, none started or waited for past endsAt. */
+  async function attempts<T>(method: string, path: string, opts: Internal, signal: AbortSignal, endsAt: number): Promise<ApiResponse<T>> {
     const retry: RetryOptions =
       opts.retry === false ? { ...clientRetry, maxAttempts: 1 } : { ...clientRetry, ...opts.retry };
     const hasKey = opts.idempotencyKey !== undefined;
@@ -191,7 +263,7 @@ export function createClient(options: ClientOptions) {
           body: opts.body,
           headers,
           credentials: mode === "cookie" ? "include" : "omit",
-          signal: opts.signal,
+          signal,
           idempotencyKey: opts.idempotencyKey,
         });
       } catch (err) {
@@ -203,8 +275,10 @@ export function createClient(options: ClientOptions) {
         if (attempt >= retry.maxAttempts || !mayRetry(err, method, hasKey)) throw err;
         const delay = retryDelayMs(err, attempt, retry, random);
         if (delay === undefined || waited + delay > retry.maxTotalDelayMs) throw err;
+        // A retry that could not start before the bound: this answer says more than a timeout.
+        if (Date.now() + delay >= endsAt) throw err;
         waited += delay;
-        await sleep(delay, opts.signal);
+        await sleep(delay, signal);
       }
     }
   }

@@ -11,8 +11,10 @@ export type { ProblemAction, ProblemCode } from "./generated/errors.js";
  * - `UNEXPECTED_RESPONSE`: an answer that is not what the BFF sends: a non-2xx without
  *   `application/problem+json` (a proxy's or load balancer's HTML page), or a body that does
  *   not parse.
+ * - `CLIENT_TIMEOUT`: no answer within the client's `totalTimeoutMs`, retries included; the
+ *   call was aborted. Like `NETWORK_ERROR`, the request may or may not have been acted on.
  */
-export type ClientErrorCode = "NETWORK_ERROR" | "UNEXPECTED_RESPONSE";
+export type ClientErrorCode = "NETWORK_ERROR" | "UNEXPECTED_RESPONSE" | "CLIENT_TIMEOUT";
 
 /**
  * A `code` of a BffError: one the OpenAPI document lists, a client-side one, or an upstream
@@ -66,12 +68,12 @@ export interface BffErrorInit {
 
 /**
  * Every failure of a call: an error envelope from the BFF, or a client-side failure
- * (`NETWORK_ERROR`, `UNEXPECTED_RESPONSE`). Switch on `code`; fall back on `action` for a code
- * you do not know.
+ * (`NETWORK_ERROR`, `UNEXPECTED_RESPONSE`, `CLIENT_TIMEOUT`). Switch on `code`; fall back on
+ * `action` for a code you do not know.
  */
 export class BffError extends Error {
   override readonly name = "BffError";
-  /** The HTTP status; 0 for `NETWORK_ERROR`. */
+  /** The HTTP status; 0 for `NETWORK_ERROR` and `CLIENT_TIMEOUT`. */
   readonly status: number;
   readonly code: BffErrorCode;
   /** What to do next (docs/errors.md, "Actions"). */

@@ -1,7 +1,7 @@
-export { createClient } from "./client.js";
+export { createClient, defaultSlowAfterMs, defaultTotalTimeoutMs } from "./client.js";
 export type {
   AuthMode, BffClient, ClientOptions, LogoutOptions, LogoutResult, MobileLoginParams,
-  MoneyOptions, MoneyResult, RequestOptions,
+  MoneyOptions, MoneyResult, RequestOptions, SlowCall,
 } from "./client.js";
 export { BffError, isBffError } from "./errors.js";
 export type { BffErrorCode, BffErrorInit, ClientErrorCode, ProblemBody, ProblemField } from "./errors.js";

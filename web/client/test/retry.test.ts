@@ -1,5 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { createClient, isBffError } from "../src/index.js";
 import { json, problem, setup } from "./helpers.js";
 
 const unavailable = (headers: Record<string, string> = {}) =>
@@ -120,4 +121,72 @@ test("a proxy's 502 page is retried for a GET", async () => {
   ]);
   await client.connections();
   assert.equal(calls.length, 2);
+});
+
+/** A fetch that answers nothing until its request is aborted, as a slow upstream does. */
+function hangingFetch() {
+  let calls = 0;
+  const fn = (_input: RequestInfo | URL, init?: RequestInit) => {
+    calls++;
+    return new Promise<Response>((_, reject) => {
+      const s = init?.signal;
+      if (s?.aborted) return reject(s.reason);
+      s?.addEventListener("abort", () => reject(s.reason), { once: true });
+    });
+  };
+  return { fetch: fn as typeof fetch, calls: () => calls };
+}
+
+test("totalTimeoutMs bounds a call that gets no answer: CLIENT_TIMEOUT, retry_later, retryable for a GET", async () => {
+  const f = hangingFetch();
+  const client = createClient({ mode: "cookie", fetch: f.fetch, totalTimeoutMs: 50 });
+  const began = Date.now();
+  await assert.rejects(client.accounts(), (e: unknown) => {
+    assert.ok(isBffError(e));
+    assert.equal(e.code, "CLIENT_TIMEOUT");
+    assert.equal(e.action, "retry_later");
+    assert.equal(e.retryable, true);
+    assert.equal(e.status, 0);
+    return true;
+  });
+  assert.ok(Date.now() - began < 5_000, "the bound ended the call");
+  assert.equal(f.calls(), 1);
+});
+
+test("totalTimeoutMs bounds the retries too: a retry that cannot start before the bound is not made", async () => {
+  const { client, calls, delays } = setup([unavailable({ "Retry-After": "5" })], { totalTimeoutMs: 1_000 });
+  await assert.rejects(client.accounts(), { code: "UPSTREAM_UNAVAILABLE" });
+  assert.equal(calls.length, 1);
+  assert.deepEqual(delays, []);
+});
+
+test("a call's own totalTimeoutMs overrides the client's; 0 switches the bound off", async () => {
+  const f = hangingFetch();
+  const client = createClient({ mode: "cookie", fetch: f.fetch, totalTimeoutMs: 0 });
+  await assert.rejects(client.request("GET", "/api/v2/providers", { totalTimeoutMs: 30 }), { code: "CLIENT_TIMEOUT" });
+  const ctl = new AbortController();
+  const p = client.request("GET", "/api/v2/providers", { signal: ctl.signal });
+  setTimeout(() => ctl.abort(new Error("the caller's")), 30);
+  // The caller's abort is passed on as it is, not turned into a timeout.
+  await assert.rejects(p, { message: "the caller's" });
+});
+
+test("onSlow is called once for a call still unanswered after slowAfterMs, and its return when it settles", async () => {
+  const f = hangingFetch();
+  const events: string[] = [];
+  const client = createClient({
+    mode: "cookie", fetch: f.fetch, totalTimeoutMs: 80, slowAfterMs: 20,
+    onSlow: (call) => {
+      events.push(`slow ${call.method} ${call.path}`);
+      return () => events.push("settled");
+    },
+  });
+  await assert.rejects(client.accounts(), { code: "CLIENT_TIMEOUT" });
+  assert.deepEqual(events, ["slow GET /api/v2/data/accounts", "settled"]);
+
+  const fast = setup([json(200, { items: [], nextPage: null, count: 0 })], {
+    slowAfterMs: 1_000, onSlow: () => { events.push("fast call slow"); },
+  });
+  await fast.client.accounts();
+  assert.deepEqual(events, ["slow GET /api/v2/data/accounts", "settled"]);
 });
