@@ -37,6 +37,13 @@ const (
 // buildApp builds web/app into a temporary directory for static_dir.
 func buildApp(t *testing.T) string {
 	t.Helper()
+	return buildAppWith(t)
+}
+
+// buildAppWith builds web/app with build-time settings (NAME=value, see
+// web/app/build.mjs) into a temporary directory for static_dir.
+func buildAppWith(t *testing.T, settings ...string) string {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatal("node (Node.js >= 20) is needed to build the example web app")
@@ -49,7 +56,9 @@ func buildApp(t *testing.T) string {
 		t.Fatalf("web/app/node_modules/esbuild is missing: run `npm ci --prefix web/app` (make test does it): %v", err)
 	}
 	dist := t.TempDir()
-	out, err := exec.Command(node, filepath.Join(app, "build.mjs"), dist).CombinedOutput()
+	cmd := exec.Command(node, filepath.Join(app, "build.mjs"), dist)
+	cmd.Env = append(os.Environ(), settings...)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("building the web app: %v\n%s", err, out)
 	}
@@ -294,7 +303,7 @@ func TestBrowserJourney(t *testing.T) {
 		})
 		return err
 	}))
-	browsertest.Do(t, tab, "opening the app", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("login-form")))
+	browsertest.Do(t, tab, "opening the app", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("oidc-login")))
 	shots.Take(t, tab, "sign-in")
 	browsertest.Do(t, tab, "following the OpenID link",
 		chromedp.Click(chromedp.CSS(`a[href^="/auth/login"]`)),
@@ -360,8 +369,9 @@ func TestBrowserJourney(t *testing.T) {
 			setInput("iban", ""),
 			chromedp.Click(chromedp.CSS(`#pay-form button[type="submit"]`)),
 			chromedp.WaitVisible(chromedp.CSS(`#iban[aria-invalid="true"]`)))
-		if msg := browsertest.Get(t, tab, "reading the field error", chromedp.TextContent(chromedp.ID("iban-error"))); !strings.Contains(msg, "iban") {
-			t.Errorf("the IBAN field shows %q, want the upstream's message about it", msg)
+		// The words of web/app/src/messages.ts (fieldMessages.iban), not the upstream's.
+		if msg := browsertest.Get(t, tab, "reading the field error", chromedp.TextContent(chromedp.ID("iban-error"))); !strings.HasPrefix(msg, "Enter the IBAN") {
+			t.Errorf("the IBAN field shows %q, want the app's own words about it", msg)
 		}
 		shots.Take(t, tab, "validation-error")
 		browsertest.Do(t, tab, "paying",
@@ -397,7 +407,7 @@ func TestBrowserJourney(t *testing.T) {
 		other := browsertest.Profile(t, browser)
 		browsertest.Do(t, other, "opening the app on another device",
 			chromedp.Navigate(base+"/sessions"),
-			chromedp.WaitVisible(chromedp.ID("login-form")),
+			chromedp.WaitVisible(chromedp.ID("oidc-login")),
 			chromedp.Click(chromedp.CSS(`a[href^="/auth/login"]`)))
 		signIn(t, other, browserUser, "#sessions table")
 		browsertest.Do(t, tab, "opening the sessions",
@@ -409,7 +419,7 @@ func TestBrowserJourney(t *testing.T) {
 		waitCount(t, tab, "#sessions tr[data-session-id]", 1)
 		browsertest.Do(t, other, "reloading the other device",
 			chromedp.Reload(),
-			chromedp.WaitVisible(chromedp.ID("login-form")))
+			chromedp.WaitVisible(chromedp.ID("oidc-login")))
 	})
 
 	step("an attacker's page changes nothing and reads nothing", func(t *testing.T) {
@@ -482,7 +492,7 @@ func TestBrowserJourney(t *testing.T) {
 		shots.Take(t, tab, "provider-logout")
 		browsertest.Do(t, tab, "confirming at the provider",
 			chromedp.Click(chromedp.CSS(`button[name="logout"][value="yes"]`)),
-			chromedp.WaitVisible(chromedp.ID("login-form")))
+			chromedp.WaitVisible(chromedp.ID("oidc-login")))
 		shots.Take(t, tab, "signed-out")
 		// Two steps back: the provider's logout page, then the sessions page
 		// as it was left, from the back-forward cache or the network.
@@ -507,7 +517,7 @@ func TestBrowserJourney(t *testing.T) {
 			chromedp.Navigate(base+"/sessions"),
 			chromedp.WaitVisible(chromedp.CSS("#sessions table")),
 			chromedp.Click(chromedp.ID("logout-everywhere")),
-			chromedp.WaitVisible(chromedp.ID("login-form")))
+			chromedp.WaitVisible(chromedp.ID("oidc-login")))
 		goBack(t, tab, 1, "/payments")
 	})
 	t.Logf("browser journey took %s", time.Since(began).Round(time.Millisecond))
@@ -535,7 +545,7 @@ func goBack(t *testing.T, tab context.Context, steps int, path string) {
 		// Later, so the evaluation answers before its page goes.
 		chromedp.Evaluate[chromedp.Void](fmt.Sprintf("setTimeout(() => history.go(-%d), 0)", steps)))
 	browsertest.Until(t, tab, "back on "+path,
-		fmt.Sprintf(`location.pathname === "/login" && new URLSearchParams(location.search).get("returnTo") === %s && document.querySelector("#login-form") !== null`, jsString(path)))
+		fmt.Sprintf(`location.pathname === "/login" && new URLSearchParams(location.search).get("returnTo") === %s && document.querySelector("#oidc-login") !== null`, jsString(path)))
 	if n := countIn(t, tab, "#sessions table, #accounts-table, #payments-table, #transactions tbody tr"); n != 0 {
 		t.Errorf("signed out and back on %s, the page still shows %d of the user's tables", path, n)
 	}

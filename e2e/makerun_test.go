@@ -106,6 +106,10 @@ func TestMakeRunOnAnyPort(t *testing.T) {
 	browser := browsertest.Start(t)
 	tab := browser
 	browsertest.Do(t, tab, "opening the app", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("login-form")))
+	// auth.mode dev has no /auth/login: a link to it would lead to a 404.
+	if n := countIn(t, tab, `a[href^="/auth/login"]`); n != 0 {
+		t.Errorf("the dev sign-in page shows %d links to /auth/login, want none", n)
+	}
 	browsertest.Do(t, tab, "signing in as alice",
 		chromedp.Click(chromedp.CSS(`#login-form button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.ID("accounts-table")))

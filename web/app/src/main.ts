@@ -3,15 +3,44 @@
 // cookie mode. Every piece of data goes into the page through textContent
 // (never innerHTML): the BFF's Content-Security-Policy allows no inline script
 // or style, and the data (merchant names, Hebrew products) is not trusted.
+//
+// What a user reads comes from messages.ts (one table, by error code, to
+// translate) and format.ts (one way to show dates, amounts and bank names):
+// never an error code or the upstream's own text.
 import "./app.css";
 import { createClient, isBffError } from "../../client/src/index.ts";
 import type { Account, BffError, Connection, Payment, SessionInfo, Transaction } from "../../client/src/index.ts";
+import { formatDate, formatDateTime, formatMoney, providerName, providerNames } from "./format.ts";
+import {
+  connectionStatus, errorMessages, fieldMessages, fill, offersRetry, paymentStatus, say, sessionMethod, statusWords, ui,
+} from "./messages.ts";
+
+// Build-time settings (build.mjs, from APP_TOTAL_TIMEOUT_MS and APP_SLOW_AFTER_MS); null: the
+// client's defaults (20 s in all for one call, "still trying" after 3 s).
+declare const __APP_TOTAL_TIMEOUT_MS__: number | null;
+declare const __APP_SLOW_AFTER_MS__: number | null;
+
+// Calls still waiting for their answer after slowAfterMs: while there is one, the page says so.
+let slowCalls = 0;
+function showSlow(): void {
+  const el = document.getElementById("still-trying");
+  if (!el) return;
+  el.textContent = ui.stillTrying;
+  el.hidden = slowCalls === 0;
+}
 
 const bff = createClient({
   mode: "cookie",
   // The default sends the browser to /auth/login (OpenID). This app also runs
   // against `auth.mode: dev`, which has no /auth/login, so show our sign-in page.
   onSessionRequired: () => go("/login?returnTo=" + encodeURIComponent(location.pathname + location.search)),
+  ...(__APP_TOTAL_TIMEOUT_MS__ !== null ? { totalTimeoutMs: __APP_TOTAL_TIMEOUT_MS__ } : {}),
+  ...(__APP_SLOW_AFTER_MS__ !== null ? { slowAfterMs: __APP_SLOW_AFTER_MS__ } : {}),
+  onSlow: () => {
+    slowCalls++;
+    showSlow();
+    return () => { slowCalls--; showSlow(); };
+  },
 });
 
 // ---- DOM helpers -----------------------------------------------------------
@@ -35,37 +64,42 @@ function render(...children: Child[]): void {
   main().replaceChildren(...children.filter((c): c is Node | string => !!c));
 }
 
-/** An error box: a BffError by its code and action, with the requestId for support. */
-function errorBox(err: unknown): HTMLElement {
+/**
+ * An error box: the sentence messages.ts has for the error, a Retry when the answer says to try
+ * again and there is something to retry, and the requestId in small print for support.
+ */
+function errorBox(err: unknown, retry?: () => void): HTMLElement {
   if (!isBffError(err)) {
-    return h("div", { class: "error", role: "alert" }, "Unexpected error: " + String(err));
+    // A bug of the app, not an answer of the BFF: the console has the details.
+    console.error(err);
+    return h("div", { class: "error", role: "alert" }, h("p", { class: "message" }, errorMessages.UNEXPECTED_RESPONSE!));
   }
-  return h(
-    "div",
-    { class: "error", role: "alert", "data-code": err.code },
-    h("strong", {}, err.code),
-    " (action: " + err.action + ")",
-    h("div", {}, err.detail ?? err.title ?? ""),
-    err.requestId ? h("div", { class: "muted" }, "Request id: " + err.requestId) : null,
-  );
+  const box = h("div", { class: "error", role: "alert", "data-code": err.code, "data-action": err.action },
+    h("p", { class: "message" }, say(err)));
+  if (retry && offersRetry(err)) {
+    box.append(h("button", { class: "retry", type: "button", onclick: () => retry() }, ui.retry));
+  }
+  if (err.requestId) box.append(h("p", { class: "reference" }, fill(ui.reference, { requestId: err.requestId })));
+  return box;
 }
 
-/** A date-time for display: "" when absent, as given when it is not a date. */
-function when(s: string | null | undefined): string {
-  if (!s) return "";
-  const d = new Date(s);
-  return Number.isNaN(d.getTime()) ? s : d.toLocaleString();
+/** A table that becomes a list of cards on a phone: each cell carries its column's name. */
+function table(id: string, columns: { label: string; num?: boolean }[], rows: HTMLElement[]): HTMLElement {
+  const body = h("tbody", {}, ...rows);
+  labelCells(body, columns);
+  const t = h("table", { id, class: "cards" },
+    h("thead", {}, h("tr", {}, ...columns.map((c) => h("th", c.num ? { class: "num" } : {}, c.label)))),
+    body);
+  return t;
 }
 
-function money(m: { amount?: string | number; currency?: string } | undefined): string {
-  if (!m || m.amount === undefined || m.amount === "") return "";
-  const n = typeof m.amount === "number" ? m.amount : Number(m.amount);
-  const cur = m.currency ?? "";
-  if (!Number.isFinite(n)) return `${m.amount} ${cur}`.trim();
-  try {
-    return new Intl.NumberFormat("en-IL", { style: "currency", currency: cur || "ILS" }).format(n);
-  } catch {
-    return `${n.toFixed(2)} ${cur}`.trim();
+/** Sets each cell's data-label (its column's name, shown before it on a phone). */
+function labelCells(body: HTMLElement, columns: { label: string }[]): void {
+  for (const tr of Array.from(body.children)) {
+    Array.from(tr.children).forEach((td, i) => {
+      const label = columns[i]?.label;
+      if (label) td.setAttribute("data-label", label);
+    });
   }
 }
 
@@ -79,6 +113,7 @@ function go(path: string): void {
 function link(path: string, text: string): HTMLElement {
   return h("a", {
     href: path,
+    ...(location.pathname === path ? { "aria-current": "page" } : {}),
     onclick: (ev: Event) => {
       ev.preventDefault();
       go(path);
@@ -100,10 +135,11 @@ function renderNav(): void {
     return;
   }
   nav.replaceChildren(
-    link("/", "Accounts"), link("/connections", "Banks"), link("/pay", "New payment"),
+    link("/", "Accounts"), link("/connections", "Banks"), link("/pay", "Pay"),
     link("/payments", "Payments"), link("/sessions", "Sessions"),
   );
-  whoEl.textContent = "Signed in as " + who;
+  whoEl.textContent = who;
+  whoEl.title = "Signed in as " + who;
 }
 
 async function route(): Promise<void> {
@@ -111,7 +147,7 @@ async function route(): Promise<void> {
   const path = location.pathname;
   // The previous page (or one restored from the back-forward cache after a
   // logout) must not stay on screen while the session is checked.
-  render(h("p", {}, "Loading…"));
+  render(h("p", {}, ui.loading));
   if (path !== "/login") {
     try {
       const me = await bff.session();
@@ -120,7 +156,7 @@ async function route(): Promise<void> {
     } catch (err) {
       if (seq !== routing) return;
       renderNav();
-      render(h("h1", {}, "Cannot reach the BFF"), errorBox(err));
+      render(h("h1", {}, "Cannot load this page"), errorBox(err, () => void route()));
       return;
     }
     if (!who) {
@@ -155,64 +191,99 @@ function safeReturnTo(): string {
   return r.startsWith("/") && !r.startsWith("//") && r !== "/login" && !r.startsWith("/login?") ? r : "/";
 }
 
+/**
+ * How this BFF signs users in: "dev" when it has POST /auth/dev/login (`auth.mode: dev`),
+ * else "oidc". An empty userId is refused (VALIDATION_ERROR) by the dev login, which makes no
+ * session; a BFF without it answers ROUTE_NOT_FOUND, or METHOD_NOT_ALLOWED when it serves the
+ * app (static_dir takes GET on every path). Asked once per page load.
+ */
+let signInMethod: Promise<"dev" | "oidc"> | null = null;
+function loginMethod(): Promise<"dev" | "oidc"> {
+  signInMethod ??= bff.request("POST", "/auth/dev/login", { body: { userId: "" }, retry: false })
+    .then(() => "dev" as const, (err: unknown) => {
+      if (isBffError(err) && err.is("ROUTE_NOT_FOUND", "METHOD_NOT_ALLOWED")) return "oidc" as const;
+      if (isBffError(err) && err.is("VALIDATION_ERROR")) return "dev" as const;
+      signInMethod = null; // a failure of the moment: ask again on the next try
+      throw err;
+    });
+  return signInMethod;
+}
+
 function loginPage(): void {
   const returnTo = safeReturnTo();
-  const input = h("input", { id: "userId", name: "userId", value: "alice", autocomplete: "username" }) as HTMLInputElement;
+  const seq = routing;
+  const section = h("section", { id: "sign-in-page" }, h("h1", {}, "Sign in"), h("p", {}, ui.loading));
+  render(section);
+  loginMethod().then((method) => {
+    if (seq !== routing) return;
+    section.replaceChildren(h("h1", {}, "Sign in"), ...(method === "dev" ? devLogin(returnTo) : oidcLogin(returnTo)));
+    section.id = "sign-in";
+    document.getElementById("userId")?.focus();
+  }, (err: unknown) => {
+    if (seq !== routing) return;
+    section.replaceChildren(h("h1", {}, "Sign in"), errorBox(err, () => loginPage()));
+  });
+}
+
+function oidcLogin(returnTo: string): Node[] {
+  return [
+    h("p", {}, "Sign in with your organization's account."),
+    h("p", {}, h("a", { class: "button", id: "oidc-login", href: bff.loginUrl(returnTo) }, "Sign in")),
+  ];
+}
+
+function devLogin(returnTo: string): Node[] {
+  const fields: Fields = {};
   const out = h("div");
+  const submit = h("button", { type: "submit" }, "Sign in") as HTMLButtonElement;
   const form = h(
     "form",
     {
       id: "login-form",
-      onsubmit: async (ev: Event) => {
-        ev.preventDefault();
-        out.replaceChildren();
-        try {
-          const s = await bff.devLogin(input.value.trim());
-          who = s.userId;
-          go(returnTo);
-        } catch (err) {
-          out.replaceChildren(errorBox(err));
-        }
-      },
+      novalidate: true,
+      onsubmit: submitter(fields, out, submit, async () => {
+        const s = await bff.devLogin(fields.userId!.input.value.trim());
+        who = s.userId;
+        go(returnTo);
+      }),
     },
-    h("label", { for: "userId" }, "User id"),
-    input,
-    h("button", { type: "submit" }, "Sign in (dev login)"),
+    formField(fields, "userId", "userId", "User id", "alice", { autocomplete: "username" }),
+    submit,
   );
-  render(
-    h("h1", {}, "Sign in"),
-    h("p", {}, "Development login (POST /auth/dev/login, only with auth.mode: dev): any user id is accepted."),
+  return [
+    h("p", {}, "Development sign-in: any user id is accepted."),
     form,
+    out,
     h("p", { class: "muted" },
       "Personas of the upstream simulator: a user id persona-<name>[-anything] gets that persona's data, " +
       "e.g. persona-busy (9 accounts, 10,000 transactions), persona-new (no data), persona-troubled " +
       "(expired and failing bank connections), persona-free (the Free plan: data calls refused). " +
       "Any other id is the default persona."),
-    out,
-    h("p", {}, "With an OpenID provider (auth.mode: oidc): ",
-      h("a", { href: bff.loginUrl(returnTo) }, "Sign in with your identity provider")),
-  );
-  input.focus();
+  ];
 }
 
 // ---- Accounts and transactions --------------------------------------------
 
 function balanceOf(a: Account): string {
   const b = a.balances?.[0];
-  return b ? money(b.balanceAmount) : "";
+  return b ? formatMoney(b.balanceAmount) : "";
 }
 
 /** The charged amount, or the original amount when chargedAmount.amount is "". */
 function txAmount(t: Transaction): string {
   const charged = t.amount?.chargedAmount;
-  if (charged && charged.amount !== "" && charged.amount !== undefined) return money(charged);
-  return money(t.amount?.originalAmount);
+  if (charged && charged.amount !== "" && charged.amount !== undefined) return formatMoney(charged);
+  return formatMoney(t.amount?.originalAmount);
 }
+
+const txColumns = [{ label: "Date" }, { label: "Merchant" }, { label: "Category" }, { label: "Amount", num: true }];
+const accountColumns = [{ label: "Account" }, { label: "Bank" }, { label: "Number" }, { label: "Balance", num: true }];
 
 function homePage(): void {
   const status = h("div", { id: "refresh-status" });
-  const accountsBox = h("div", { id: "accounts" }, "Loading accounts…");
-  const txBody = h("tbody");
+  const accountsBox = h("div", { id: "accounts" }, ui.loading);
+  const txTable = table("transactions", txColumns, []);
+  const txBody = txTable.querySelector("tbody")!;
   const txMsg = h("div");
   const more = h("button", { id: "load-more", type: "button" }, "Load more") as HTMLButtonElement;
   more.hidden = true;
@@ -221,23 +292,24 @@ function homePage(): void {
 
   async function loadTx(): Promise<void> {
     more.disabled = true;
-    txMsg.replaceChildren("Loading…");
+    txMsg.replaceChildren(ui.loading);
     try {
       const page = await bff.transactions({ limit: 20, ...(nextPage ? { nextPage } : {}) });
-      for (const t of page.items) {
-        txBody.append(h("tr", {},
-          h("td", {}, t.date?.transactionDate ?? ""),
-          h("td", {}, h("bdi", {}, t.merchantName || t.description?.description || "")),
-          h("td", {}, t.category?.main ?? ""),
-          h("td", { class: "num" }, txAmount(t)),
-        ));
-      }
+      const rows = page.items.map((t) => h("tr", {},
+        h("td", {}, formatDate(t.date?.transactionDate)),
+        h("td", {}, h("bdi", {}, t.merchantName || t.description?.description || "")),
+        h("td", {}, t.category?.main ?? ""),
+        h("td", { class: "num" }, txAmount(t)),
+      ));
+      const added = h("tbody", {}, ...rows);
+      labelCells(added, txColumns);
+      txBody.append(...Array.from(added.children));
       count += page.items.length;
       nextPage = page.nextPage ?? null;
       more.hidden = !nextPage;
       txMsg.replaceChildren(count === 0 ? "No transactions." : `${count} shown` + (nextPage ? "" : " (all)"));
     } catch (err) {
-      txMsg.replaceChildren(errorBox(err));
+      txMsg.replaceChildren(errorBox(err, () => void loadTx()));
     } finally {
       more.disabled = false;
     }
@@ -248,57 +320,47 @@ function homePage(): void {
     id: "refresh",
     type: "button",
     onclick: async () => {
-      status.replaceChildren("Refreshing…");
+      status.replaceChildren(ui.loading);
       try {
         const r = await bff.refresh();
-        status.replaceChildren(h("div", { class: "ok" }, `Refresh ${r.status}` + (r.message ? `: ${r.message}` : "")));
+        status.replaceChildren(h("div", { class: "ok" }, r.status === "already_running" ? ui.refreshRunning : ui.refreshAccepted));
       } catch (err) {
-        if (isBffError(err) && err.is("REFRESH_TOO_SOON")) {
-          status.replaceChildren(h("div", { class: "error", "data-code": err.code },
-            `REFRESH_TOO_SOON: refreshed recently; try again in ${err.retryAfterSeconds ?? "?"} s.`,
-            err.requestId ? h("div", { class: "muted" }, "Request id: " + err.requestId) : null));
-        } else if (isBffError(err) && err.is("INSUFFICIENT_CREDITS")) {
-          status.replaceChildren(h("div", { class: "error", "data-code": err.code },
-            `INSUFFICIENT_CREDITS: needs ${err.cost ?? "?"} credits, ${err.balance ?? "?"} left.`));
-        } else {
-          status.replaceChildren(errorBox(err));
-        }
+        // No Retry here: the button is the retry, and REFRESH_TOO_SOON says when.
+        status.replaceChildren(errorBox(err));
       }
     },
   }, "Refresh data");
 
-  render(
-    h("h1", {}, "Accounts"),
-    h("div", { class: "row" }, refreshBtn, status),
-    accountsBox,
-    h("h2", {}, "Transactions"),
-    h("table", { id: "transactions" },
-      h("thead", {}, h("tr", {}, h("th", {}, "Date"), h("th", {}, "Merchant"), h("th", {}, "Category"), h("th", { class: "num" }, "Amount"))),
-      txBody),
-    txMsg,
-    more,
-  );
-
-  void (async () => {
+  async function loadAccounts(): Promise<void> {
+    accountsBox.replaceChildren(ui.loading);
     try {
       const rows: HTMLElement[] = [];
       for await (const page of bff.accountPages({})) {
         for (const a of page.items) {
           rows.push(h("tr", {},
             h("td", {}, h("bdi", {}, a.product ?? a.accountType ?? "")),
-            h("td", {}, a.providerId ?? ""),
+            h("td", {}, providerName(a.providerId)),
             h("td", { class: "mono" }, a.accountNumber ?? ""),
             h("td", { class: "num" }, balanceOf(a)),
           ));
         }
       }
-      accountsBox.replaceChildren(rows.length === 0 ? "No accounts yet." : h("table", { id: "accounts-table" },
-        h("thead", {}, h("tr", {}, h("th", {}, "Account"), h("th", {}, "Bank"), h("th", {}, "Number"), h("th", { class: "num" }, "Balance"))),
-        h("tbody", {}, ...rows)));
+      accountsBox.replaceChildren(rows.length === 0 ? "No accounts yet." : table("accounts-table", accountColumns, rows));
     } catch (err) {
-      accountsBox.replaceChildren(errorBox(err));
+      accountsBox.replaceChildren(errorBox(err, () => void loadAccounts()));
     }
-  })();
+  }
+
+  render(
+    h("h1", {}, "Accounts"),
+    h("div", { class: "row" }, refreshBtn, status),
+    accountsBox,
+    h("h2", {}, "Transactions"),
+    txTable,
+    txMsg,
+    more,
+  );
+  void loadAccounts();
   void loadTx();
 }
 
@@ -310,6 +372,9 @@ function payPage(): void {
     formField(fields, name, path, label, value, extra);
   const out = h("div");
   const submit = h("button", { type: "submit" }, "Pay") as HTMLButtonElement;
+  // One key per payment the user means to make, kept across a Retry of the same form: a
+  // payment whose answer was lost is never made twice. A new form gets a new key.
+  let key = crypto.randomUUID();
 
   const form = h(
     "form",
@@ -317,7 +382,7 @@ function payPage(): void {
       id: "pay-form",
       novalidate: true,
       onsubmit: submitter(fields, out, submit, async () => {
-        const res = await bff.createPayment({
+        const body = {
           paymentInformation: {
             amount: fields.amount!.input.value.trim(),
             currency: fields.currency!.input.value.trim(),
@@ -327,20 +392,27 @@ function payPage(): void {
           providerIds: ["demobank-sandbox"],
           includeFakeProviders: true,
           redirectUrl: location.origin + "/payment-done",
-        });
-        out.replaceChildren(h("p", {}, "Payment " + res.data.id + " created; going to the bank to approve it…"));
-        location.assign(res.data.payUrl);
+        };
+        try {
+          const res = await bff.createPayment(body, { idempotencyKey: key });
+          out.replaceChildren(h("p", {}, "Going to your bank to approve the payment…"));
+          location.assign(res.data.payUrl);
+        } catch (err) {
+          // A refused request made no payment: the corrected one is a new payment.
+          if (isBffError(err) && err.action === "fix_request") key = crypto.randomUUID();
+          throw err;
+        }
       }),
     },
     field("amount", "paymentInformation.amount", "Amount", "12.50", { inputmode: "decimal" }),
     field("currency", "paymentInformation.currency", "Currency", "ILS", { readonly: true }),
-    field("iban", "paymentInformation.creditorAccount.iban", "Creditor IBAN", "IL620108000000099999999", { class: "mono" }),
-    field("remittance", "paymentInformation.remittanceInformation", "Remittance information", "Example payment"),
+    field("iban", "paymentInformation.creditorAccount.iban", "Creditor IBAN", "IL620108000000099999999", { class: "mono", autocomplete: "off" }),
+    field("remittance", "paymentInformation.remittanceInformation", "Description", "Example payment"),
     submit,
   );
   render(
     h("h1", {}, "New payment"),
-    h("p", { class: "muted" }, "Paid through demobank-sandbox (the upstream simulator): you approve or reject it on the bank's consent page and come back here."),
+    h("p", { class: "muted" }, "You approve the payment at your bank and come back here."),
     form,
     out,
   );
@@ -352,7 +424,7 @@ function payPage(): void {
 type Fields = Record<string, { input: HTMLInputElement; msg: HTMLElement; path: string }>;
 
 function formField(fields: Fields, name: string, path: string, label: string, value: string, extra: Attrs = {}): HTMLElement {
-  const input = h("input", { id: name, name, value, ...extra }) as HTMLInputElement;
+  const input = h("input", { id: name, name, value, "aria-describedby": name + "-error", ...extra }) as HTMLInputElement;
   const msg = h("div", { class: "field-error", id: name + "-error" });
   fields[name] = { input, msg, path };
   return h("div", { class: "field" }, h("label", { for: name }, label), input, msg);
@@ -362,10 +434,10 @@ function clearFieldErrors(fields: Fields): void {
   for (const f of Object.values(fields)) { f.msg.textContent = ""; f.input.removeAttribute("aria-invalid"); }
 }
 
-/** The box for a failed submit: a validation error's messages go next to their inputs. */
 /**
  * A form's submit handler: clears the last errors, disables the button while send runs,
- * and on failure shows each field error at its field (formError) and enables it again.
+ * and on failure marks each field the answer names (formError) and enables it again. The
+ * button is the Retry of a form.
  */
 function submitter(fields: Fields, out: HTMLElement, submit: HTMLButtonElement, send: () => Promise<void>) {
   return async (ev: Event) => {
@@ -383,12 +455,8 @@ function submitter(fields: Fields, out: HTMLElement, submit: HTMLButtonElement, 
 }
 
 function formError(err: unknown, fields: Fields): HTMLElement {
-  if (!isBffError(err) || err.fields.length === 0) return errorBox(err);
-  const unplaced = showFieldErrors(err, fields);
-  return h("div", { class: "error", role: "alert", "data-code": err.code },
-    h("strong", {}, err.code), " (action: " + err.action + "): please correct the marked fields.",
-    ...unplaced.map((m) => h("div", {}, m)),
-    err.requestId ? h("div", { class: "muted" }, "Request id: " + err.requestId) : null);
+  if (isBffError(err)) markFields(err, fields);
+  return errorBox(err);
 }
 
 /** Whether an error's field names the path: itself, its last part, or an item of it (`providerIds[0]`). */
@@ -396,16 +464,14 @@ function namesPath(field: string, path: string): boolean {
   return field !== "" && (path === field || path.endsWith("." + field) || field.startsWith(path + "["));
 }
 
-/** Puts each field error next to its input; returns the messages that match no input. */
-function showFieldErrors(err: BffError, fields: Fields): string[] {
-  const unplaced: string[] = [];
+/** Marks each input an error names, with the plain words of messages.ts (not the upstream's). */
+function markFields(err: BffError, fields: Fields): void {
   for (const fe of err.fields) {
-    const f = Object.values(fields).find((x) => namesPath(fe.field, x.path));
-    if (!f) { unplaced.push(fe.message); continue; }
-    f.msg.textContent = fe.message;
+    const [name, f] = Object.entries(fields).find(([, x]) => namesPath(fe.field, x.path)) ?? [];
+    if (!name || !f) continue;
+    f.msg.textContent = fieldMessages[name] ?? ui.fieldHelp;
     f.input.setAttribute("aria-invalid", "true");
   }
-  return unplaced;
 }
 
 // ---- Back from the bank ----------------------------------------------------
@@ -414,54 +480,55 @@ const finalOk = new Set(["ACCC", "ACSC", "ACSP", "ACTC", "ACWC", "ACFC", "PATC"]
 const finalBad = new Set(["RJCT", "CANC", "ERROR"]);
 
 function paymentDonePage(): void {
-  const q = new URLSearchParams(location.search);
-  const id = q.get("paymentId");
-  const said = q.get("status");
+  const id = new URLSearchParams(location.search).get("paymentId");
   const box = h("div", { id: "payment-outcome" }, "Checking the payment…");
   render(
     h("h1", {}, "Payment"),
-    h("p", { class: "muted" }, "The bank sent you back with status " + (said ?? "(none)") + "; the BFF's answer is what counts:"),
     box,
-    h("p", {}, link("/pay", "Make another payment"), " · ", link("/payments", "All payments"), " · ", link("/", "Accounts")),
+    h("p", { class: "links" }, link("/pay", "Make another payment"), " · ", link("/payments", "All payments"), " · ", link("/", "Accounts")),
   );
   if (!id) {
-    box.replaceChildren(h("div", { class: "error" }, "No paymentId in the address."));
+    box.replaceChildren(h("div", { class: "error" }, "This page was opened without a payment."));
     return;
   }
-  void (async () => {
+  async function load(): Promise<void> {
+    box.replaceChildren("Checking the payment…");
     try {
-      const p: Payment = await bff.payment(id);
+      // The bank's redirect says what it says; the BFF's answer is what counts.
+      const p: Payment = await bff.payment(id!);
       const cls = finalOk.has(p.status) ? "ok" : finalBad.has(p.status) ? "error" : "pending";
-      const words = finalOk.has(p.status) ? "accepted" : finalBad.has(p.status) ? "not made" : "still in progress";
+      const words = finalOk.has(p.status) ? "Payment accepted" : finalBad.has(p.status) ? "Payment not made" : "Payment still in progress";
+      const pi = p.paymentInformation;
       box.replaceChildren(h("div", { class: cls, "data-status": p.status },
-        h("strong", {}, `Payment ${words}: ${p.status}`),
-        h("div", {}, `${money({ amount: p.paymentInformation?.amount, currency: p.paymentInformation?.currency })} ` +
-          (p.paymentInformation?.remittanceInformation ? `· ${p.paymentInformation.remittanceInformation}` : "")),
-        h("div", { class: "muted mono" }, "Payment id: " + p.id)));
+        h("strong", {}, `${words}: ${statusWords(paymentStatus, p.status)}`),
+        h("div", {}, formatMoney({ amount: pi?.amount, currency: pi?.currency }),
+          pi?.remittanceInformation ? " · " : "", h("bdi", {}, pi?.remittanceInformation ?? "")),
+        h("p", { class: "reference" }, "Payment id: " + p.id)));
     } catch (err) {
-      box.replaceChildren(errorBox(err));
+      box.replaceChildren(errorBox(err, () => void load()));
     }
-  })();
+  }
+  void load();
 }
 
 // ---- Payments --------------------------------------------------------------
 
+const paymentColumns = [{ label: "Created" }, { label: "Amount", num: true }, { label: "Description" }, { label: "Status" }];
+
 function paymentRow(p: Payment): HTMLElement {
   const pi = p.paymentInformation;
   return h("tr", { "data-payment-id": p.id, "data-status": p.status },
-    h("td", {}, when(p.createdAt)),
-    h("td", { class: "num" }, money({ amount: pi?.amount, currency: pi?.currency })),
+    h("td", {}, formatDateTime(p.createdAt)),
+    h("td", { class: "num" }, formatMoney({ amount: pi?.amount, currency: pi?.currency })),
     h("td", {}, h("bdi", {}, pi?.remittanceInformation ?? "")),
-    h("td", { class: "mono" }, p.status),
+    h("td", {}, statusWords(paymentStatus, p.status)),
   );
 }
 
 function paymentsPage(): void {
-  const body = h("tbody");
-  const table = h("table", { id: "payments-table" },
-    h("thead", {}, h("tr", {}, h("th", {}, "Created"), h("th", { class: "num" }, "Amount"), h("th", {}, "Remittance information"), h("th", {}, "Status"))),
-    body);
-  table.hidden = true;
+  const t = table("payments-table", paymentColumns, []);
+  const body = t.querySelector("tbody")!;
+  t.hidden = true;
   const msg = h("div");
   const more = h("button", { id: "payments-more", type: "button" }, "Load more") as HTMLButtonElement;
   more.hidden = true;
@@ -470,19 +537,21 @@ function paymentsPage(): void {
 
   async function load(): Promise<void> {
     more.disabled = true;
-    msg.replaceChildren("Loading…");
+    msg.replaceChildren(ui.loading);
     try {
       const page = await bff.payments({ limit: 20, sort: -1, ...(nextPage ? { nextPage } : {}) });
-      for (const p of page.items) body.append(paymentRow(p));
+      const added = h("tbody", {}, ...page.items.map(paymentRow));
+      labelCells(added, paymentColumns);
+      body.append(...Array.from(added.children));
       count += page.items.length;
       nextPage = page.nextPage ?? null;
       more.hidden = !nextPage;
-      table.hidden = count === 0;
+      t.hidden = count === 0;
       msg.replaceChildren(count === 0 && !nextPage
         ? h("p", { id: "payments-empty" }, "No payments yet.")
         : `${count} shown` + (nextPage ? "" : " (all)"));
     } catch (err) {
-      msg.replaceChildren(errorBox(err));
+      msg.replaceChildren(errorBox(err, () => void load()));
     } finally {
       more.disabled = false;
     }
@@ -492,7 +561,7 @@ function paymentsPage(): void {
   render(
     h("h1", {}, "Payments"),
     h("p", { class: "muted" }, "Newest first. ", link("/pay", "New payment")),
-    table,
+    t,
     msg,
     more,
   );
@@ -501,22 +570,19 @@ function paymentsPage(): void {
 
 // ---- Bank connections ------------------------------------------------------
 
-/** The connection's error, "CODE: message", or "". */
-function connectionError(c: Connection): string {
-  return c.error ? [c.error.code, c.error.message].filter(Boolean).join(": ") : "";
-}
+const connectionColumns = [{ label: "Bank" }, { label: "Status" }, { label: "Connected" }];
 
 function connectionRow(c: Connection): HTMLElement {
   return h("tr", { "data-connection-id": c.id ?? "", "data-status": c.status ?? "" },
-    h("td", {}, c.providerId ?? c.providerIds?.join(", ") ?? ""),
-    h("td", { class: "mono" }, c.status ?? ""),
-    h("td", {}, when(c.createdAt)),
-    h("td", {}, h("bdi", {}, connectionError(c))),
+    h("td", {}, providerNames(c)),
+    // A connection's own error is the bank's text: its status in words says what to do.
+    h("td", {}, statusWords(connectionStatus, c.status)),
+    h("td", {}, formatDateTime(c.createdAt)),
   );
 }
 
 function connectionsPage(): void {
-  const list = h("div", { id: "connections" }, "Loading…");
+  const list = h("div", { id: "connections" }, ui.loading);
   const fields: Fields = {};
   const out = h("div");
   const submit = h("button", { id: "connect", type: "submit" }, "Connect a bank") as HTMLButtonElement;
@@ -530,7 +596,7 @@ function connectionsPage(): void {
           providerIds: [fields.provider!.input.value.trim()],
           redirectUrl: location.origin + "/connection-done",
         });
-        out.replaceChildren(h("p", {}, "Connection " + res.id + " created; going to the bank to approve it…"));
+        out.replaceChildren(h("p", {}, "Going to your bank to approve the connection…"));
         location.assign(res.connectUrl);
       }),
     },
@@ -541,62 +607,65 @@ function connectionsPage(): void {
     h("h1", {}, "Banks"),
     list,
     h("h2", {}, "Connect a bank"),
-    h("p", { class: "muted" }, "demobank-sandbox is the upstream simulator: you approve or reject the connection on the bank's consent page and come back here."),
+    h("p", { class: "muted" }, "You approve the connection at your bank and come back here."),
     form,
     out,
   );
-  void (async () => {
+  async function load(): Promise<void> {
+    list.replaceChildren(ui.loading);
     try {
       const rows: HTMLElement[] = [];
       for await (const page of bff.connectionPages({})) rows.push(...page.items.map(connectionRow));
-      list.replaceChildren(rows.length === 0 ? h("p", { id: "connections-empty" }, "No banks connected yet.") : h("table", { id: "connections-table" },
-        h("thead", {}, h("tr", {}, h("th", {}, "Bank"), h("th", {}, "Status"), h("th", {}, "Created"), h("th", {}, "Error"))),
-        h("tbody", {}, ...rows)));
+      list.replaceChildren(rows.length === 0
+        ? h("p", { id: "connections-empty" }, "No banks connected yet.")
+        : table("connections-table", connectionColumns, rows));
     } catch (err) {
-      list.replaceChildren(errorBox(err));
+      list.replaceChildren(errorBox(err, () => void load()));
     }
-  })();
+  }
+  void load();
 }
 
 function connectionDonePage(): void {
-  const q = new URLSearchParams(location.search);
-  const id = q.get("connectionId");
-  const said = q.get("status");
+  const id = new URLSearchParams(location.search).get("connectionId");
   const box = h("div", { id: "connection-outcome" }, "Checking the connection…");
   render(
     h("h1", {}, "Bank connection"),
-    h("p", { class: "muted" }, "The bank sent you back with status " + (said ?? "(none)") + "; the BFF's answer is what counts:"),
     box,
-    h("p", {}, link("/connections", "Banks"), " · ", link("/", "Accounts")),
+    h("p", { class: "links" }, link("/connections", "Banks"), " · ", link("/", "Accounts")),
   );
   if (!id) {
-    box.replaceChildren(h("div", { class: "error" }, "No connectionId in the address."));
+    box.replaceChildren(h("div", { class: "error" }, "This page was opened without a connection."));
     return;
   }
-  void (async () => {
+  async function load(): Promise<void> {
+    box.className = "";
+    box.replaceChildren("Checking the connection…");
     try {
-      const c = await bff.connection(id);
+      const c = await bff.connection(id!);
       const status = c.status ?? "";
       const [cls, words] = status === "ACTIVE" ? ["ok", "Bank connected"]
-        : status === "PENDING" ? ["pending", "Bank connection still pending"]
-        : ["error", "Bank not connected: " + (status || "(no status)")];
+        : status === "PENDING" ? ["pending", "Bank connection still waiting for approval"]
+        : ["error", "Bank not connected: " + statusWords(connectionStatus, status)];
       box.className = cls;
       box.setAttribute("data-status", status);
       box.replaceChildren(
         h("strong", {}, words),
-        h("div", {}, c.providerId ?? c.providerIds?.join(", ") ?? ""),
-        h("div", {}, h("bdi", {}, connectionError(c))),
-        h("div", { class: "muted mono" }, "Connection id: " + (c.id ?? id)));
+        h("div", {}, providerNames(c)),
+        h("p", { class: "reference" }, "Connection id: " + (c.id ?? id)));
     } catch (err) {
-      box.replaceChildren(errorBox(err));
+      box.replaceChildren(errorBox(err, () => void load()));
     }
-  })();
+  }
+  void load();
 }
 
 // ---- Sessions and logout ---------------------------------------------------
 
+const sessionColumns = [{ label: "Method" }, { label: "Signed in" }, { label: "Last seen" }, { label: "Expires" }, { label: "" }];
+
 function sessionsPage(): void {
-  const list = h("div", { id: "sessions" }, "Loading…");
+  const list = h("div", { id: "sessions" }, ui.loading);
   const out = h("div");
   const logoutBtn = h("button", {
     id: "logout", type: "button",
@@ -643,21 +712,19 @@ function sessionsPage(): void {
       },
     }, "End this session") as HTMLButtonElement;
     return h("tr", { "data-session-id": s.id, "data-current": s.current && "true" },
-      h("td", {}, s.method),
-      h("td", {}, when(s.createdAt)),
-      h("td", {}, when(s.lastSeenAt)),
-      h("td", {}, when(s.expiresAt)),
-      h("td", {}, s.current ? "this browser" : revoke),
+      h("td", {}, sessionMethod[s.method] ?? s.method),
+      h("td", {}, formatDateTime(s.createdAt)),
+      h("td", {}, formatDateTime(s.lastSeenAt)),
+      h("td", {}, formatDateTime(s.expiresAt)),
+      h("td", {}, s.current ? "This browser" : revoke),
     );
   }
   async function load(): Promise<void> {
     try {
       const ss = await bff.sessions();
-      list.replaceChildren(h("table", {},
-        h("thead", {}, h("tr", {}, h("th", {}, "Method"), h("th", {}, "Signed in"), h("th", {}, "Last seen"), h("th", {}, "Expires"), h("th", {}, ""))),
-        h("tbody", {}, ...ss.map(sessionRow))));
+      list.replaceChildren(table("sessions-table", sessionColumns, ss.map(sessionRow)));
     } catch (err) {
-      list.replaceChildren(errorBox(err));
+      list.replaceChildren(errorBox(err, () => void load()));
     }
   }
   render(
