@@ -6,6 +6,7 @@
 GO       ?= go
 BIN      := bin
 PORT     ?= 8080
+APP      ?= web/app
 PKGS     := ./...
 
 .PHONY: all build run test test-deps test-client client-pack test-chart manifests lint bench bench-micro chaos fuzz check-config clean
@@ -19,9 +20,10 @@ build:
 
 ## run: the BFF with its local upstream simulator, dev login, in-process store,
 ## and the example web app (web/app, built with npm) at http://localhost:8080;
-## PORT=3000 moves it (and the admin port, the simulator and its allow-list)
+## PORT=3000 moves it (and the admin port, the simulator and its allow-list);
+## APP=web/react-app serves the React example instead
 run: build
-	PORT=$(PORT) ./scripts/run-dev.sh
+	PORT=$(PORT) RUN_APP=$(APP) ./scripts/run-dev.sh
 
 ## test: the whole suite with the race detector, on a real Redis, a real
 ## PostgreSQL, HAProxy, headless Chromium and a real OpenID provider
@@ -72,6 +74,7 @@ test-deps:
 	@command -v chromium >/dev/null 2>&1 || { echo "Chromium is needed for the browser tests (the example app, the consent pages): apt-get install -y chromium" >&2; exit 1; }
 	@[ -d e2e/oidcprovider/node_modules/oidc-provider ] || npm ci --prefix e2e/oidcprovider --no-audit --no-fund
 	@[ -d web/app/node_modules/esbuild ] || npm ci --prefix web/app --no-audit --no-fund
+	@[ -d web/react-app/node_modules/react-dom ] || npm ci --prefix web/react-app --no-audit --no-fund
 
 ## lint: gofmt, go vet and staticcheck
 lint:

@@ -31,9 +31,14 @@ for v in PORT ADMIN_PORT SIM_PORT; do
 done
 PUBLIC="http://localhost:$PORT"
 
-# The example web app: install its one dev dependency (esbuild) when the lock
-# file is newer than what is installed, then build dist/ (well under a second).
-APP=web/app
+# The example web app (RUN_APP, `make run APP=...`: web/app, or the React
+# example web/react-app): install its dependencies when the lock file is
+# newer than what is installed, then build dist/ (about a second).
+APP="${RUN_APP:-web/app}"
+case "$APP" in
+  web/app|web/react-app) ;;
+  *) echo "make run: APP=$APP is not an example app (web/app or web/react-app)" >&2; exit 2 ;;
+esac
 app_line="Then open $PUBLIC: the example web app (sign in as alice)."
 if command -v npm >/dev/null 2>&1 && ./scripts/check-node.sh; then
   if [ ! -f "$APP/node_modules/.package-lock.json" ] || [ "$APP/package-lock.json" -nt "$APP/node_modules/.package-lock.json" ]; then

@@ -1,0 +1,285 @@
+// The BFF's example app in React: sign-in, accounts, a payment through the bank (one
+// Idempotency-Key per payment), and the payments list, with the same message table, formatters
+// and stylesheet as web/app (../app/src). Served by the BFF from static_dir, like web/app.
+import "../../app/src/app.css";
+import { StrictMode, useEffect, useState, type FormEvent, type ReactNode } from "react";
+import { createRoot } from "react-dom/client";
+import { isBffError, type Payment } from "../../client/src/index.ts";
+import { formatDateTime, formatMoney, providerName } from "../../app/src/format.ts";
+import { fieldMessages, paymentStatus, statusWords, ui } from "../../app/src/messages.ts";
+import { bff, session } from "./bff.ts";
+import { Problem, StillTrying, useCall } from "./hooks.tsx";
+
+// ---- Routing: plain paths with history.pushState (the BFF answers any path with index.html).
+
+function usePath(): [string, (to: string) => void] {
+  const [path, setPath] = useState(location.pathname + location.search);
+  useEffect(() => {
+    const back = () => setPath(location.pathname + location.search);
+    addEventListener("popstate", back);
+    return () => removeEventListener("popstate", back);
+  }, []);
+  const go = (to: string) => {
+    history.pushState(null, "", to);
+    setPath(to);
+  };
+  return [path, go];
+}
+
+function Link({ to, go, children }: { to: string; go: (to: string) => void; children: ReactNode }) {
+  const current = location.pathname === to ? "page" : undefined;
+  return <a href={to} aria-current={current} onClick={(e) => { e.preventDefault(); go(to); }}>{children}</a>;
+}
+
+function App() {
+  const [path, go] = usePath();
+  const pathname = path.split("?")[0]!;
+  session.required = (returnTo) => go("/login?returnTo=" + encodeURIComponent(returnTo));
+  // The session, checked again on every page (after a logout elsewhere, no data shows).
+  const me = useCall(() => bff.session(), [path]);
+  const who = me.data?.userId;
+  let page: ReactNode;
+  if (me.loading && me.data === undefined) page = <p>{ui.loading}</p>;
+  else if (me.error) page = <Problem error={me.error} retry={me.retry} />;
+  else if (!who || pathname === "/login") page = <SignIn go={go} />;
+  else if (pathname === "/pay") page = <Pay />;
+  else if (pathname === "/payment-done") page = <PaymentDone go={go} />;
+  else if (pathname === "/payments") page = <Payments />;
+  else page = <Accounts />;
+  return (
+    <>
+      <header className="top">
+        <strong className="brand"><img src="/favicon.svg" alt="" />Example bank app</strong>
+        <nav id="nav" aria-label="Main">
+          {who ? (
+            <>
+              <Link to="/" go={go}>Accounts</Link>
+              <Link to="/pay" go={go}>Pay</Link>
+              <Link to="/payments" go={go}>Payments</Link>
+            </>
+          ) : <Link to="/login" go={go}>Sign in</Link>}
+        </nav>
+        <span id="who" title={who ? "Signed in as " + who : undefined}>{who ?? ""}</span>
+      </header>
+      <StillTrying />
+      <main data-app="react">{page}</main>
+    </>
+  );
+}
+
+// ---- Sign in: the dev form where the BFF has POST /auth/dev/login, else the OpenID link.
+
+function loginMethod(): Promise<"dev" | "oidc"> {
+  return bff.request("POST", "/auth/dev/login", { body: { userId: "" }, retry: false }).then(
+    () => "dev" as const,
+    (err: unknown) => {
+      if (isBffError(err) && err.is("ROUTE_NOT_FOUND", "METHOD_NOT_ALLOWED")) return "oidc" as const;
+      if (isBffError(err) && err.is("VALIDATION_ERROR")) return "dev" as const;
+      throw err;
+    });
+}
+
+function safeReturnTo(): string {
+  const r = new URLSearchParams(location.search).get("returnTo") ?? "/";
+  return r.startsWith("/") && !r.startsWith("//") && !r.startsWith("/login") ? r : "/";
+}
+
+function SignIn({ go }: { go: (to: string) => void }) {
+  const method = useCall(loginMethod, []);
+  const [userId, setUserId] = useState("alice");
+  const [error, setError] = useState<unknown>();
+  const returnTo = safeReturnTo();
+  async function submit(e: FormEvent) {
+    e.preventDefault();
+    setError(undefined);
+    try {
+      await bff.devLogin(userId.trim());
+      go(returnTo);
+    } catch (err) {
+      setError(err);
+    }
+  }
+  return (
+    <section id="sign-in">
+      <h1>Sign in</h1>
+      {method.loading && <p>{ui.loading}</p>}
+      {method.error !== undefined && <Problem error={method.error} retry={method.retry} />}
+      {method.data === "oidc" && (
+        <p><a className="button" id="oidc-login" href={bff.loginUrl(returnTo)}>Sign in</a></p>
+      )}
+      {method.data === "dev" && (
+        <form id="login-form" noValidate onSubmit={submit}>
+          <div className="field">
+            <label htmlFor="userId">User id</label>
+            <input id="userId" value={userId} autoComplete="username" onChange={(e) => setUserId(e.target.value)} />
+          </div>
+          <button type="submit">Sign in</button>
+          {error !== undefined && <Problem error={error} />}
+        </form>
+      )}
+    </section>
+  );
+}
+
+// ---- Accounts
+
+function Accounts() {
+  const accounts = useCall(() => bff.accounts({ limit: 50 }), []);
+  return (
+    <>
+      <h1>Accounts</h1>
+      <div id="accounts">
+        {accounts.loading && <p>{ui.loading}</p>}
+        {accounts.error !== undefined && <Problem error={accounts.error} retry={accounts.retry} />}
+        {accounts.data && (accounts.data.items.length === 0 ? <p>No accounts yet.</p> : (
+          <table id="accounts-table" className="cards">
+            <thead><tr><th>Account</th><th>Bank</th><th>Number</th><th className="num">Balance</th></tr></thead>
+            <tbody>
+              {accounts.data.items.map((a, i) => (
+                <tr key={a.id ?? i}>
+                  <td data-label="Account"><bdi>{a.product ?? a.accountType ?? ""}</bdi></td>
+                  <td data-label="Bank">{providerName(a.providerId)}</td>
+                  <td data-label="Number" className="mono">{a.accountNumber ?? ""}</td>
+                  <td data-label="Balance" className="num">{formatMoney(a.balances?.[0]?.balanceAmount)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        ))}
+      </div>
+    </>
+  );
+}
+
+// ---- A payment: one Idempotency-Key per payment the user means to make.
+
+const payFields = {
+  amount: "paymentInformation.amount",
+  iban: "paymentInformation.creditorAccount.iban",
+  remittance: "paymentInformation.remittanceInformation",
+} as const;
+type PayField = keyof typeof payFields;
+
+function Pay() {
+  const [values, setValues] = useState<Record<PayField, string>>({
+    amount: "12.50", iban: "IL620108000000099999999", remittance: "Example payment",
+  });
+  // Kept across a second submit of the same payment: a payment whose answer was lost is never
+  // made twice. A refused one made nothing, so its corrected form gets a new key.
+  const [key, setKey] = useState(() => crypto.randomUUID());
+  const [error, setError] = useState<unknown>();
+  const [sending, setSending] = useState(false);
+  const invalid = new Set<PayField>();
+  if (isBffError(error)) {
+    for (const f of error.fields) {
+      for (const [name, path] of Object.entries(payFields) as [PayField, string][]) {
+        if (f.field !== "" && (path === f.field || path.endsWith("." + f.field))) invalid.add(name);
+      }
+    }
+  }
+  async function submit(e: FormEvent) {
+    e.preventDefault();
+    setError(undefined);
+    setSending(true);
+    try {
+      const res = await bff.createPayment({
+        paymentInformation: {
+          amount: values.amount.trim(),
+          currency: "ILS",
+          creditorAccount: { iban: values.iban.replace(/\s+/g, "") },
+          remittanceInformation: values.remittance,
+        },
+        providerIds: ["demobank-sandbox"],
+        includeFakeProviders: true,
+        redirectUrl: location.origin + "/payment-done",
+      }, { idempotencyKey: key });
+      location.assign(res.data.payUrl);
+    } catch (err) {
+      if (isBffError(err) && err.action === "fix_request") setKey(crypto.randomUUID());
+      setError(err);
+      setSending(false);
+    }
+  }
+  const field = (name: PayField, label: string, extra: { className?: string; inputMode?: "decimal" } = {}) => (
+    <div className="field">
+      <label htmlFor={name}>{label}</label>
+      <input id={name} name={name} {...extra} value={values[name]} aria-invalid={invalid.has(name) || undefined}
+        aria-describedby={name + "-error"} onChange={(e) => setValues({ ...values, [name]: e.target.value })} />
+      <div className="field-error" id={name + "-error"}>{invalid.has(name) ? fieldMessages[name] : ""}</div>
+    </div>
+  );
+  return (
+    <>
+      <h1>New payment</h1>
+      <p className="muted">You approve the payment at your bank and come back here.</p>
+      <form id="pay-form" noValidate onSubmit={submit}>
+        {field("amount", "Amount", { inputMode: "decimal" })}
+        {field("iban", "Creditor IBAN", { className: "mono" })}
+        {field("remittance", "Description")}
+        <button type="submit" disabled={sending}>Pay</button>
+      </form>
+      {error !== undefined && <Problem error={error} />}
+    </>
+  );
+}
+
+const finalOk = new Set(["ACCC", "ACSC", "ACSP", "ACTC", "ACWC", "ACFC", "PATC"]);
+const finalBad = new Set(["RJCT", "CANC", "ERROR"]);
+
+function PaymentDone({ go }: { go: (to: string) => void }) {
+  const id = new URLSearchParams(location.search).get("paymentId");
+  const p = useCall(() => (id ? bff.payment(id) : Promise.resolve(undefined)), [id]);
+  const pay = p.data;
+  const cls = pay && (finalOk.has(pay.status) ? "ok" : finalBad.has(pay.status) ? "error" : "pending");
+  return (
+    <>
+      <h1>Payment</h1>
+      <div id="payment-outcome">
+        {!id && <div className="error">This page was opened without a payment.</div>}
+        {p.loading && <p>Checking the payment…</p>}
+        {p.error !== undefined && <Problem error={p.error} retry={p.retry} />}
+        {pay && (
+          <div className={cls} data-status={pay.status}>
+            <strong>{statusWords(paymentStatus, pay.status)}</strong>
+            <div>{formatMoney({ amount: pay.paymentInformation?.amount, currency: pay.paymentInformation?.currency })}</div>
+            <p className="reference">Payment id: {pay.id}</p>
+          </div>
+        )}
+      </div>
+      <p className="links"><Link to="/payments" go={go}>All payments</Link></p>
+    </>
+  );
+}
+
+// ---- Payments
+
+function PaymentRow({ p }: { p: Payment }) {
+  const pi = p.paymentInformation;
+  return (
+    <tr data-payment-id={p.id} data-status={p.status}>
+      <td data-label="Created">{formatDateTime(p.createdAt)}</td>
+      <td data-label="Amount" className="num">{formatMoney({ amount: pi?.amount, currency: pi?.currency })}</td>
+      <td data-label="Description"><bdi>{pi?.remittanceInformation ?? ""}</bdi></td>
+      <td data-label="Status">{statusWords(paymentStatus, p.status)}</td>
+    </tr>
+  );
+}
+
+function Payments() {
+  const page = useCall(() => bff.payments({ limit: 20, sort: -1 }), []);
+  return (
+    <>
+      <h1>Payments</h1>
+      {page.loading && <p>{ui.loading}</p>}
+      {page.error !== undefined && <Problem error={page.error} retry={page.retry} />}
+      {page.data && (page.data.items.length === 0 ? <p id="payments-empty">No payments yet.</p> : (
+        <table id="payments-table" className="cards">
+          <thead><tr><th>Created</th><th className="num">Amount</th><th>Description</th><th>Status</th></tr></thead>
+          <tbody>{page.data.items.map((p) => <PaymentRow key={p.id} p={p} />)}</tbody>
+        </table>
+      ))}
+    </>
+  );
+}
+
+createRoot(document.getElementById("root")!).render(<StrictMode><App /></StrictMode>);
