@@ -18,7 +18,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/fintech-bff/bff/internal/browsertest"
+	"github.com/fintech-bff/bff/internal/testing/browsertest"
 	"github.com/fintech-bff/bff/internal/upstreamsim"
 )
 

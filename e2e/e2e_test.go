@@ -14,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/fintech-bff/bff/internal/redistest"
+	"github.com/fintech-bff/bff/internal/testing/redistest"
 )
 
 // The walkthrough of the README: login, a forwarded call carrying the

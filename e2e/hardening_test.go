@@ -20,7 +20,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
-	"github.com/fintech-bff/bff/internal/redistest"
+	"github.com/fintech-bff/bff/internal/testing/redistest"
 )
 
 // metricValue is the value of one sample line of e's /metrics ("name" or

@@ -24,9 +24,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fintech-bff/bff/internal/pgtest"
-	"github.com/fintech-bff/bff/internal/redistest"
-	"github.com/fintech-bff/bff/internal/syncbuf"
+	"github.com/fintech-bff/bff/internal/testing/pgtest"
+	"github.com/fintech-bff/bff/internal/testing/redistest"
+	"github.com/fintech-bff/bff/internal/testing/syncbuf"
 	"github.com/fintech-bff/bff/internal/upstreamsim"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fintech-bff/bff/internal/syncbuf"
+	"github.com/fintech-bff/bff/internal/testing/syncbuf"
 )
 
 // lb is HAProxy (Debian's package) in front of several BFF instances:

@@ -14,8 +14,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/fintech-bff/bff/internal/browsertest"
-	"github.com/fintech-bff/bff/internal/syncbuf"
+	"github.com/fintech-bff/bff/internal/testing/browsertest"
+	"github.com/fintech-bff/bff/internal/testing/syncbuf"
 )
 
 // freePorts finds a port p with p+1 and p+1010 free too: make run's

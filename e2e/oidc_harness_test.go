@@ -9,7 +9,7 @@ package e2e
 // the OP's login and RP-initiated logout pages.
 
 import (
-	"github.com/fintech-bff/bff/internal/syncbuf"
+	"github.com/fintech-bff/bff/internal/testing/syncbuf"
 
 	"context"
 	"crypto/rand"

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/fintech-bff/bff/internal/login"
-	"github.com/fintech-bff/bff/internal/redistest"
+	"github.com/fintech-bff/bff/internal/testing/redistest"
 )
 
 const (

@@ -13,8 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/fintech-bff/bff/internal/pgtest"
-	"github.com/fintech-bff/bff/internal/redistest"
+	"github.com/fintech-bff/bff/internal/testing/pgtest"
+	"github.com/fintech-bff/bff/internal/testing/redistest"
 	"github.com/fintech-bff/bff/internal/upstreamsim"
 )
 

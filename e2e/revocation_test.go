@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fintech-bff/bff/internal/redistest"
+	"github.com/fintech-bff/bff/internal/testing/redistest"
 )
 
 // revocationSessions is how many sessions TestRevocationWinsOnEveryInstance

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fintech-bff/bff/internal/redistest"
+	"github.com/fintech-bff/bff/internal/testing/redistest"
 )
 
 type sessionList struct {

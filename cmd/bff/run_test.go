@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/fintech-bff/bff/internal/syncbuf"
+	"github.com/fintech-bff/bff/internal/testing/syncbuf"
 
 	"bytes"
 	"context"

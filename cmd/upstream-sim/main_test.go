@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fintech-bff/bff/internal/syncbuf"
+	"github.com/fintech-bff/bff/internal/testing/syncbuf"
 )
 
 var listening = regexp.MustCompile(`listening on (http://\S+)`)

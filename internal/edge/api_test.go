@@ -21,7 +21,7 @@ import (
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/session"
-	"github.com/fintech-bff/bff/internal/syncbuf"
+	"github.com/fintech-bff/bff/internal/testing/syncbuf"
 )
 
 // The proxy's failures reach the client through the edge's one renderer:

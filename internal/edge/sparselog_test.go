@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fintech-bff/bff/internal/syncbuf"
-	"github.com/fintech-bff/bff/internal/testclock"
+	"github.com/fintech-bff/bff/internal/testing/syncbuf"
+	"github.com/fintech-bff/bff/internal/testing/testclock"
 )
 
 // One line per interval, whatever the flood; the next line counts those

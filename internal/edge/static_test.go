@@ -15,7 +15,7 @@ import (
 
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
-	"github.com/fintech-bff/bff/internal/syncbuf"
+	"github.com/fintech-bff/bff/internal/testing/syncbuf"
 )
 
 // staticApp writes a small built app into a temp dir, with a file outside

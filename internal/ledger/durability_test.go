@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fintech-bff/bff/internal/ledger"
-	"github.com/fintech-bff/bff/internal/pgtest"
+	"github.com/fintech-bff/bff/internal/testing/pgtest"
 )
 
 // safe is a server that keeps every acknowledged commit across a failover.

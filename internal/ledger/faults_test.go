@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/ledger"
-	"github.com/fintech-bff/bff/internal/pgtest"
+	"github.com/fintech-bff/bff/internal/testing/pgtest"
 )
 
 // The ledger's database fails: it restarts, freezes, fails over. These

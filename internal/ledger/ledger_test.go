@@ -17,7 +17,7 @@ import (
 
 	"github.com/fintech-bff/bff/internal/ledger"
 	"github.com/fintech-bff/bff/internal/payments"
-	"github.com/fintech-bff/bff/internal/pgtest"
+	"github.com/fintech-bff/bff/internal/testing/pgtest"
 )
 
 // store is the protocol both ledgers implement: what payments drives, and

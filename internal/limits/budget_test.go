@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/limits"
-	"github.com/fintech-bff/bff/internal/redistest"
+	"github.com/fintech-bff/bff/internal/testing/redistest"
 )
 
 // A session hammering three instances round-robin at three times its rate

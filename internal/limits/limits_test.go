@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/limits"
-	"github.com/fintech-bff/bff/internal/redistest"
+	"github.com/fintech-bff/bff/internal/testing/redistest"
 )
 
 type store interface {

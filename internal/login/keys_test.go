@@ -16,7 +16,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/fintech-bff/bff/internal/kv"
-	"github.com/fintech-bff/bff/internal/testclock"
+	"github.com/fintech-bff/bff/internal/testing/testclock"
 )
 
 // rotatingIssuer serves a key set it can change, and counts its fetches.

@@ -10,7 +10,7 @@ import (
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/localcache"
 	"github.com/fintech-bff/bff/internal/nearcache"
-	"github.com/fintech-bff/bff/internal/redistest"
+	"github.com/fintech-bff/bff/internal/testing/redistest"
 )
 
 // stringLayer is a layer of strings under the prefix "k:", named locally

@@ -12,8 +12,8 @@ import (
 
 	"github.com/fintech-bff/bff/internal/ledger"
 	"github.com/fintech-bff/bff/internal/payments"
-	"github.com/fintech-bff/bff/internal/pgtest"
 	"github.com/fintech-bff/bff/internal/proxy"
+	"github.com/fintech-bff/bff/internal/testing/pgtest"
 )
 
 // BenchmarkPayment measures what at-most-once costs a payment: the same

@@ -10,7 +10,7 @@ import (
 
 	"github.com/fintech-bff/bff/internal/ledger"
 	"github.com/fintech-bff/bff/internal/payments"
-	"github.com/fintech-bff/bff/internal/testclock"
+	"github.com/fintech-bff/bff/internal/testing/testclock"
 )
 
 func paidID(t *testing.T, body []byte) string {

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/kv"
-	"github.com/fintech-bff/bff/internal/redistest"
 	"github.com/fintech-bff/bff/internal/session"
+	"github.com/fintech-bff/bff/internal/testing/redistest"
 )
 
 func BenchmarkCookieDecode(b *testing.B) {

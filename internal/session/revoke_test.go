@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/kv"
-	"github.com/fintech-bff/bff/internal/redistest"
 	"github.com/fintech-bff/bff/internal/session"
-	"github.com/fintech-bff/bff/internal/testclock"
+	"github.com/fintech-bff/bff/internal/testing/redistest"
+	"github.com/fintech-bff/bff/internal/testing/testclock"
 )
 
 // Revocation always wins under load: two instances on one store, 50

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/kv"
-	"github.com/fintech-bff/bff/internal/redistest"
 	"github.com/fintech-bff/bff/internal/session"
-	"github.com/fintech-bff/bff/internal/testclock"
+	"github.com/fintech-bff/bff/internal/testing/redistest"
+	"github.com/fintech-bff/bff/internal/testing/testclock"
 )
 
 // countingStore counts writes, to check the idle timeout slides without a

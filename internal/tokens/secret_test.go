@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/kv"
-	"github.com/fintech-bff/bff/internal/syncbuf"
-	"github.com/fintech-bff/bff/internal/testclock"
+	"github.com/fintech-bff/bff/internal/testing/syncbuf"
+	"github.com/fintech-bff/bff/internal/testing/testclock"
 	"github.com/fintech-bff/bff/internal/tokens"
 	"github.com/fintech-bff/bff/internal/upstreamsim"
 )

@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fintech-bff/bff/internal/kv"
-	"github.com/fintech-bff/bff/internal/redistest"
-	"github.com/fintech-bff/bff/internal/testclock"
+	"github.com/fintech-bff/bff/internal/testing/redistest"
+	"github.com/fintech-bff/bff/internal/testing/testclock"
 	"github.com/fintech-bff/bff/internal/tokens"
 	"github.com/fintech-bff/bff/internal/upstreamsim"
 )

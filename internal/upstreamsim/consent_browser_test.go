@@ -10,7 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/fintech-bff/bff/internal/browsertest"
+	"github.com/fintech-bff/bff/internal/testing/browsertest"
 )
 
 // journey opens link in a new tab of browser, clicks the button with the

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fintech-bff/bff/internal/syncbuf"
+	"github.com/fintech-bff/bff/internal/testing/syncbuf"
 )
 
 // Neither the request log nor the debug log holds a client secret or a
