@@ -2,14 +2,21 @@
 # example web app (Node.js; without it the BFF runs with no app at /), and
 # `make test` and `make chaos`, which need a Redis (a throwaway redis-server
 # is started when none answers), a PostgreSQL (the local cluster is started
-# when it does not answer), Node.js and HAProxy.
+# when it does not answer), Node.js, HAProxy and Chromium. `make test-unit`
+# needs Go only.
 GO       ?= go
 BIN      := bin
 PORT     ?= 8080
 APP      ?= web/app
 PKGS     := ./...
+# The Go tests that need Redis, PostgreSQL, Node.js, HAProxy or Chromium
+# (the e2e package, and the files that use internal/testing/redistest,
+# pgtest or browsertest) are built only with this tag: `make test` sets it
+# and they fail, never skip, without what they need; `make test-unit`
+# leaves it out, so they are not compiled and nothing reports them passed.
+TAGS     := integration
 
-.PHONY: all build run test test-deps test-client client-pack test-chart manifests lint bench bench-micro chaos fuzz check-config clean
+.PHONY: all build run test test-unit test-deps test-client client-pack test-chart manifests lint bench bench-micro chaos fuzz check-config clean
 
 all: lint test
 
@@ -32,9 +39,15 @@ run: build
 ## then the TypeScript client's tests and the check that its generated
 ## types match api/openapi.yaml, then the Helm chart's checks
 test: test-deps
-	./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -race -count=1 -timeout 20m -tags $(TAGS) $(PKGS)
 	$(MAKE) test-client
 	$(MAKE) test-chart
+
+## test-unit: the Go tests that need Go only, with the race detector: no
+## Redis, PostgreSQL, Node.js, HAProxy or Chromium (the files tagged
+## integration are left out, see TAGS); about a minute on 2 cores
+test-unit:
+	$(GO) test -race -count=1 -timeout 10m $(PKGS)
 
 ## test-chart: the Helm chart (deploy/helm/bff) without a cluster: helm lint,
 ## helm template with the default and the production values, every rendered
@@ -76,12 +89,13 @@ test-deps:
 	@[ -d web/app/node_modules/esbuild ] || npm ci --prefix web/app --no-audit --no-fund
 	@[ -d web/react-app/node_modules/react-dom ] || npm ci --prefix web/react-app --no-audit --no-fund
 
-## lint: gofmt, go vet and staticcheck
+## lint: gofmt, go vet and staticcheck, with TAGS so that the tests that
+## need services are checked too
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet $(PKGS)
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
+	$(GO) vet -tags $(TAGS) $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags $(TAGS) $(PKGS)
 	cd deploy/helm/chartcheck && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 ## bench: the end-to-end load benchmark (BFF against a bare ReverseProxy, wrk);
@@ -93,7 +107,7 @@ bench: build
 
 ## bench-micro: the Go micro-benchmarks on a real Redis and PostgreSQL
 bench-micro:
-	./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -run='^$$' -bench=. -benchmem -count=1 $(PKGS)
+	./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -tags $(TAGS) -run='^$$' -bench=. -benchmem -count=1 $(PKGS)
 
 ## chaos: the payments fault-injection run, long: three instances behind
 ## HAProxy, CHAOS_USERS clients for CHAOS_DURATION while instances are killed
@@ -110,10 +124,10 @@ LEDGER_PAUSE   ?= 10s
 chaos: test-deps
 	rm -f bench/ledger-faults.txt
 	BFF_LEDGER_PAUSE=$(LEDGER_PAUSE) BFF_LEDGER_FAULTS_REPORT=$(CURDIR)/bench/ledger-faults.txt \
-	  ./scripts/with-postgres.sh $(GO) test -race -count=1 -timeout 10m -run '^(TestLedger|TestDurability)' -v ./internal/ledger
-	BFF_REVOCATION_SESSIONS=1000 ./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -count=1 -timeout 10m -run '^TestRevocationWinsOnEveryInstance$$' -v ./e2e
+	  ./scripts/with-postgres.sh $(GO) test -tags $(TAGS) -race -count=1 -timeout 10m -run '^(TestLedger|TestDurability)' -v ./internal/ledger
+	BFF_REVOCATION_SESSIONS=1000 ./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -tags $(TAGS) -count=1 -timeout 10m -run '^TestRevocationWinsOnEveryInstance$$' -v ./e2e
 	BFF_CHAOS_DURATION=$(CHAOS_DURATION) BFF_CHAOS_USERS=$(CHAOS_USERS) BFF_CHAOS_REPORT=$(CURDIR)/bench/chaos.txt \
-	  ./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -count=1 -timeout 40m -run '^TestPaymentsUnderFaults$$' -v ./e2e
+	  ./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -tags $(TAGS) -count=1 -timeout 40m -run '^TestPaymentsUnderFaults$$' -v ./e2e
 
 ## fuzz: each native fuzz target for FUZZTIME (default 60s)
 FUZZTIME ?= 60s

@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package e2e runs the real bff binary against the upstream simulator and a
 // real Redis, the way an operator runs it.
 package e2e

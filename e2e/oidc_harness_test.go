@@ -1,3 +1,5 @@
+//go:build integration
+
 package e2e
 
 // A real OpenID provider for the end-to-end tests: panva's oidc-provider

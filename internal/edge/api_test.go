@@ -1,3 +1,5 @@
+//go:build integration
+
 package edge
 
 import (
@@ -148,9 +150,6 @@ type noTokens struct{}
 func (noTokens) Invalidate(context.Context, string) error { return nil }
 
 // fixedToken is a TokenSource with one token for everyone.
-type fixedToken struct{ staticSource }
-
-func (fixedToken) InvalidateToken(context.Context, string, string) error { return nil }
 
 // apiServer is the public edge behind a real HTTP server, forwarding to
 // upstream with o (Tokens, body bound and timeout filled in), and the

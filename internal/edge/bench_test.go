@@ -1,3 +1,5 @@
+//go:build integration
+
 package edge
 
 import (
@@ -22,12 +24,6 @@ import (
 	"github.com/fintech-bff/bff/internal/testing/redistest"
 	"github.com/fintech-bff/bff/internal/tokens"
 )
-
-type staticSource struct{}
-
-func (staticSource) Token(context.Context, string) (tokens.Token, error) {
-	return tokens.Token{Value: "upstream-token", Expiry: time.Now().Add(time.Hour)}, nil
-}
 
 // BenchmarkSteadyStateRequest is the whole public path of a cookie GET
 // with a live session and a cached token, against a real Redis (local

@@ -1,3 +1,5 @@
+//go:build integration
+
 package kv_test
 
 import (

@@ -1,3 +1,5 @@
+//go:build integration
+
 package tokens_test
 
 import (
@@ -423,17 +425,6 @@ func TestRefusedSecretIsReloaded(t *testing.T) {
 	})
 }
 
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // A read that overlaps a change of another user's token keeps its copy:
 // the check is per key (localcache.Versions), so a wave of mints or logins
 // does not send every reader of the moment back to Redis on its next
@@ -488,4 +479,41 @@ func (s *changeOtherAfterGet) Get(ctx context.Context, key string) ([]byte, erro
 		time.Sleep(100 * time.Millisecond) // Redis reports a change within milliseconds
 	}
 	return b, err
+}
+
+// Rotate on one instance of a real-Redis cluster switches it to the new
+// secret at once (no refused mint first) and every other instance through
+// the announcement: one mint under each secret in all.
+func TestRotateAcrossInstances(t *testing.T) {
+	file := &secretFile{v: testSecret}
+	c := newCluster(t, 3, upstreamsim.Options{TokenTTL: time.Hour}, file.load)
+	ctx := context.Background()
+	old, err := c.instances[1].Token(ctx, "mo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.sim.RotateSecret("rotated-via-rotate")
+	file.set("rotated-via-rotate", nil)
+	if changed, err := c.secrets[0].Rotate(ctx); !changed || err != nil {
+		t.Fatalf("Rotate: got %v, %v, want true, nil", changed, err)
+	}
+	tok, err := c.instances[0].Token(ctx, "mo")
+	if err != nil || tok.Value == old.Value {
+		t.Fatalf("got %v, want a token minted under the new secret", err)
+	}
+	for _, in := range c.instances[1:] {
+		waitFor(t, func() bool {
+			got, err := in.Token(ctx, "mo")
+			return err == nil && got.Value == tok.Value
+		})
+	}
+	if !strings.Contains(c.logs.String(), "client secret re-read after another instance announced a rotation") {
+		t.Fatal("no instance logged the announced rotation")
+	}
+	if got := c.sim.Mints("mo"); got != 2 {
+		t.Fatalf("got %d mints, want 2 (one under each secret)", got)
+	}
+	if got := c.tokenRequests(); got != 2 {
+		t.Fatalf("got %d token endpoint calls, want 2 (none refused)", got)
+	}
 }

@@ -1,3 +1,5 @@
+//go:build integration
+
 package redistest_test
 
 import (
