@@ -173,8 +173,16 @@ func TestStampedeAcrossInstancesMintsOnce(t *testing.T) {
 	if len(seen) > 2 {
 		t.Fatalf("got %d distinct tokens in the refresh window, want the old and at most the new", len(seen))
 	}
-	waitFor(t, func() bool { return c.sim.Mints("fresh-user") == 2 })
-	time.Sleep(200 * time.Millisecond) // a second refresh would show up here
+	// Every refresh the stampede started has ended (each is registered
+	// before its Token call returns): a second one would have minted.
+	waitFor(t, func() bool {
+		for _, in := range c.instances {
+			if in.Refreshing() != 0 {
+				return false
+			}
+		}
+		return true
+	})
 	if got := c.sim.Mints("fresh-user"); got != 2 {
 		t.Fatalf("after entering the refresh window: got %d mints, want exactly 2", got)
 	}
@@ -293,7 +301,7 @@ func TestTrackedTokensNeedNoMessage(t *testing.T) {
 // until it expires.
 func TestTrackedReadRacingADeleteIsNotKept(t *testing.T) {
 	rc, prefix := redistest.Client(t)
-	store := &deleteAfterGet{Redis: kv.NewRedis(rc, prefix), rc: rc, prefix: prefix}
+	store := &deleteAfterGet{Tracked: redistest.NewTracked(rc, prefix), rc: rc, prefix: prefix}
 	c := newClusterOn(t, store, 2, upstreamsim.Options{TokenTTL: time.Hour}, nil)
 	minter, in := c.instances[0], c.instances[1]
 	waitFor(t, in.Tracked)
@@ -313,19 +321,21 @@ func TestTrackedReadRacingADeleteIsNotKept(t *testing.T) {
 }
 
 // deleteAfterGet is a Redis store whose next GET, once armed, deletes the
-// key it read and waits for the deletion to be reported before it answers.
+// key it read and waits for every instance to be told of the deletion
+// before it answers.
 type deleteAfterGet struct {
-	*kv.Redis
+	*redistest.Tracked
 	rc     *redis.Client
 	prefix string
 	arm    atomic.Bool
 }
 
 func (s *deleteAfterGet) Get(ctx context.Context, key string) ([]byte, error) {
-	b, err := s.Redis.Get(ctx, key)
+	b, err := s.Tracked.Get(ctx, key)
 	if err == nil && s.arm.CompareAndSwap(true, false) {
-		_ = s.rc.Del(ctx, s.prefix+key).Err()
-		time.Sleep(100 * time.Millisecond) // Redis reports a change within milliseconds
+		if err := s.Reported(ctx, key, func(ctx context.Context) error { return s.rc.Del(ctx, s.prefix+key).Err() }); err != nil {
+			return nil, err
+		}
 	}
 	return b, err
 }
@@ -432,7 +442,7 @@ func TestRefusedSecretIsReloaded(t *testing.T) {
 // rey's shard, 1 in 1,024, the test tries once more with another.)
 func TestTrackedReadOverlappingAnotherChangeIsKept(t *testing.T) {
 	rc, prefix := redistest.Client(t)
-	store := &changeOtherAfterGet{Redis: kv.NewRedis(rc, prefix), rc: rc, prefix: prefix}
+	store := &changeOtherAfterGet{Tracked: redistest.NewTracked(rc, prefix), rc: rc, prefix: prefix}
 	c := newClusterOn(t, store, 1, upstreamsim.Options{TokenTTL: time.Hour}, nil)
 	in := c.instances[0]
 	waitFor(t, in.Tracked)
@@ -444,7 +454,9 @@ func TestTrackedReadOverlappingAnotherChangeIsKept(t *testing.T) {
 		if _, err := in.Token(ctx, "rey"); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond) // the mint's own write is reported: no local copy left
+		if err := store.Sync(ctx, "tok:"); err != nil { // the mint's own write is reported: no local copy left
+			t.Fatal(err)
+		}
 		store.other.Store(fmt.Sprintf("tok:{someone-else-%d}:x", attempt))
 		if _, err := in.Token(ctx, "rey"); err != nil { // read from Redis while another key changes
 			t.Fatal(err)
@@ -464,7 +476,7 @@ func TestTrackedReadOverlappingAnotherChangeIsKept(t *testing.T) {
 // with a key, writes that key after its next GET and waits for the write
 // to be reported before it answers.
 type changeOtherAfterGet struct {
-	*kv.Redis
+	*redistest.Tracked
 	rc     *redis.Client
 	prefix string
 	other  atomic.Value // string
@@ -473,10 +485,11 @@ type changeOtherAfterGet struct {
 
 func (s *changeOtherAfterGet) Get(ctx context.Context, key string) ([]byte, error) {
 	s.gets.Add(1)
-	b, err := s.Redis.Get(ctx, key)
+	b, err := s.Tracked.Get(ctx, key)
 	if other, ok := s.other.Swap("").(string); ok && other != "" {
-		_ = s.rc.Set(ctx, s.prefix+other, "x", time.Minute).Err()
-		time.Sleep(100 * time.Millisecond) // Redis reports a change within milliseconds
+		if err := s.Reported(ctx, other, func(ctx context.Context) error { return s.rc.Set(ctx, s.prefix+other, "x", time.Minute).Err() }); err != nil {
+			return nil, err
+		}
 	}
 	return b, err
 }
