@@ -23,6 +23,7 @@ import (
 // user's minted token, one mint for many calls, an upstream error rule as
 // the contract's envelope, logout, then 401.
 func TestLoginForwardLogout(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{})
 	alice := e.browser()
 	token := alice.login("alice")
@@ -96,6 +97,7 @@ func TestLoginForwardLogout(t *testing.T) {
 
 // A replayed cookie is refused after logout, even when the browser kept it.
 func TestReplayedCookieAfterLogout(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{})
 	b := e.browser()
 	token := b.login("bob")
@@ -112,6 +114,7 @@ func TestReplayedCookieAfterLogout(t *testing.T) {
 }
 
 func TestBFFErrorsUseTheEnvelope(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{})
 	anon := e.browser()
 	wantProblem(t, anon.do("GET", "/api/v2/payments", ""), 401, "SESSION_REQUIRED")
@@ -142,6 +145,7 @@ func TestBFFErrorsUseTheEnvelope(t *testing.T) {
 // An upstream rule seeded in the simulator comes back as the contract's
 // envelope: the free plan's 403.
 func TestUpstreamPlanGate(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{})
 	b := e.browser()
 	b.login("dave")
@@ -156,6 +160,7 @@ func TestUpstreamPlanGate(t *testing.T) {
 // never reach a log line, and neither Redis nor the payments ledger holds
 // one in plain text.
 func TestNoSecretInLogsOrRedis(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{})
 	b := e.browser()
 	token := b.login("erin")
@@ -219,6 +224,7 @@ func TestNoSecretInLogsOrRedis(t *testing.T) {
 }
 
 func TestCheckFlagAndStartupRefusals(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
@@ -270,6 +276,7 @@ auth: { mode: dev }
 
 // Many concurrent first requests of a fresh user cause one mint.
 func TestConcurrentFirstRequestsMintOnce(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{})
 	b := e.browser()
 	token := b.login("frank")

@@ -24,6 +24,7 @@ const validPayment = `{"paymentInformation":{"amount":12.5,"currency":"EUR","rem
 // it has them, injected faults for what only a gateway or a connector
 // token produces), real Redis.
 func TestContractErrorTable(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{upstream: "timeout: 2s"})
 	type row struct {
 		name      string
@@ -128,6 +129,7 @@ func TestContractErrorTable(t *testing.T) {
 
 // 423 on deleting a connection younger than 90 minutes, with Retry-After.
 func Test423WithRetryAfter(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{})
 	b := e.browser()
 	b.login("lock-user")
@@ -146,6 +148,7 @@ func Test423WithRetryAfter(t *testing.T) {
 // Payment outcomes and the refresh's already_running are 2xx and pass
 // through byte for byte.
 func TestOutcomesPassThrough(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{})
 	b := e.browser()
 	b.login("outcome-user")
@@ -201,6 +204,7 @@ func directGet(t *testing.T, e *env, userID, path string) []byte {
 // once, a retry replays, another body with the same key is refused, and a
 // key is per user.
 func TestIdempotentPaymentsAcrossInstances(t *testing.T) {
+	t.Parallel()
 	a := start(t, options{})
 	bInst, cInst := a.another(options{}), a.another(options{})
 	token := a.browser().login("ida")
@@ -273,6 +277,7 @@ func TestIdempotentPaymentsAcrossInstances(t *testing.T) {
 }
 
 func TestIdempotencyKeyRequired(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{})
 	app := e.app(e.browser().login("req"))
 	wantProblem(t, app.do("POST", "/api/v2/payments", fmt.Sprintf(validPayment, "x")), 400, "IDEMPOTENCY_KEY_REQUIRED")
@@ -291,6 +296,7 @@ func TestIdempotencyKeyRequired(t *testing.T) {
 // answer and refuses the retry (503) rather than pay twice, and the
 // upstream sees one payment throughout.
 func TestIdempotencyAcrossEncryptionKeyRotation(t *testing.T) {
+	t.Parallel()
 	before := start(t, options{})
 	token := before.browser().login("rota")
 	body := fmt.Sprintf(validPayment, "Order rotation-1")

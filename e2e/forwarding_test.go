@@ -18,6 +18,7 @@ import (
 
 // X-Forwarded-For and X-Request-Id are believed only from trusted proxies.
 func TestForwardedHeadersTrust(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name            string
 		extra           string
@@ -52,6 +53,7 @@ func TestForwardedHeadersTrust(t *testing.T) {
 
 // Echo's own 404 and 405 use the envelope too.
 func TestEdgeErrorsUseTheEnvelope(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{})
 	r := e.browser().do("PUT", "/auth/session", "")
 	wantProblem(t, r, 405, "METHOD_NOT_ALLOWED")
@@ -119,6 +121,7 @@ func TestLargeResponseIsStreamed(t *testing.T) {
 // A transaction is read and patched by its SK, which holds '#': the app
 // escapes it (%23) and the BFF must pass the escaped segment on intact.
 func TestForwardTransactionBySK(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{})
 	b := e.browser()
 	b.login("sk-user")

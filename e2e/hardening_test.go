@@ -83,6 +83,7 @@ func postLogoutToken(t *testing.T, e *env, token string) int {
 // are logged at most once per 10 s, with a count of those left out.
 // Before: 50 forged tokens made 50 fetches and 362 warning lines.
 func TestForgedBackchannelLogoutsAreCheap(t *testing.T) {
+	t.Parallel()
 	e, op := oidcEnvWith(t, options{limitsYAML: "limits: { requests_per_second: 0, auth_per_minute: 0, refresh_interval: 0s, sessions_per_user: 0, backchannel_per_minute: 120, pending_logins_per_address: 0 }"})
 	issuer := op.Issuer
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -149,6 +150,7 @@ func TestForgedBackchannelLogoutsAreCheap(t *testing.T) {
 // 70 addresses of one /64, believed through X-Forwarded-For from a
 // trusted proxy, share one /auth budget. Before: 70 × 401, no 429.
 func TestIPv6ClientsShareTheirPrefixBudget(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{extraYAML: `trusted_proxies: ["127.0.0.1/32"]`,
 		limitsYAML: "limits: { requests_per_second: 0, auth_per_minute: 10, refresh_interval: 0s, sessions_per_user: 0, backchannel_per_minute: 0, pending_logins_per_address: 0 }"})
 	c := e.browser()
@@ -173,6 +175,7 @@ func TestIPv6ClientsShareTheirPrefixBudget(t *testing.T) {
 // The logins one client starts and does not finish are bounded (issue
 // 25, item 3): each GET /auth/login stores a record for 10 minutes.
 func TestPendingLoginsPerAddressAreBounded(t *testing.T) {
+	t.Parallel()
 	e, _ := oidcEnvWith(t, options{limitsYAML: "limits: { requests_per_second: 0, auth_per_minute: 0, refresh_interval: 0s, sessions_per_user: 0, backchannel_per_minute: 0, pending_logins_per_address: 5 }"})
 	c := e.browser()
 	c.http.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -201,6 +204,7 @@ func TestPendingLoginsPerAddressAreBounded(t *testing.T) {
 // mobile redirect URIs, and a missing admin token unless said so
 // explicitly (issue 25, item 4), through the real binary's -check.
 func TestProductionRefusesCatchAllsWrittenOtherwise(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	base := `env: production
 public_url: "https://app.example.com"

@@ -572,6 +572,7 @@ func (rp *oidcTestRP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestOPHarness(t *testing.T) {
+	t.Parallel()
 	rp := &oidcTestRP{pending: map[string][2]string{}}
 	rp.srv = httptest.NewServer(rp)
 	t.Cleanup(rp.srv.Close)

@@ -83,6 +83,7 @@ func (c *client) follow(t *testing.T, abs string) reply {
 }
 
 func TestOIDCBrowserLogin(t *testing.T) {
+	t.Parallel()
 	e, op := oidcEnv(t)
 	b := e.browser()
 	cb := opLogin(t, b.http, beginLogin(t, b, "?returnTo=/accounts%3Ftab%3D2"), "olga")
@@ -109,6 +110,7 @@ func TestOIDCBrowserLogin(t *testing.T) {
 // has its own binding cookie. A fifth one under way drops the oldest
 // binding, whose callback answers LOGIN_FAILED.
 func TestOIDCLoginsInSeveralTabs(t *testing.T) {
+	t.Parallel()
 	e, _ := oidcEnv(t)
 	b := e.browser()
 	first := beginLogin(t, b, "?returnTo=/first")
@@ -161,6 +163,7 @@ func bindingCookies(t *testing.T, e *env, c *client) int {
 // A new login in a browser that still has a session gets a new id, and the
 // old session is over (no fixation).
 func TestOIDCLoginReplacesTheOldSession(t *testing.T) {
+	t.Parallel()
 	e, _ := oidcEnv(t)
 	b := e.browser()
 	b.follow(t, opLogin(t, b.http, beginLogin(t, b, ""), "pia"))
@@ -176,6 +179,7 @@ func TestOIDCLoginReplacesTheOldSession(t *testing.T) {
 }
 
 func TestOIDCStateChecks(t *testing.T) {
+	t.Parallel()
 	e, _ := oidcEnv(t)
 	t.Run("wrong state", func(t *testing.T) {
 		b := e.browser()
@@ -255,6 +259,7 @@ func mobileCode(t *testing.T, e *env, challenge, user string) string {
 }
 
 func TestOIDCMobileLogin(t *testing.T) {
+	t.Parallel()
 	e, _ := oidcEnv(t)
 	verifier, challenge := pkcePair()
 	code := mobileCode(t, e, challenge, "rita")
@@ -299,6 +304,7 @@ func TestOIDCMobileLogin(t *testing.T) {
 // Logging out at the provider ends the BFF session through back-channel
 // logout; a forged or replayed logout token is refused.
 func TestOIDCBackchannelLogout(t *testing.T) {
+	t.Parallel()
 	e, op := oidcEnv(t)
 	b := e.browser()
 	b.follow(t, opLogin(t, b.http, beginLogin(t, b, ""), "sara"))
@@ -330,6 +336,7 @@ func TestOIDCBackchannelLogout(t *testing.T) {
 // spill to /tmp) is refused, and so is a large one, without reading it
 // whole.
 func TestOIDCBackchannelLogoutBoundsItsInput(t *testing.T) {
+	t.Parallel()
 	e, _ := oidcEnv(t)
 	post := func(contentType string, body io.Reader) reply {
 		req, _ := http.NewRequest("POST", e.public+"/auth/backchannel-logout", body)
@@ -359,6 +366,7 @@ func (r repeatReader) Read(p []byte) (int, error) {
 // the client secrets, the provider's code, the PKCE verifier, the mobile
 // code, session tokens, cookies and upstream tokens.
 func TestOIDCNoSecretsInLogsOrRedis(t *testing.T) {
+	t.Parallel()
 	e, _ := oidcEnv(t)
 	b := e.browser()
 	authURL := beginLogin(t, b, "")

@@ -14,6 +14,7 @@ import (
 // are held to the simulator's answers (the check is the client's; see
 // openapi_test.go). The other tests reach the rest.
 func TestDocumentedRoutesAnswerAsDescribed(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{})
 	c := e.app("")
 	c.token = c.login("openapi-routes")

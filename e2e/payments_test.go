@@ -91,6 +91,7 @@ func ledgerRow(t *testing.T, e *env, key string) (state, ending, paymentID strin
 // is in progress until the dead owner's deadline, then settled from the
 // upstream's payment list and replayed: one payment.
 func TestPaymentSurvivesAnInstanceKilledAfterTheUpstreamActed(t *testing.T) {
+	t.Parallel()
 	a := start(t, options{upstream: "timeout: 2s"})
 	b := a.another(options{upstream: "timeout: 2s"})
 	token := a.browser().login("killed-owner")
@@ -135,6 +136,7 @@ func TestPaymentSurvivesAnInstanceKilledAfterTheUpstreamActed(t *testing.T) {
 // between a payment and its repeat: the user logs in again (sessions live
 // in Redis), and the repeat replays from the ledger. One payment.
 func TestPaymentReplaysAfterRedisLosesItsData(t *testing.T) {
+	t.Parallel()
 	rs := redistest.StartServer(t)
 	e := start(t, options{redisAddr: rs.Addr})
 	body := fmt.Sprintf(validPayment, "Order redis-loss-1")
@@ -179,6 +181,7 @@ func TestPaymentReplaysAfterRedisLosesItsData(t *testing.T) {
 // any failure; every key makes at most one payment, and each ends with a
 // payment or a clear answer.
 func TestPaymentsThroughASentinelFailover(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartSentinel(t)
 	a := start(t, options{sentinel: s})
 	b := a.another(options{sentinel: s})
@@ -299,6 +302,7 @@ func TestLoadBalancerNeverResendsAPayment(t *testing.T) {
 // LEDGER_UNAVAILABLE before anything is sent, reads still work, /readyz
 // stays 200 and bff_ledger_up turns 0.
 func TestLedgerOutageFailsClosed(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{})
 	app := e.app(e.browser().login("ledger-down"))
 	if r := app.do("POST", "/api/v2/payments", fmt.Sprintf(validPayment, "Order before"), "Idempotency-Key", "before-outage"); r.status != 201 {

@@ -30,6 +30,7 @@ func writeSecret(t *testing.T, path, secret string) {
 // and every request afterwards succeeds, on either instance, with one mint
 // per user under the new secret.
 func TestSecretRotationAcrossTwoInstances(t *testing.T) {
+	t.Parallel()
 	secretFile := filepath.Join(t.TempDir(), "client_secret")
 	writeSecret(t, secretFile, clientSecret)
 	o := options{secretFile: secretFile, sim: upstreamsim.Options{ClientID: "e2e-client", ClientSecret: clientSecret}}
@@ -84,6 +85,7 @@ func TestSecretRotationAcrossTwoInstances(t *testing.T) {
 // Signalling one instance is enough: it announces the rotation and the
 // other re-reads its own secret file.
 func TestRotationSignalledOnOneInstance(t *testing.T) {
+	t.Parallel()
 	secretFile := filepath.Join(t.TempDir(), "client_secret")
 	writeSecret(t, secretFile, clientSecret)
 	o := options{secretFile: secretFile, sim: upstreamsim.Options{ClientID: "e2e-client", ClientSecret: clientSecret}}
@@ -109,6 +111,7 @@ func TestRotationSignalledOnOneInstance(t *testing.T) {
 // Without any signal, a refused secret makes the BFF re-read the file once:
 // the request that met the rotation still succeeds.
 func TestRotationWithoutSignalSelfHeals(t *testing.T) {
+	t.Parallel()
 	secretFile := filepath.Join(t.TempDir(), "client_secret")
 	writeSecret(t, secretFile, clientSecret)
 	o := options{secretFile: secretFile, sim: upstreamsim.Options{ClientID: "e2e-client", ClientSecret: clientSecret}}
@@ -127,6 +130,7 @@ func TestRotationWithoutSignalSelfHeals(t *testing.T) {
 // The token endpoint refusing the credentials is 502 UPSTREAM_AUTH_FAILED,
 // never 401, and logged as an operator alert.
 func TestRefusedCredentialsAre502(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{})
 	token := e.browser().login("uma")
 	e.sim.RotateSecret("nobody-told-the-bff")
@@ -158,6 +162,7 @@ func waitLog(t *testing.T, e *env, substrs ...string) {
 // The admin listener's POST /reload-secret does what SIGHUP does, for
 // platforms where sending a signal is awkward.
 func TestReloadSecretEndpoint(t *testing.T) {
+	t.Parallel()
 	secretFile := filepath.Join(t.TempDir(), "client_secret")
 	writeSecret(t, secretFile, clientSecret)
 	o := options{secretFile: secretFile, sim: upstreamsim.Options{ClientID: "e2e-client", ClientSecret: clientSecret}}

@@ -34,6 +34,7 @@ func listOf(t *testing.T, r reply) sessionList {
 // A user sees their sessions (never a token), ends another device's, and
 // the operator can end all of a user's sessions on the admin listener.
 func TestListAndRevokeSessions(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{})
 	laptop := e.browser()
 	laptopToken := laptop.login("vera")
@@ -82,6 +83,7 @@ func TestListAndRevokeSessions(t *testing.T) {
 // Logging out of the last session drops the user's upstream token: the
 // next login mints again.
 func TestLastLogoutDropsTheUpstreamToken(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{})
 	a, b := e.browser(), e.browser()
 	a.login("xena")
@@ -102,6 +104,7 @@ func TestLastLogoutDropsTheUpstreamToken(t *testing.T) {
 }
 
 func TestCookieAndTokenTogetherAreRefused(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{})
 	b := e.browser()
 	token := b.login("yuri")
@@ -109,6 +112,7 @@ func TestCookieAndTokenTogetherAreRefused(t *testing.T) {
 }
 
 func TestCSRFOriginRules(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{extraYAML: `cors: { allowed_origins: ["https://spa.example"] }`})
 	b := e.browser()
 	b.login("zoe")
@@ -136,6 +140,7 @@ func TestCSRFOriginRules(t *testing.T) {
 }
 
 func TestCORS(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{extraYAML: `cors: { allowed_origins: ["https://spa.example"] }`})
 	pre := func(origin string) *http.Response {
 		req, _ := http.NewRequest("OPTIONS", e.public+"/api/v2/payments", nil)
@@ -181,6 +186,7 @@ func TestCORS(t *testing.T) {
 // in-process copy until the instance notices the outage (at most the copy's
 // 1 s lifetime), so the first check polls; every answer is 200 or 503.
 func TestRedisOutageFailsClosed(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t)
 	addr := srv.Addr
 	e := start(t, options{redisAddr: addr})
@@ -241,6 +247,7 @@ func scrape(t *testing.T, e *env) string {
 // Every answer under /api and /auth, the BFF's own and the upstream's, is
 // not cacheable and not to be sniffed.
 func TestNoStoreAndNoSniff(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{})
 	b := e.browser()
 	anon := e.browser().do("GET", "/auth/session", "")
@@ -263,6 +270,7 @@ func TestNoStoreAndNoSniff(t *testing.T) {
 // with no origin configured it gets 204 without Access-Control-Allow-*;
 // a listed origin gets them.
 func TestPreflightIsNeverUnauthorized(t *testing.T) {
+	t.Parallel()
 	preflight := func(e *env, origin string) *http.Response {
 		req, _ := http.NewRequest("OPTIONS", e.public+"/api/v2/payments", nil)
 		req.Header.Set("Origin", origin)
@@ -297,6 +305,7 @@ func TestPreflightIsNeverUnauthorized(t *testing.T) {
 // DELETE /auth/sessions ends every session of the caller's user, on every
 // device and instance, and leaves other users' sessions alone.
 func TestLogoutEverywhere(t *testing.T) {
+	t.Parallel()
 	a := start(t, options{})
 	b := a.another(options{})
 	laptop, phone, other := a.browser(), b.app(""), a.browser()
@@ -324,6 +333,7 @@ func TestLogoutEverywhere(t *testing.T) {
 // and do not exist without the file; /healthz, /readyz and /metrics stay
 // open.
 func TestAdminEndpointsNeedTheToken(t *testing.T) {
+	t.Parallel()
 	e := start(t, options{})
 	e.browser().login("ada")
 	for _, tc := range []struct{ method, path, auth string }{
@@ -375,6 +385,7 @@ func TestAdminEndpointsNeedTheToken(t *testing.T) {
 // instances: past it, /auth/* is 429 RATE_LIMITED with Retry-After; the
 // API is not counted.
 func TestAuthBudgetPerAddress(t *testing.T) {
+	t.Parallel()
 	o := options{limitsYAML: "limits: { requests_per_second: 0, auth_per_minute: 5, refresh_interval: 0s }"}
 	a := start(t, o)
 	b := a.another(o)
@@ -409,6 +420,7 @@ func TestAuthBudgetPerAddress(t *testing.T) {
 // limits.refresh_interval: a second on-demand refresh within the interval
 // is 429 REFRESH_TOO_SOON, on any instance, and costs no credits.
 func TestRefreshCreditGuard(t *testing.T) {
+	t.Parallel()
 	o := options{limitsYAML: "limits: { requests_per_second: 0, auth_per_minute: 0, refresh_interval: 15m }"}
 	a := start(t, o)
 	b := a.another(o)
@@ -439,6 +451,7 @@ func TestRefreshCreditGuard(t *testing.T) {
 // bucket across instances. Rapid calls past the burst are 429
 // RATE_LIMITED with Retry-After; the tokens come back at the rate.
 func TestSessionRequestBudget(t *testing.T) {
+	t.Parallel()
 	o := options{limitsYAML: "limits: { requests_per_second: 1, burst: 4, auth_per_minute: 0, refresh_interval: 0s }"}
 	a := start(t, o)
 	b := a.another(o)

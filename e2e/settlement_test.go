@@ -35,6 +35,7 @@ func waitForRequest(t *testing.T, sim *upstreamsim.Server, method, path string) 
 // the payment, once. Before the send mark, such a key stayed
 // PAYMENT_OUTCOME_UNKNOWN for good.
 func TestOwnerKilledBeforeItsSendRunsAgain(t *testing.T) {
+	t.Parallel()
 	a := start(t, options{upstream: "timeout: 2s"})
 	b := a.another(options{upstream: "timeout: 2s"})
 	token := a.browser().login("unsent-owner")
@@ -70,6 +71,7 @@ func TestOwnerKilledBeforeItsSendRunsAgain(t *testing.T) {
 // one the user made through the open-banking init, not one made outside
 // the BFF a moment before.
 func TestHungUpPaymentIsNeverAnotherPayment(t *testing.T) {
+	t.Parallel()
 	a := start(t, options{upstream: "timeout: 2s"})
 	token := a.browser().login("hung-up")
 	app := a.app(token)
@@ -97,6 +99,7 @@ func TestHungUpPaymentIsNeverAnotherPayment(t *testing.T) {
 // An upstream that makes the payment and still answers 401 gets it once:
 // the BFF settles it instead of resending.
 func TestPaymentAfterAn401IsSentOnce(t *testing.T) {
+	t.Parallel()
 	a := start(t, options{upstream: "timeout: 2s"})
 	token := a.browser().login("acted-401")
 	body := fmt.Sprintf(validPayment, "Order 401")

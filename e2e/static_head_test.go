@@ -17,6 +17,7 @@ import (
 // is logged with its path; HEAD on an allowlisted GET route answers as the
 // GET without a body.
 func TestStaticTypesMissesAndHead(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for name, body := range map[string]string{"index.html": "<!doctype html><title>app</title>", "notes.weird": "<script>alert(1)</script>"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
