@@ -21,6 +21,7 @@ func suiteOnPrefixes(t *testing.T, c redis.UniversalClient) {
 }
 
 func TestRedisCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	c := cl.UniversalClient(t)
 	suiteOnPrefixes(t, c)
@@ -47,6 +48,7 @@ func TestRedisCluster(t *testing.T) {
 }
 
 func TestRedisSentinel(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartSentinel(t)
 	c := s.UniversalClient(t)
 	suiteOnPrefixes(t, c)

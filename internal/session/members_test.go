@@ -55,6 +55,7 @@ func startMember(t *testing.T, m *session.Manager) {
 // does not trust its copies (it cannot renew its lease while the
 // invalidation is pending for it).
 func TestRevocationWaitsForEveryInstance(t *testing.T) {
+	t.Parallel()
 	t.Run("redis", func(t *testing.T) {
 		c, prefix := redistest.Client(t)
 		revocationWaits(t, kv.NewRedis(c, prefix))

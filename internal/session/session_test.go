@@ -394,6 +394,7 @@ func TestManagerMemory(t *testing.T) {
 }
 
 func TestManagerRedis(t *testing.T) {
+	t.Parallel()
 	c, prefix := redistest.Client(t)
 	managerSuite(t, func(func() time.Time) session.Store { return kv.NewRedis(c, prefix) })
 }

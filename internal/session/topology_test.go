@@ -23,11 +23,13 @@ func managerSuiteOnPrefixes(t *testing.T, c redis.UniversalClient) {
 }
 
 func TestManagerRedisCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	managerSuiteOnPrefixes(t, cl.UniversalClient(t))
 }
 
 func TestManagerRedisSentinel(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartSentinel(t)
 	managerSuiteOnPrefixes(t, s.UniversalClient(t))
 }
@@ -36,6 +38,7 @@ func TestManagerRedisSentinel(t *testing.T) {
 // client keeps every session made before (no one is logged out), makes new
 // ones, and in between fails closed (ErrUnavailable, never ErrNotFound).
 func TestSessionsSurviveSentinelFailover(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartSentinel(t)
 	c := s.UniversalClient(t)
 	m := session.NewManager(kv.NewRedis(c, "bff:"), session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour})

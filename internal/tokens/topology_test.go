@@ -36,11 +36,13 @@ func cacheSuiteOnPrefixes(t *testing.T, c redis.UniversalClient) {
 }
 
 func TestCacheRedisCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	cacheSuiteOnPrefixes(t, cl.UniversalClient(t))
 }
 
 func TestCacheRedisSentinel(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartSentinel(t)
 	cacheSuiteOnPrefixes(t, s.UniversalClient(t))
 }
@@ -49,6 +51,7 @@ func TestCacheRedisSentinel(t *testing.T) {
 // failure marker of a user share a slot, and pub/sub reaches every
 // instance whichever master it is connected to, so a stampede mints once.
 func TestStampedeAcrossInstancesOnCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	store := kv.NewRedis(cl.UniversalClient(t), "bff:")
 	c := newClusterOn(t, store, 4, upstreamsim.Options{TokenTTL: 10 * time.Minute}, nil)
@@ -82,6 +85,7 @@ func TestStampedeAcrossInstancesOnCluster(t *testing.T) {
 // ones, fail with ErrStoreUnavailable (and never mint) in between, and get
 // their invalidation subscription back.
 func TestTokensSurviveSentinelFailover(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartSentinel(t)
 	store := kv.NewRedis(s.UniversalClient(t), "bff:")
 	src := &fakeSource{now: time.Now, life: time.Hour}
