@@ -1,3 +1,5 @@
+//go:build integration
+
 package e2e
 
 import (
@@ -10,7 +12,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/fintech-bff/bff/internal/browsertest"
+	"github.com/fintech-bff/bff/internal/testing/browsertest"
 	"github.com/fintech-bff/bff/internal/upstreamsim"
 )
 
