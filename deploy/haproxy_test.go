@@ -29,6 +29,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fintech-bff/bff/internal/testing/syncbuf"
 )
 
 // haproxyBin is the haproxy binary. The tests fail without it, as the e2e
@@ -63,24 +65,6 @@ func TestHAProxyConfigIsValid(t *testing.T) {
 			t.Errorf("haproxy -c: %s", line)
 		}
 	}
-}
-
-// lockedBuffer collects a process's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // freeLocalAddrs returns n distinct 127.0.0.1 addresses nothing listens on:
@@ -216,14 +200,14 @@ func shippedHAProxy(t *testing.T, instance, checkAddr, timeoutServer string) (cf
 
 // runHAProxy runs haproxy with cfg until the test ends and waits until addr
 // accepts connections.
-func runHAProxy(t *testing.T, cfg, addr string) *lockedBuffer {
+func runHAProxy(t *testing.T, cfg, addr string) *syncbuf.Buffer {
 	t.Helper()
 	bin := haproxyBin(t)
 	path := filepath.Join(t.TempDir(), "haproxy.cfg")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	cmd := exec.Command(bin, "-f", path, "-db")
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
