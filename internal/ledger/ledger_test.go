@@ -516,3 +516,114 @@ ON CONFLICT ON CONSTRAINT money_requests_key DO UPDATE
 		t.Fatalf("got %+v, %v; want the record without the earlier attempt's evidence", rec, err)
 	}
 }
+
+// A user lists their own records newest first, paged by cursor, and finds
+// one by its key; released keys and other users' records never show.
+func TestListing(t *testing.T) {
+	ctx := context.Background()
+	stores(t, func(t *testing.T, s store, wait func(time.Duration)) {
+		user := fmt.Sprintf("lister-%d", seq.Add(1))
+		claim := func(u, key string) *ledger.Claim {
+			t.Helper()
+			req := request(key)
+			req.UserID, req.Key = u, key
+			c, _, err := s.Claim(ctx, req, time.Hour)
+			if err != nil || c == nil {
+				t.Fatalf("claim %s: got %v, %v", key, c, err)
+			}
+			wait(time.Millisecond) // distinct created_at on the database's clock
+			return c
+		}
+		done := claim(user, "k-done")
+		if ok, err := s.Finish(ctx, done, ledger.Outcome{Ending: ledger.EndAnswered, UpstreamStatus: 201, PaymentID: "01JPAYMENT", Response: created}); !ok || err != nil {
+			t.Fatalf("finish: got %v, %v", ok, err)
+		}
+		released := claim(user, "k-released")
+		if ok, err := s.Release(ctx, released, ledger.Outcome{Ending: ledger.EndNotSent}); !ok || err != nil {
+			t.Fatalf("release: got %v, %v", ok, err)
+		}
+		unknown := claim(user, "k-unknown")
+		if ok, err := s.Unknown(ctx, unknown, ledger.Outcome{Ending: ledger.EndAmbiguous, UpstreamStatus: 504}); !ok || err != nil {
+			t.Fatalf("unknown: got %v, %v", ok, err)
+		}
+		claim(user, "k-flight")
+		claim(user+"-other", "k-done")
+
+		var keys []string
+		var after ledger.Cursor
+		for page := 0; ; page++ {
+			got, err := s.List(ctx, user, after, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) == 0 {
+				break
+			}
+			if page > 3 {
+				t.Fatal("the listing never ends")
+			}
+			for _, e := range got {
+				keys = append(keys, e.Key)
+			}
+			after = got[len(got)-1].Cursor()
+		}
+		if want := []string{"k-flight", "k-unknown", "k-done"}; fmt.Sprint(keys) != fmt.Sprint(want) {
+			t.Fatalf("listed %v, want %v", keys, want)
+		}
+
+		e, ok, err := s.Get(ctx, user, "k-done")
+		if err != nil || !ok {
+			t.Fatalf("get: got %v, %v", ok, err)
+		}
+		if e.State != ledger.StateDone || e.Answered != 201 || e.UpstreamStatus != 201 || e.PaymentID != "01JPAYMENT" ||
+			e.Route != "/v2/payments" || e.UpdatedAt.Before(e.CreatedAt) || e.CreatedAt.IsZero() {
+			t.Fatalf("get: got %+v, want done, answered 201, payment 01JPAYMENT", e)
+		}
+		if e, _, _ := s.Get(ctx, user, "k-unknown"); e.State != ledger.StateUnknown || e.Answered != 0 || e.UpstreamStatus != 504 {
+			t.Fatalf("unknown: got %+v", e)
+		}
+		for _, tc := range []struct{ user, key string }{{user, "k-released"}, {user, "k-none"}, {user + "-other", "k-flight"}} {
+			if _, ok, err := s.Get(ctx, tc.user, tc.key); ok || err != nil {
+				t.Errorf("get %s of %s: got %v, %v; want none", tc.key, tc.user, ok, err)
+			}
+		}
+		if got, err := s.List(ctx, "nobody", ledger.Cursor{}, 10); len(got) != 0 || err != nil {
+			t.Fatalf("an unknown user's list: got %v, %v; want empty", got, err)
+		}
+	})
+}
+
+// The listing reads the user index, not the table.
+func TestListingUsesTheUserIndex(t *testing.T) {
+	url := pgtest.Database(t)
+	openPostgres(t, url, key32())
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "SET enable_seqscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`EXPLAIN SELECT id FROM money_requests WHERE user_id = 'u' AND state <> 'released' AND (created_at, id) < (now(), 5) ORDER BY created_at DESC, id DESC LIMIT 3`,
+		`EXPLAIN SELECT id FROM money_requests WHERE user_id = 'u' AND idem_key = 'k' AND state <> 'released' ORDER BY created_at DESC, id DESC LIMIT 1`,
+	} {
+		var plan []string
+		rows, err := conn.Query(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var line string
+			_ = rows.Scan(&line)
+			plan = append(plan, line)
+		}
+		rows.Close()
+		text := fmt.Sprint(plan)
+		if !bytes.Contains([]byte(text), []byte("money_requests_user_list")) && !bytes.Contains([]byte(text), []byte("money_requests_user_key")) {
+			t.Errorf("plan of %s:\n%s\nwant a user index", q, text)
+		}
+	}
+}

@@ -26,7 +26,8 @@ type memRecord struct {
 	Record
 	key        memKey
 	owner      string
-	created    time.Time
+	created    time.Time // to the microsecond, as the database keeps it (cursors)
+	sentAt     time.Time
 	finished   time.Time
 	settleNext time.Time
 	tries      int
@@ -66,7 +67,7 @@ func (m *Memory) Claim(_ context.Context, req Request, bound time.Duration) (*Cl
 	switch {
 	case !ok:
 		m.nextID++
-		r = &memRecord{key: k, created: now}
+		r = &memRecord{key: k, created: now.Truncate(time.Microsecond)}
 		r.ID, r.UserID, r.Route, r.Key = m.nextID, req.UserID, req.Route, req.Key
 		r.Fingerprint = bytes.Clone(req.Fingerprint)
 		m.byKey[k], m.byID[r.ID] = r, r
@@ -104,7 +105,7 @@ func (m *Memory) Sending(_ context.Context, c *Claim, s Send) (bool, error) {
 	return m.update(c.ID, func(r *memRecord) bool {
 		return r.owner == c.Owner && r.State == StateInFlight && now.Before(r.Deadline)
 	}, func(r *memRecord) {
-		r.Sent = true
+		r.Sent, r.sentAt = true, now
 		r.Send = s
 		r.Send.SeenBefore = append([]string(nil), s.SeenBefore...)
 	}), nil
