@@ -38,6 +38,8 @@ type Ledger interface {
 	Event(ctx context.Context, id int64, req ledger.Request, what string) error
 	Due(ctx context.Context, limit int, lease, maxLease, giveUp time.Duration) ([]*ledger.Record, error)
 	Unknowns(ctx context.Context) (int64, time.Time, error)
+	List(ctx context.Context, userID string, after ledger.Cursor, limit int) ([]ledger.Entry, error)
+	Get(ctx context.Context, userID, key string) (ledger.Entry, bool, error)
 }
 
 var (

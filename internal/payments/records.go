@@ -1,0 +1,161 @@
+package payments
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"net/http"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/problem"
+)
+
+// Paging of GET /bff/payments.
+const (
+	DefaultLimit = 20
+	MaxLimit     = 100
+)
+
+// Record is a money-moving request as its user sees it (GET /bff/payments,
+// CONTRACT section 9): the api's PaymentRecord.
+type Record struct {
+	// Key is the Idempotency-Key as the client sent it (the ledger keeps
+	// it as sent: it names the request, it is no secret).
+	Key   string `json:"key"`
+	Route string `json:"route"`
+	State string `json:"state"` // in_flight, done or unknown
+	// Status is the HTTP status the BFF answered: the stored answer's when
+	// done, 502 (PAYMENT_OUTCOME_UNKNOWN) when unknown; absent in flight.
+	Status    int    `json:"status,omitempty"`
+	PaymentID string `json:"paymentId,omitempty"`
+	// PaymentStatus is the upstream's latest status of the payment. The
+	// ledger keeps none yet (no payment is followed after its answer), so
+	// it is always null for now.
+	PaymentStatus *string   `json:"paymentStatus"`
+	CreatedAt     time.Time `json:"createdAt"`
+	UpdatedAt     time.Time `json:"updatedAt"`
+}
+
+// Page is one page of a user's records, newest first. NextCursor is empty
+// on the last page.
+type Page struct {
+	Items      []Record `json:"items"`
+	NextCursor string   `json:"nextCursor,omitempty"`
+}
+
+func record(e ledger.Entry) Record {
+	r := Record{Key: e.Key, Route: e.Route, State: string(e.State), PaymentID: e.PaymentID,
+		CreatedAt: e.CreatedAt.UTC(), UpdatedAt: e.UpdatedAt.UTC()}
+	switch e.State {
+	case ledger.StateDone:
+		r.Status = e.Answered
+	case ledger.StateUnknown:
+		r.Status = http.StatusBadGateway // every request with the key is answered PAYMENT_OUTCOME_UNKNOWN
+	}
+	return r
+}
+
+// cursorLen is an encoded cursor's size: created_at (µs) and id.
+const cursorLen = 16
+
+// EncodeCursor is the opaque cursor after c: base64url of created_at in
+// Unix microseconds and the id, big-endian.
+func EncodeCursor(c ledger.Cursor) string {
+	var b [cursorLen]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(c.CreatedAt.UnixMicro()))
+	binary.BigEndian.PutUint64(b[8:], uint64(c.ID))
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// DecodeCursor reads a cursor EncodeCursor made; "" is the start.
+func DecodeCursor(s string) (ledger.Cursor, bool) {
+	if s == "" {
+		return ledger.Cursor{}, true
+	}
+	// Strict and of the exact length: one spelling per cursor (the decoder
+	// would skip CR and LF, and accept stray low bits).
+	if len(s) != base64.RawURLEncoding.EncodedLen(cursorLen) {
+		return ledger.Cursor{}, false
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	if err != nil || len(b) != cursorLen {
+		return ledger.Cursor{}, false
+	}
+	id := int64(binary.BigEndian.Uint64(b[8:]))
+	if id <= 0 {
+		return ledger.Cursor{}, false
+	}
+	return ledger.Cursor{CreatedAt: time.UnixMicro(int64(binary.BigEndian.Uint64(b[:8]))).UTC(), ID: id}, true
+}
+
+func invalid(field, msg string) *problem.Problem {
+	p := problem.New(problem.CodeValidationError, msg)
+	p.Fields = []problem.Field{{Field: field, Message: msg}}
+	return p
+}
+
+func (s *Service) noLedger() *problem.Problem {
+	return problem.New(problem.CodeLedgerUnavailable, "payments are not enabled: no ledger is configured")
+}
+
+// Records returns a page of the user's money-moving requests, newest
+// first: limit of them (0: DefaultLimit; at most MaxLimit) after cursor.
+func (s *Service) Records(ctx context.Context, userID, cursor string, limit int) (Page, error) {
+	if s.ledger == nil {
+		return Page{}, s.noLedger()
+	}
+	after, ok := DecodeCursor(cursor)
+	if !ok {
+		return Page{}, invalid("cursor", "cursor is not one this endpoint returned")
+	}
+	switch {
+	case limit == 0:
+		limit = DefaultLimit
+	case limit < 0 || limit > MaxLimit:
+		return Page{}, invalid("limit", "limit must be between 1 and 100")
+	}
+	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+	defer cancel()
+	// One more than the page: whether there is a next page, without a
+	// cursor that leads to an empty one.
+	entries, err := s.ledger.List(lctx, userID, after, limit+1)
+	if err != nil {
+		return Page{}, problem.Wrap(problem.CodeLedgerUnavailable, "payments cannot be read right now", err)
+	}
+	page := Page{Items: make([]Record, 0, min(len(entries), limit))}
+	for i, e := range entries {
+		if i == limit {
+			page.NextCursor = EncodeCursor(entries[i-1].Cursor())
+			break
+		}
+		page.Items = append(page.Items, record(e))
+	}
+	return page, nil
+}
+
+// Record returns the user's money-moving request with the Idempotency-Key
+// (the newest, should the key be on several money routes). Another user's
+// key, or one never used, is 404 ROUTE_NOT_FOUND, the same answer.
+func (s *Service) Record(ctx context.Context, userID, key string) (Record, error) {
+	if s.ledger == nil {
+		return Record{}, s.noLedger()
+	}
+	if !ValidKey(key) {
+		return Record{}, notFound()
+	}
+	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+	defer cancel()
+	e, ok, err := s.ledger.Get(lctx, userID, key)
+	switch {
+	case err != nil:
+		return Record{}, problem.Wrap(problem.CodeLedgerUnavailable, "payments cannot be read right now", err)
+	case !ok:
+		return Record{}, notFound()
+	}
+	return record(e), nil
+}
+
+func notFound() *problem.Problem {
+	return problem.New(problem.CodeRouteNotFound, "no payment request of yours has this Idempotency-Key")
+}
