@@ -38,6 +38,10 @@ type Deps struct {
 	// Payments, when set, serves the API calls that cost money (money-
 	// moving POSTs, the refresh); the Forwarder serves the rest.
 	Payments Payments
+	// PaymentRecords, when set, serves GET /bff/payments and
+	// GET /bff/payments/{idempotencyKey}: the caller's money-moving
+	// requests from the ledger.
+	PaymentRecords PaymentRecords
 	// PublicOrigin is public_url's origin (scheme://host[:port]).
 	PublicOrigin string
 	// AllowedOrigins are cors.allowed_origins.

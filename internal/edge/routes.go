@@ -38,6 +38,10 @@ func routes(e *echo.Echo, d Deps) {
 	forward := api(a, d.Forwarder, d.Payments, d.Budget, d.Observe)
 	e.Any("/api/*", forward)
 	e.Any("/api", forward)
+	if d.PaymentRecords != nil {
+		e.GET("/bff/payments", listPayments(a, d.PaymentRecords, d.Budget, d.Observe))
+		e.GET("/bff/payments/:key", getPayment(a, d.PaymentRecords, d.Budget, d.Observe))
+	}
 	if d.Static != nil {
 		app := d.Static.handler(d.Logger)
 		e.GET("/*", app)

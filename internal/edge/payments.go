@@ -1,0 +1,90 @@
+package edge
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fintech-bff/bff/internal/payments"
+	"github.com/fintech-bff/bff/internal/problem"
+)
+
+// PaymentRecords is what the edge needs of payments.Service to serve the
+// caller's money-moving requests as a resource (GET /bff/payments).
+type PaymentRecords interface {
+	Records(ctx context.Context, userID, cursor string, limit int) (payments.Page, error)
+	Record(ctx context.Context, userID, key string) (payments.Record, error)
+}
+
+var _ PaymentRecords = (*payments.Service)(nil)
+
+// paymentsPrefix is where GET /bff/payments/{idempotencyKey} takes its key.
+const paymentsPrefix = "/bff/payments/"
+
+// authorized resolves the caller like /api does (cookie or session token;
+// a GET needs no X-CSRF) and spends one of the session's budget.
+func authorized(c echo.Context, a *authn, budget SessionBudget, observe Observer) (principal, error) {
+	p, err := a.resolve(c)
+	if err != nil {
+		return p, err
+	}
+	if budget != nil {
+		if ok, wait := budget.Allow(p.id); !ok {
+			observe.Refused("requests")
+			return p, problem.Later(problem.CodeRateLimited, wait, "this session is over its request budget; retry in %d s")
+		}
+	}
+	return p, nil
+}
+
+// listPayments is GET /bff/payments: the caller's money-moving requests,
+// newest first, ?limit= (1 to 100, default 20) at a time from ?cursor=.
+func listPayments(a *authn, pay PaymentRecords, budget SessionBudget, observe Observer) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		p, err := authorized(c, a, budget, observe)
+		if err != nil {
+			return err
+		}
+		q := c.Request().URL.Query()
+		limit := 0
+		if v, ok := q["limit"]; ok {
+			n, err := strconv.Atoi(v[0])
+			if err != nil || n < 1 || len(v) > 1 {
+				n = -1 // refused by Records, with the field named
+			}
+			limit = n
+		}
+		page, err := pay.Records(c.Request().Context(), p.rec.UserID, q.Get("cursor"), limit)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, page)
+	}
+}
+
+// getPayment is GET /bff/payments/{idempotencyKey}: one of the caller's
+// money-moving requests; another user's key is 404 like an unused one.
+func getPayment(a *authn, pay PaymentRecords, budget SessionBudget, observe Observer) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		p, err := authorized(c, a, budget, observe)
+		if err != nil {
+			return err
+		}
+		// The key from the escaped path, unescaped once: Echo's parameter
+		// is the raw path's only when Go kept one (RawPath), so a key with
+		// a '%' would otherwise be read twice unescaped.
+		key, err := url.PathUnescape(strings.TrimPrefix(c.Request().URL.EscapedPath(), paymentsPrefix))
+		if err != nil {
+			return problem.New(problem.CodeRouteNotFound, "no payment request of yours has this Idempotency-Key")
+		}
+		rec, err := pay.Record(c.Request().Context(), p.rec.UserID, key)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, rec)
+	}
+}
