@@ -39,6 +39,8 @@ func TestOpenAPIOperations(t *testing.T) {
 		{"DELETE", "/auth/sessions/{id}"},
 		{"POST", "/auth/logout"},
 		{"POST", "/auth/backchannel-logout"},
+		{"GET", "/bff/payments"},
+		{"GET", "/bff/payments/{idempotencyKey}"},
 	} {
 		item := doc.Paths.Value(op.path)
 		if item == nil || item.GetOperation(op.method) == nil {
