@@ -208,6 +208,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/bff/payments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's money-moving requests, newest first (cursor paging)
+         * @description The caller's own money-moving requests (`POST`s under the money routes) as the payments
+         *     ledger records them, newest first: the user's, on every money route, whatever instance
+         *     served them. A key given back because nothing was sent (the next request with it runs
+         *     again) is not listed. Authenticated like `/api`; a cookie-authenticated `GET` needs no
+         *     `X-CSRF`.
+         */
+        get: operations["listPaymentRecords"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/bff/payments/{idempotencyKey}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One of the caller's money-moving requests, by its Idempotency-Key
+         * @description The caller's request sent with this `Idempotency-Key` (percent-encoded in the path), on
+         *     whichever money route; should the key be on several, the newest. Another user's key, a
+         *     key never used and a key given back are the same 404 `ROUTE_NOT_FOUND`.
+         */
+        get: operations["getPaymentRecord"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/payments": {
         parameters: {
             query?: never;
@@ -634,6 +680,41 @@ export interface components {
         };
         /** @description The cursor for the next page (pass it as `nextPage`); `null` on the last page. */
         NextPage: string | null;
+        /** @description A money-moving request of the caller, as the payments ledger records it. */
+        PaymentRecord: {
+            /** @description The `Idempotency-Key` as the client sent it. */
+            key: string;
+            /** @description The money route the key is scoped to (`upstream.money_routes`), such as `/v2/payments`. */
+            route: string;
+            /**
+             * @description `in_flight`: sent or being sent, no answer yet (a repeat is 409). `done`: answered, and
+             *     a repeat replays that answer. `unknown`: whether the upstream acted is not known
+             *     (answered 502 `PAYMENT_OUTCOME_UNKNOWN`); the BFF keeps settling it from the upstream.
+             * @enum {string}
+             */
+            state: "in_flight" | "done" | "unknown";
+            /** @description The HTTP status the BFF answered: the stored answer's when `done`, 502 when `unknown`; absent while `in_flight`. */
+            status?: number;
+            /** @description The payment the upstream made for this request, when known. */
+            paymentId?: string;
+            /** @description The upstream's latest known status of the payment. The ledger keeps none yet, so it is `null` for now; read the status with `GET /api/v2/payments/{paymentId}`. */
+            paymentStatus: string | null;
+            /**
+             * Format: date-time
+             * @description When the key was first used (UTC).
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When the request last changed (claimed, sent or ended; UTC).
+             */
+            updatedAt: string;
+        };
+        PaymentRecordPage: {
+            items: components["schemas"]["PaymentRecord"][];
+            /** @description Pass it as `cursor` for the next page; absent on the last page. */
+            nextCursor?: string;
+        };
         /**
          * @description A payment's status (ISO 20022 codes and the upstream's own). `RJCT`, `CANC` and `ERROR`
          *     are outcomes, not errors: the answer is still 2xx.
@@ -1050,6 +1131,18 @@ export interface components {
         };
         /** @description `SESSION_STORE_UNAVAILABLE`: Redis did not answer. The BFF fails closed; retry after a few seconds. */
         StoreUnavailable: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `SESSION_STORE_UNAVAILABLE` (Redis) or `LEDGER_UNAVAILABLE` (the payments ledger did not answer). Retry after a few seconds. */
+        RecordsUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "Cache-Control": components["headers"]["Cache-Control"];
@@ -1685,6 +1778,73 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["StoreUnavailable"];
+        };
+    };
+    listPaymentRecords: {
+        parameters: {
+            query?: {
+                /** @description Items per page, 1 to 100 (default 20); another value is 400 `VALIDATION_ERROR`. */
+                limit?: number;
+                /** @description The previous page's `nextCursor` (opaque); another value is 400 `VALIDATION_ERROR`. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the caller's money-moving requests. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaymentRecordPage"];
+                };
+            };
+            /** @description `VALIDATION_ERROR` (a `limit` or `cursor` this endpoint does not accept, named in `fields`) or `BAD_REQUEST` (cookie and token both). */
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["SessionRequired"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RecordsUnavailable"];
+        };
+    };
+    getPaymentRecord: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The `Idempotency-Key` as it was sent, percent-encoded. */
+                idempotencyKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaymentRecord"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["SessionRequired"];
+            /** @description `ROUTE_NOT_FOUND`: no request of the caller has this key. */
+            404: components["responses"]["BadRequest"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RecordsUnavailable"];
         };
     };
     listPayments: {
