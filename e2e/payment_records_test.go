@@ -58,6 +58,9 @@ func TestPaymentRecords(t *testing.T) {
 		if err := json.Unmarshal(r.body, &page); r.status != 200 || err != nil || len(page.Items) > 2 {
 			t.Fatalf("page %d: got %d %s, want at most 2 items", pages, r.status, r.body)
 		}
+		if r.header.Get("Cache-Control") != "no-store" || r.header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Fatalf("page %d: Cache-Control %q, X-Content-Type-Options %q; want no-store and nosniff (the user's payments)", pages, r.header.Get("Cache-Control"), r.header.Get("X-Content-Type-Options"))
+		}
 		listed = append(listed, page.Items...)
 		if page.NextCursor == nil {
 			if pages != 2 {

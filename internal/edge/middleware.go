@@ -204,7 +204,7 @@ func userHash(userID string) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:9])
 }
 
-// noStore marks every answer under /api and /auth, the BFF's own and the
+// noStore marks every answer under /api, /auth and /bff, the BFF's own and the
 // upstream's, as not cacheable and not to be sniffed: they hold financial
 // data and session state. (The proxy sets the same on upstream replies,
 // whose headers would otherwise replace these.)
@@ -212,7 +212,7 @@ func noStore() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			p := c.Request().URL.Path
-			if strings.HasPrefix(p, "/api") || strings.HasPrefix(p, "/auth") {
+			if strings.HasPrefix(p, "/api") || strings.HasPrefix(p, "/auth") || strings.HasPrefix(p, "/bff") {
 				h := c.Response().Header()
 				h["Cache-Control"] = noStoreValue // shared, never appended to: no allocation per request
 				h["X-Content-Type-Options"] = nosniffValue

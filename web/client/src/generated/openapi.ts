@@ -1418,7 +1418,7 @@ export interface components {
     headers: {
         /** @description The request's id, on every answer; equal to `requestId` in an error body. Quote it when reporting a problem. */
         "X-Request-Id": string;
-        /** @description Every answer under `/api` and `/auth` is `no-store`. */
+        /** @description Every answer under `/api`, `/auth` and `/bff` is `no-store`. */
         "Cache-Control": "no-store";
         "X-Content-Type-Options": "nosniff";
         /** @description delay-seconds or an HTTP-date (RFC 9110, section 10.2.3); read both forms. */
