@@ -6,7 +6,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/session"
 )
@@ -23,17 +22,9 @@ func api(a *authn, f *proxy.Forwarder, pay Payments, budget SessionBudget, obser
 	return func(c echo.Context) error {
 		r := c.Request()
 		path := strings.TrimPrefix(r.URL.EscapedPath(), "/api")
-		p, err := a.resolve(c)
+		p, err := authorized(c, a, budget, observe)
 		if err != nil {
 			return err
-		}
-		if budget != nil {
-			// Keyed by the session id in this process only; what is shared
-			// through Redis is keyed by a hash of it.
-			if ok, wait := budget.Allow(p.id); !ok {
-				observe.Refused("requests")
-				return problem.Later(problem.CodeRateLimited, wait, "this session is over its request budget; retry in %d s")
-			}
 		}
 		s := state(c)
 		call := proxy.Call{UserID: p.rec.UserID, RequestID: s.requestID, Path: path, ClientIP: c.RealIP()}

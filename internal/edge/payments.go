@@ -25,8 +25,10 @@ var _ PaymentRecords = (*payments.Service)(nil)
 // paymentsPrefix is where GET /bff/payments/{idempotencyKey} takes its key.
 const paymentsPrefix = "/bff/payments/"
 
-// authorized resolves the caller like /api does (cookie or session token;
-// a GET needs no X-CSRF) and spends one of the session's budget.
+// authorized resolves the caller (cookie or session token; an unsafe
+// method with the cookie needs X-CSRF) and spends one of the session's
+// request budget: /api and /bff alike. The budget is keyed by the session
+// id in this process only; what is shared through Redis is a hash of it.
 func authorized(c echo.Context, a *authn, budget SessionBudget, observe Observer) (principal, error) {
 	p, err := a.resolve(c)
 	if err != nil {

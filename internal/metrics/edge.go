@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/fintech-bff/bff/internal/problem"
 )
@@ -42,27 +43,27 @@ type series struct {
 func newEdge(reg prometheus.Registerer, refusals *prometheus.CounterVec) *Edge {
 	return &Edge{
 		refusals: refusals,
-		requests: counterVec(reg, prometheus.CounterOpts{
+		requests: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
 			Name: "bff_http_requests_total",
 			Help: "Requests served on the public listener by route template, method and status code.",
-		}, "route", "method", "code"),
-		duration: histogramVec(reg, prometheus.HistogramOpts{
+		}, []string{"route", "method", "code"}),
+		duration: promauto.With(reg).NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "bff_http_request_duration_seconds",
 			Help:    "Time to serve a request on the public listener by route template and method.",
 			Buckets: prometheus.DefBuckets,
-		}, "route", "method"),
-		errors: counterVec(reg, prometheus.CounterOpts{
+		}, []string{"route", "method"}),
+		errors: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
 			Name: "bff_errors_total",
 			Help: "Error envelopes sent, by code (the BFF's codes; an upstream's own error type counts as UPSTREAM_OTHER).",
-		}, "code"),
-		logins: counterVec(reg, prometheus.CounterOpts{
+		}, []string{"code"}),
+		logins: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
 			Name: "bff_logins_total",
 			Help: "Login outcomes by method (dev, oidc, mobile) and result (ok, failed, state, invalid_grant, code_issued).",
-		}, "method", "result"),
-		revocations: counterVec(reg, prometheus.CounterOpts{
+		}, []string{"method", "result"}),
+		revocations: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
 			Name: "bff_session_revocations_total",
 			Help: "Sessions ended before their timeout, by reason (logout, user, admin, backchannel).",
-		}, "reason"),
+		}, []string{"reason"}),
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 // Metrics holds every metric of the BFF, registered on one registry. Its
@@ -45,10 +46,10 @@ type Metrics struct {
 func New(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// The edge's and the payments' refusals, in one metric.
-	refusals := counterVec(reg, prometheus.CounterOpts{
+	refusals := promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
 		Name: "bff_limit_refusals_total",
 		Help: "Requests refused by a limit before reaching the upstream, by limit (requests, auth, refresh).",
-	}, "limit")
+	}, []string{"limit"})
 	return &Metrics{
 		Tokens:   newTokens(reg),
 		Sessions: newSessions(reg),
@@ -77,12 +78,12 @@ type Probes struct {
 // given; call it once.
 func (m *Metrics) Probe(p Probes) {
 	if p.Store != nil {
-		gaugeFunc(m.reg, prometheus.GaugeOpts{
+		promauto.With(m.reg).NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "bff_store_up", Help: "1 when the shared store (Redis) answers a ping within 500 ms at scrape time, else 0.",
 		}, up(p.Store))
 	}
 	if p.Ledger != nil {
-		gaugeFunc(m.reg, prometheus.GaugeOpts{
+		promauto.With(m.reg).NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "bff_ledger_up", Help: "1 when the payments ledger (PostgreSQL) answers a ping within 500 ms at scrape time, else 0.",
 		}, up(p.Ledger))
 	}
@@ -101,35 +102,4 @@ func up(ping func(context.Context) error) func() float64 {
 		}
 		return 1
 	}
-}
-
-// The constructors, written once: each makes one metric and registers it
-// on reg (a name registered twice panics, at start-up).
-
-func counter(reg prometheus.Registerer, o prometheus.CounterOpts) prometheus.Counter {
-	c := prometheus.NewCounter(o)
-	reg.MustRegister(c)
-	return c
-}
-
-func counterVec(reg prometheus.Registerer, o prometheus.CounterOpts, labels ...string) *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(o, labels)
-	reg.MustRegister(c)
-	return c
-}
-
-func histogram(reg prometheus.Registerer, o prometheus.HistogramOpts) prometheus.Histogram {
-	h := prometheus.NewHistogram(o)
-	reg.MustRegister(h)
-	return h
-}
-
-func histogramVec(reg prometheus.Registerer, o prometheus.HistogramOpts, labels ...string) *prometheus.HistogramVec {
-	h := prometheus.NewHistogramVec(o, labels)
-	reg.MustRegister(h)
-	return h
-}
-
-func gaugeFunc(reg prometheus.Registerer, o prometheus.GaugeOpts, read func() float64) {
-	reg.MustRegister(prometheus.NewGaugeFunc(o, read))
 }

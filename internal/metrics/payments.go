@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/fintech-bff/bff/internal/payments"
 )
@@ -21,10 +22,10 @@ type Payments struct {
 var _ payments.Observer = (*Payments)(nil)
 
 func newPayments(reg prometheus.Registerer, refusals *prometheus.CounterVec) *Payments {
-	return &Payments{refusals: refusals, moneyReq: counterVec(reg, prometheus.CounterOpts{
+	return &Payments{refusals: refusals, moneyReq: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
 		Name: "bff_money_requests_total",
 		Help: "Money-moving requests by how the BFF answered or the settler ended them: answered, released, unknown (502 PAYMENT_OUTCOME_UNKNOWN to the request that sent it), settled (by the owner), replayed, in_progress, outcome_unknown (a repeat of an unknown key), settled (a repeat), key_reused, key_required, key_invalid, ledger_unavailable, claim_lost, snapshot_failed, resent_after_401, released_unsent (an owner that died before its send mark), settled_background.",
-	}, "result")}
+	}, []string{"result"})}
 }
 
 // MoneyRequest implements payments.Observer.
@@ -37,11 +38,11 @@ func (m *Payments) Refused(limit string) { m.refusals.WithLabelValues(limit).Inc
 // unknown, read from the ledger (unknowns) at scrape time.
 func unknownGauges(reg prometheus.Registerer, unknowns func(context.Context) (int64, time.Time, error)) {
 	u := &unknownReader{read: unknowns}
-	gaugeFunc(reg, prometheus.GaugeOpts{
+	promauto.With(reg).NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "bff_payments_unknown",
 		Help: "Money-moving requests whose outcome is unknown now (PAYMENT_OUTCOME_UNKNOWN), in the ledger; NaN while the ledger does not answer.",
 	}, func() float64 { n, _ := u.get(); return n })
-	gaugeFunc(reg, prometheus.GaugeOpts{
+	promauto.With(reg).NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "bff_payments_unknown_oldest_seconds",
 		Help: "How long ago the oldest still-unknown money-moving request ended; 0 when there is none, NaN while the ledger does not answer.",
 	}, func() float64 { _, age := u.get(); return age })

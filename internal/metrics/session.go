@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/fintech-bff/bff/internal/session"
 )
@@ -14,7 +15,7 @@ type Sessions struct {
 var _ session.Observer = (*Sessions)(nil)
 
 func newSessions(reg prometheus.Registerer) *Sessions {
-	return &Sessions{created: counter(reg, prometheus.CounterOpts{
+	return &Sessions{created: promauto.With(reg).NewCounter(prometheus.CounterOpts{
 		Name: "bff_sessions_created_total", Help: "BFF sessions created (logins).",
 	})}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/fintech-bff/bff/internal/tokens"
 )
@@ -24,32 +25,32 @@ var _ tokens.Observer = (*Tokens)(nil)
 
 func newTokens(reg prometheus.Registerer) *Tokens {
 	m := &Tokens{
-		lookups: counterVec(reg, prometheus.CounterOpts{
+		lookups: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
 			Name: "bff_token_cache_requests_total",
 			Help: "Token cache lookups by result (hit or miss).",
-		}, "result"),
-		layers: counterVec(reg, prometheus.CounterOpts{
+		}, []string{"result"}),
+		layers: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
 			Name: "bff_token_cache_layer_hits_total",
 			Help: "Token cache hits by layer (local: in-process; redis: the shared store).",
-		}, "layer"),
-		mints: counterVec(reg, prometheus.CounterOpts{
+		}, []string{"layer"}),
+		mints: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
 			Name: "bff_token_mints_total",
 			Help: "Token mints at the upstream token endpoint by result (ok, auth, rejected, upstream, timeout, unreachable).",
-		}, "result"),
-		duration: histogram(reg, prometheus.HistogramOpts{
+		}, []string{"result"}),
+		duration: promauto.With(reg).NewHistogram(prometheus.HistogramOpts{
 			Name:    "bff_token_mint_duration_seconds",
 			Help:    "Duration of token mints at the upstream token endpoint.",
 			Buckets: prometheus.DefBuckets,
 		}),
-		lockWaits: histogramVec(reg, prometheus.HistogramOpts{
+		lockWaits: promauto.With(reg).NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "bff_token_lock_wait_seconds",
 			Help:    "Waits for another instance's mint of the same user's token, by how each wait step ended (notified, polled, timeout).",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20},
-		}, "result"),
-		refreshes: counterVec(reg, prometheus.CounterOpts{
+		}, []string{"result"}),
+		refreshes: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
 			Name: "bff_token_refresh_ahead_total",
 			Help: "Background refreshes of tokens near expiry, by result (ok, error).",
-		}, "result"),
+		}, []string{"result"}),
 	}
 	for _, r := range []string{"hit", "miss"} {
 		m.lookups.WithLabelValues(r)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/fintech-bff/bff/internal/proxy"
 )
@@ -21,15 +22,15 @@ var _ proxy.Observer = (*Upstream)(nil)
 
 func newUpstream(reg prometheus.Registerer) *Upstream {
 	return &Upstream{
-		requests: counterVec(reg, prometheus.CounterOpts{
+		requests: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
 			Name: "bff_upstream_requests_total",
 			Help: "Upstream API calls (each attempt), by route template, status and upstream error type.",
-		}, "route", "status", "type"),
-		duration: histogramVec(reg, prometheus.HistogramOpts{
+		}, []string{"route", "status", "type"}),
+		duration: promauto.With(reg).NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "bff_upstream_request_duration_seconds",
 			Help:    "Time to the upstream's response headers, per attempt, by route template.",
 			Buckets: prometheus.DefBuckets,
-		}, "route"),
+		}, []string{"route"}),
 	}
 }
 
