@@ -60,7 +60,15 @@ var bareHostTLDs = map[string]bool{
 // Clean is a filter, not a proof: it removes what looks like a secret, so a
 // short password in free prose would pass. The BFF never puts secrets in
 // messages; Clean guards against the upstream doing so.
-func Clean(message string) string {
+func Clean(message string) string { return clean(message, false) }
+
+// cleanKeepingURLs is Clean but for URLs, which it keeps without their
+// query and fragment (where a code or token would be): for a developer's
+// eyes (WithUpstreamMessage), who needs the URL the upstream refused, and
+// never the credentials Clean takes out.
+func cleanKeepingURLs(message string) string { return clean(message, true) }
+
+func clean(message string, keepURLs bool) string {
 	if message == "" {
 		return ""
 	}
@@ -70,9 +78,18 @@ func Clean(message string) string {
 		return ""
 	}
 	if strings.Contains(s, "://") {
-		s = reURL.ReplaceAllString(s, redactedURL)
+		if keepURLs {
+			s = reURL.ReplaceAllStringFunc(s, func(u string) string {
+				if i := strings.IndexAny(u, "?#"); i >= 0 {
+					return u[:i] + "?" + redacted
+				}
+				return u
+			})
+		} else {
+			s = reURL.ReplaceAllString(s, redactedURL)
+		}
 	}
-	if strings.Contains(s, "//") {
+	if !keepURLs && strings.Contains(s, "//") {
 		s = reSchemeRelative.ReplaceAllStringFunc(s, func(m string) string {
 			// Keep the leading delimiter the pattern consumed.
 			i := strings.Index(m, "//")
@@ -84,7 +101,7 @@ func Clean(message string) string {
 			switch {
 			case isJWT(m):
 				return redacted
-			case isHost(m):
+			case isHost(m) && !keepURLs:
 				if strings.HasSuffix(m, ".") {
 					return redactedURL + "." // the end of a sentence
 				}
@@ -93,7 +110,7 @@ func Clean(message string) string {
 			return m
 		})
 	}
-	if containsFold(s, "localhost:") {
+	if !keepURLs && containsFold(s, "localhost:") {
 		s = reLocalhost.ReplaceAllString(s, redactedURL)
 	}
 	if containsFold(s, "bearer") {

@@ -105,19 +105,25 @@ const maxRawMessage = 1000
 // memberUpstreamMessage is the extension member WithUpstreamMessage adds.
 const memberUpstreamMessage = "upstreamMessage"
 
-// WithUpstreamMessage is p with the upstream's own message, uncleaned, as
-// the extension member "upstreamMessage", when p came from an upstream
-// answer that had one and cleaning took something out of it. Only for development (env: development): Clean
-// takes URLs and anything that looks like a secret out of the detail,
-// which in production is right, and in development hides what a developer
-// needs, such as the redirect URL the upstream refused.
+// WithUpstreamMessage is p with the upstream's own message as the
+// extension member "upstreamMessage", when p came from an upstream answer
+// whose URLs Clean took out of the detail. Only for development (env:
+// development): there the URL the upstream refused (a redirect URL not on
+// its allow-list) is what a developer needs. The member keeps the URLs,
+// without their query and fragment, and is cleaned like the detail of
+// everything else that looks like a credential (a Bearer value, a JWT, a
+// secret's value).
 func WithUpstreamMessage(p *Problem) *Problem {
 	var ue *UpstreamError
-	if !errors.As(p.Err, &ue) || ue.message == "" || Clean(ue.message) == ue.message {
-		return p // nothing was taken out: the detail says it all
+	if !errors.As(p.Err, &ue) || ue.message == "" {
+		return p
+	}
+	msg := cleanKeepingURLs(ue.message)
+	if msg == Clean(ue.message) {
+		return p // the URLs were all it could add, and there are none
 	}
 	q := *p
-	q.Ext = append(slices.Clone(p.Ext), Member{memberUpstreamMessage, ue.message})
+	q.Ext = append(slices.Clone(p.Ext), Member{memberUpstreamMessage, msg})
 	return &q
 }
 

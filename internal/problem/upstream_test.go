@@ -524,6 +524,13 @@ func TestWithUpstreamMessage(t *testing.T) {
 	if q := WithUpstreamMessage(New(CodeRouteNotFound, "no route")); len(q.Ext) != 0 {
 		t.Fatal("a problem of the BFF's own got an upstream message")
 	}
+	secret := WithUpstreamMessage(FromUpstream(400, http.Header{}, []byte(`{"type":"CLIENT_ERROR","message":"Redirect url https://app.example/cb?code=s3cr3t-code not allowed for Bearer abc.def.ghi"}`)))
+	if len(secret.Ext) != 1 {
+		t.Fatalf("got %v, want the message with its URL", secret.Ext)
+	}
+	if msg := secret.Ext[0].Value.(string); !strings.Contains(msg, "https://app.example/cb") || strings.Contains(msg, "s3cr3t-code") || strings.Contains(msg, "abc.def.ghi") {
+		t.Fatalf("upstreamMessage = %q, want the URL without its query and no Bearer value", msg)
+	}
 	plain := FromUpstream(400, http.Header{}, []byte(`{"type":"CLIENT_ERROR","message":"Payment id \"x\" is not valid"}`))
 	if q := WithUpstreamMessage(plain); len(q.Ext) != 0 {
 		t.Fatal("a message cleaning left whole was repeated as upstreamMessage")

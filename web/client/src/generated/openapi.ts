@@ -600,7 +600,7 @@ export interface components {
             cost?: number;
             /** @description `INSUFFICIENT_CREDITS` only, when the upstream gave it: the credits the organization has left. */
             balance?: number;
-            /** @description With `env: development` only, on an error that came from the upstream: its own message as it came, before the BFF took URLs and secret-looking values out of `detail` (for example the redirect URL the upstream refused). Never in production. */
+            /** @description With `env: development` only, on an error that came from the upstream: its own message with the URLs the BFF took out of `detail` kept (without their query), for example the redirect URL the upstream refused; still cleaned of anything that looks like a credential. Never in production. */
             upstreamMessage?: string;
             /** @description The request's id, equal to the `X-Request-Id` header. */
             requestId: string;
