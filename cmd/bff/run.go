@@ -25,6 +25,7 @@ import (
 
 	"github.com/fintech-bff/bff/internal/config"
 	"github.com/fintech-bff/bff/internal/edge"
+	"github.com/fintech-bff/bff/internal/events"
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/ledger"
 	"github.com/fintech-bff/bff/internal/limits"
@@ -118,6 +119,9 @@ type app struct {
 	closer         io.Closer
 	ledger         interface{ Close() }
 	stopBackground func() // ends subscriptions before the store closes
+	// streams are the open event streams: ended, with a retry hint, when
+	// the drain starts (a stream never goes idle by itself).
+	streams *events.Hub
 }
 
 // server is what build makes: the two handlers, readiness, the secret
@@ -231,16 +235,30 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		Upstream: fwd, Timeout: cfg.Upstream.Timeout, MoneyRoutes: cfg.Upstream.MoneyRoutes, Ledger: led,
 		Refresh: a.limits, RefreshEvery: cfg.Limits.RefreshInterval,
 		Logger: log, Observe: obs.Payments,
+		Instance: instance,
+		Follow: payments.Follow{Interval: cfg.Payments.WatchInterval, MaxInterval: cfg.Payments.WatchMaxInterval,
+			For: cfg.Payments.WatchFor, Batch: cfg.Payments.WatchBatch},
 	})
-	obs.Probe(metrics.Probes{Store: a.store.Ping, Ledger: led.Ping, Unknowns: led.Unknowns})
+	hub := events.NewHub(cfg.Limits.StreamsPerUser)
+	obs.Probe(metrics.Probes{Store: a.store.Ping, Ledger: led.Ping, Unknowns: led.Unknowns, Streams: hub.Count})
 	// The settler: every instance runs it, the ledger hands each open
 	// record to one of them at a time.
 	go pay.Run(cacheCtx)
+	// The follower: every instance runs it, the ledger leases each
+	// followed payment to one of them at a time.
+	go pay.RunFollow(cacheCtx)
+	// The event streams: the ledger's announcements wake the streams of
+	// the user whose payments changed; a session's end (here or announced
+	// by another instance) ends its streams before it is acknowledged.
+	a.streams = hub
+	go func() { _ = led.Listen(cacheCtx, hub.Changed, hub.Resync, log) }()
+	sessions.OnEnd(hub.SessionEnded)
 	deps := edge.Deps{
 		AuthLimit: a.limits, AuthPerMinute: cfg.Limits.AuthPerMinute, BackchannelPerMinute: cfg.Limits.BackchannelPerMinute,
 		PendingLoginsPerAddress: cfg.Limits.PendingLoginsPerAddress, IPv6Prefix: cfg.Limits.IPv6Prefix,
 		Budget: sessionBudget(cacheCtx, cfg, a, log),
 		Logger: log, Observe: obs.Edge, Sessions: sessions, Cookies: cookies, Forwarder: fwd, Payments: pay, PaymentRecords: pay,
+		Streams:      &edge.Streams{Hub: hub, Changes: pay},
 		PublicOrigin: cfg.PublicOrigin(), AllowedOrigins: cfg.CORS.AllowedOrigins,
 		TrustedProxies: cfg.TrustedProxyPrefixes(), TraceparentFrom: cfg.TraceparentPrefixes(), TrustClientTraceparent: cfg.TrustClientTraceparent, DevLogin: cfg.Auth.Mode == config.AuthModeDev, Development: cfg.Env != config.EnvProduction, Tokens: cache,
 		MobileRedirectURIs: cfg.Auth.MobileRedirectURIs,
@@ -306,6 +324,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		WriteTimeout: cfg.Upstream.Timeout + 15*time.Second, IdleTimeout: 120 * time.Second,
 		MaxHeaderBytes: 64 << 10, ErrorLog: errLog,
 	}
+	if sv.streams != nil {
+		publicSrv.RegisterOnShutdown(sv.streams.Shutdown)
+	}
 	adminSrv := &http.Server{
 		Handler: admin, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 30 * time.Second, ErrorLog: errLog,
@@ -324,7 +345,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			}
 		}()
 	}
-	log.Info("bff started", slog.String("listen", publicLn.Addr().String()),
+	log.Info("bff started", slog.String("instance", instance), slog.String("listen", publicLn.Addr().String()),
 		slog.String("admin_listen", adminLn.Addr().String()), slog.String("env", cfg.Env),
 		slog.String("auth_mode", cfg.Auth.Mode), slog.Bool("in_process_store", cfg.Redis.InProcessStore()))
 
@@ -468,9 +489,14 @@ func (w *budgetWarning) ExchangeFailed(err error) {
 	}
 }
 
+// instance names this process in what it sends the upstream on its own
+// (the polls of followed payments) and in its start-up line.
+var instance = session.NewID()[:8]
+
 // ledgerStore is the payments ledger as run uses it.
 type ledgerStore interface {
 	payments.Ledger
+	Listen(ctx context.Context, changed func(userID string), resync func(), log *slog.Logger) error
 	Ping(context.Context) error
 	Close()
 }

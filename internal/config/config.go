@@ -93,6 +93,7 @@ type Config struct {
 	Auth      Auth     `yaml:"auth"`
 	CORS      CORS     `yaml:"cors"`
 	Ledger    Ledger   `yaml:"ledger"`
+	Payments  Payments `yaml:"payments"`
 	Limits    Limits   `yaml:"limits"`
 }
 
@@ -128,6 +129,30 @@ type Limits struct {
 	// addresses must not get a budget of its own. IPv4 addresses count
 	// whole.
 	IPv6Prefix int `yaml:"ipv6_prefix"`
+	// StreamsPerUser caps a user's open event streams (GET /bff/events) on
+	// one instance: each holds a connection and a goroutine. 0: no cap.
+	StreamsPerUser int `yaml:"streams_per_user"`
+}
+
+// Payments configures how payments are followed after their answer, and
+// the upstream's status webhooks.
+type Payments struct {
+	// WatchInterval is the wait before a followed payment is polled again
+	// after its status changed (it doubles while the status stays, up to
+	// WatchMaxInterval). 0: payments are not followed.
+	WatchInterval time.Duration `yaml:"watch_interval"`
+	// WatchMaxInterval is the longest wait between two polls of a payment.
+	WatchMaxInterval time.Duration `yaml:"watch_max_interval"`
+	// WatchFor is how long after it was made a payment is followed.
+	WatchFor time.Duration `yaml:"watch_for"`
+	// WatchBatch is how many payments an instance takes at a time.
+	WatchBatch int `yaml:"watch_batch"`
+	// WebhookPath is where the BFF receives the upstream's signed payment
+	// status webhooks (Standard Webhooks); "" receives none.
+	WebhookPath string `yaml:"webhook_path"`
+	// WebhookSecrets verify the webhooks (whsec_…): one signed with any of
+	// them is accepted, so a secret is rotated by adding the new one first.
+	WebhookSecrets []Secret `yaml:"webhook_secrets"`
 }
 
 // Ledger configures the durable record of money-moving requests.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Methods a route may allow.
@@ -99,6 +100,10 @@ func (c *Config) Validate() error {
 	if n := c.Limits.IPv6Prefix; n < 32 || n > 128 {
 		v.addf("limits.ipv6_prefix", "%d is not between 32 and 128 (a client owns at least a /64)", n)
 	}
+	if n := c.Limits.StreamsPerUser; n < 0 || n > 10000 {
+		v.addf("limits.streams_per_user", "%d is not between 0 (no cap) and 10000", n)
+	}
+	v.payments(c)
 	if n := c.Ledger.MaxConns; n < 0 || n > 1000 {
 		v.addf("ledger.max_conns", "%d is not between 0 and 1000", n)
 	}
@@ -658,4 +663,54 @@ func (v *validator) cacheBytes(key string, n int64) {
 	if n < 0 || n > maxCacheBytes {
 		v.addf(key, "%d is not between 0 and %d", n, int64(maxCacheBytes))
 	}
+}
+
+// payments checks the payments section: a followed payment's waits, and a
+// webhook path that needs a secret and must not shadow a route of the BFF.
+func (v *validator) payments(c *Config) {
+	p := c.Payments
+	switch {
+	case p.WatchInterval < 0:
+		v.addf("payments.watch_interval", "must not be negative (0 follows no payment)")
+	case p.WatchInterval > 0 && p.WatchInterval < 100*time.Millisecond:
+		v.addf("payments.watch_interval", "%s is below 100ms: the upstream's rate limit is spent on polling", p.WatchInterval)
+	case p.WatchInterval > 0 && p.WatchMaxInterval < p.WatchInterval:
+		v.addf("payments.watch_max_interval", "%s is below payments.watch_interval (%s)", p.WatchMaxInterval, p.WatchInterval)
+	}
+	if p.WatchInterval > 0 && p.WatchFor <= 0 {
+		v.addf("payments.watch_for", "must be positive: a payment is followed for a bounded time")
+	}
+	if n := p.WatchBatch; n < 1 || n > 1000 {
+		v.addf("payments.watch_batch", "%d is not between 1 and 1000", n)
+	}
+	if p.WebhookPath == "" {
+		if len(p.WebhookSecrets) > 0 {
+			v.addf("payments.webhook_secrets", "set without payments.webhook_path: no webhook is received")
+		}
+		return
+	}
+	switch {
+	case !strings.HasPrefix(p.WebhookPath, "/") || strings.ContainsAny(p.WebhookPath, "?#*: ") || strings.Contains(p.WebhookPath, "//"):
+		v.addf("payments.webhook_path", "%q is not an absolute path without query, wildcard or parameter", p.WebhookPath)
+	case underAny(p.WebhookPath, "/api", "/auth", "/bff", "/healthz", "/readyz", "/metrics"):
+		v.addf("payments.webhook_path", "%q is under a route of the BFF; use its own, such as /webhooks/payments", p.WebhookPath)
+	}
+	if len(p.WebhookSecrets) == 0 {
+		v.addf("payments.webhook_secrets", "required with payments.webhook_path: an unsigned webhook is refused")
+	}
+	for i, s := range p.WebhookSecrets {
+		if !strings.HasPrefix(string(s), "whsec_") {
+			v.addf(fmt.Sprintf("payments.webhook_secrets[%d]", i), "not a whsec_… secret")
+		}
+	}
+}
+
+// underAny reports whether path is one of prefixes or under one.
+func underAny(path string, prefixes ...string) bool {
+	for _, p := range prefixes {
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
 }

@@ -42,6 +42,9 @@ type Deps struct {
 	// GET /bff/payments/{idempotencyKey}: the caller's money-moving
 	// requests from the ledger.
 	PaymentRecords PaymentRecords
+	// Streams, when set, serves GET /bff/events: the caller's payment
+	// changes as they happen.
+	Streams *Streams
 	// PublicOrigin is public_url's origin (scheme://host[:port]).
 	PublicOrigin string
 	// AllowedOrigins are cors.allowed_origins.
@@ -105,7 +108,8 @@ type Observer interface {
 	Revoked(reason string, n int)
 	// Refused reports a request a limit refused before it reached the
 	// upstream: requests (the session's budget), auth, backchannel or
-	// pending_logins (the per-address budgets).
+	// pending_logins (the per-address budgets), or streams (a user's open
+	// event streams on this instance).
 	Refused(limit string)
 }
 

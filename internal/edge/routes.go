@@ -42,6 +42,10 @@ func routes(e *echo.Echo, d Deps) {
 		e.GET("/bff/payments", listPayments(a, d.PaymentRecords, d.Budget, d.Observe))
 		e.GET("/bff/payments/:key", getPayment(a, d.PaymentRecords, d.Budget, d.Observe))
 	}
+	if d.Streams != nil {
+		e.GET("/bff/events", streamEvents(a, *d.Streams, d.Budget, d.Observe))
+	}
+
 	if d.Static != nil {
 		app := d.Static.handler(d.Logger)
 		e.GET("/*", app)

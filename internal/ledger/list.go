@@ -28,7 +28,13 @@ type Entry struct {
 	Answered       int
 	UpstreamStatus int
 	PaymentID      string
-	CreatedAt      time.Time
+	// PaymentStatus is the upstream's latest known status of the payment
+	// ("" when none is known yet).
+	PaymentStatus string
+	// Seq is the record's position in its user's stream of changes: it
+	// grows with every change streamed (0: never streamed, in flight).
+	Seq       int64
+	CreatedAt time.Time
 	// UpdatedAt is the latest of the claim, the send mark and the end.
 	UpdatedAt time.Time
 }
@@ -37,17 +43,20 @@ type Entry struct {
 func (e Entry) Cursor() Cursor { return Cursor{CreatedAt: e.CreatedAt, ID: e.ID} }
 
 // entryColumns are the columns scanEntry reads, in its order.
-const entryColumns = `id, route, idem_key, state, upstream_status, payment_id, response, created_at,
-  greatest(created_at, claimed_at, sending_at, finished_at)`
+const entryColumns = `id, route, idem_key, state, upstream_status, payment_id, payment_status, coalesce(change_seq, 0),
+  response, created_at, greatest(created_at, claimed_at, sending_at, finished_at, status_at)`
 
 func (p *Postgres) scanEntry(row pgx.Row) (Entry, error) {
 	var e Entry
 	var state string
 	var status *int32
-	var paymentID *string
+	var paymentID, paymentStatus *string
 	var resp []byte
-	if err := row.Scan(&e.ID, &e.Route, &e.Key, &state, &status, &paymentID, &resp, &e.CreatedAt, &e.UpdatedAt); err != nil {
+	if err := row.Scan(&e.ID, &e.Route, &e.Key, &state, &status, &paymentID, &paymentStatus, &e.Seq, &resp, &e.CreatedAt, &e.UpdatedAt); err != nil {
 		return e, err
+	}
+	if paymentStatus != nil {
+		e.PaymentStatus = *paymentStatus
 	}
 	e.State = State(state)
 	if status != nil {
@@ -119,9 +128,9 @@ ORDER BY created_at DESC, id DESC LIMIT 1`, userID, key))
 // entry is r as its user lists it. The caller holds m.mu.
 func (m *Memory) entry(r *memRecord) Entry {
 	e := Entry{ID: r.ID, Route: r.Route, Key: r.Key, State: r.State, UpstreamStatus: r.UpstreamStatus,
-		PaymentID: r.PaymentID, CreatedAt: r.created, UpdatedAt: r.created}
+		PaymentID: r.PaymentID, PaymentStatus: r.paymentStatus, Seq: r.seq, CreatedAt: r.created, UpdatedAt: r.created}
 	e.Answered = answered(m.sealer, r.ID, r.response)
-	for _, t := range []time.Time{r.ClaimedAt, r.sentAt, r.finished} {
+	for _, t := range []time.Time{r.ClaimedAt, r.sentAt, r.finished, r.statusAt} {
 		if t.After(e.UpdatedAt) {
 			e.UpdatedAt = t
 		}

@@ -18,6 +18,7 @@ type Memory struct {
 	byID   map[int64]*memRecord
 	nextID int64
 	sealer
+	follow memFollow
 }
 
 type memKey struct{ user, route, key string }
@@ -33,6 +34,13 @@ type memRecord struct {
 	tries      int
 	response   []byte // sealed, like the database's column
 	content    []byte // sealed, likewise
+	// Following (follow.go): the columns of migration 005.
+	paymentStatus string
+	statusAt      time.Time
+	seq           int64
+	watchNext     time.Time
+	watchOwner    string
+	watchWait     time.Duration
 }
 
 // NewMemory returns an empty in-process ledger; now is its clock (nil:
@@ -114,12 +122,18 @@ func (m *Memory) Sending(_ context.Context, c *Claim, s Send) (bool, error) {
 // update applies f to record id when cond holds, under the lock.
 func (m *Memory) update(id int64, cond func(*memRecord) bool, f func(*memRecord)) bool {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	r, ok := m.byID[id]
 	if !ok || !cond(r) {
+		m.mu.Unlock()
 		return false
 	}
+	before := *r
 	f(r)
+	changed := m.changed(&before, r)
+	m.mu.Unlock()
+	if changed {
+		m.notify(r.UserID)
+	}
 	return true
 }
 
@@ -182,13 +196,19 @@ func (m *Memory) Unknown(_ context.Context, c *Claim, o Outcome) (bool, error) {
 // Abandon is Postgres.Abandon.
 func (m *Memory) Abandon(_ context.Context, id int64) (State, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	r, ok := m.byID[id]
 	if !ok || r.State != StateInFlight || !m.now().After(r.Deadline) {
+		m.mu.Unlock()
 		return "", nil
 	}
+	before := *r
 	m.abandonLocked(r)
-	return r.State, nil
+	state, changed := r.State, m.changed(&before, r)
+	m.mu.Unlock()
+	if changed {
+		m.notify(r.UserID)
+	}
+	return state, nil
 }
 
 func (m *Memory) abandonLocked(r *memRecord) {

@@ -72,6 +72,9 @@ type Probes struct {
 	// and says when the oldest of them ended (zero: none):
 	// bff_payments_unknown and bff_payments_unknown_oldest_seconds.
 	Unknowns func(context.Context) (int64, time.Time, error)
+	// Streams counts the event streams open on this instance:
+	// bff_event_streams.
+	Streams func() int
 }
 
 // Probe registers the gauges read at scrape time on the registry New was
@@ -89,6 +92,11 @@ func (m *Metrics) Probe(p Probes) {
 	}
 	if p.Unknowns != nil {
 		unknownGauges(m.reg, p.Unknowns)
+	}
+	if p.Streams != nil {
+		promauto.With(m.reg).NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "bff_event_streams", Help: "Event streams (GET /bff/events) open on this instance.",
+		}, func() float64 { return float64(p.Streams()) })
 	}
 }
 

@@ -16,13 +16,17 @@ import (
 // bounded results only.
 type Payments struct {
 	moneyReq *prometheus.CounterVec
+	followed *prometheus.CounterVec
 	refusals *prometheus.CounterVec // shared with Edge
 }
 
 var _ payments.Observer = (*Payments)(nil)
 
 func newPayments(reg prometheus.Registerer, refusals *prometheus.CounterVec) *Payments {
-	return &Payments{refusals: refusals, moneyReq: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
+	return &Payments{refusals: refusals, followed: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
+		Name: "bff_payment_follow_total",
+		Help: "Polls of followed payments at the upstream (changed, unchanged, not_found, failed, lease_lost) and status webhooks (webhook_applied, webhook_unmatched, webhook_replayed, webhook_forged, webhook_stale, webhook_malformed).",
+	}, []string{"result"}), moneyReq: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
 		Name: "bff_money_requests_total",
 		Help: "Money-moving requests by how the BFF answered or the settler ended them: answered, released, unknown (502 PAYMENT_OUTCOME_UNKNOWN to the request that sent it), settled (by the owner), replayed, in_progress, outcome_unknown (a repeat of an unknown key), settled (a repeat), key_reused, key_required, key_invalid, ledger_unavailable, claim_lost, snapshot_failed, resent_after_401, released_unsent (an owner that died before its send mark), settled_background.",
 	}, []string{"result"})}
@@ -30,6 +34,9 @@ func newPayments(reg prometheus.Registerer, refusals *prometheus.CounterVec) *Pa
 
 // MoneyRequest implements payments.Observer.
 func (m *Payments) MoneyRequest(result string) { m.moneyReq.WithLabelValues(result).Inc() }
+
+// Followed implements payments.Observer.
+func (m *Payments) Followed(result string) { m.followed.WithLabelValues(result).Inc() }
 
 // Refused implements payments.Observer.
 func (m *Payments) Refused(limit string) { m.refusals.WithLabelValues(limit).Inc() }

@@ -13,13 +13,15 @@ import (
 
 // events is a payments.Observer that counts what it hears.
 type events struct {
-	mu      sync.Mutex
-	money   map[string]int
-	refused map[string]int
+	mu       sync.Mutex
+	money    map[string]int
+	refused  map[string]int
+	followed map[string]int
 }
 
 func (e *events) MoneyRequest(result string) { e.add(&e.money, result) }
 func (e *events) Refused(limit string)       { e.add(&e.refused, limit) }
+func (e *events) Followed(result string)     { e.add(&e.followed, result) }
 
 func (e *events) add(m *map[string]int, k string) {
 	e.mu.Lock()
@@ -28,6 +30,12 @@ func (e *events) add(m *map[string]int, k string) {
 		*m = map[string]int{}
 	}
 	(*m)[k]++
+}
+
+func (e *events) follows() map[string]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return maps.Clone(e.followed)
 }
 
 func (e *events) get() (money, refused map[string]int) {

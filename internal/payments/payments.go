@@ -40,6 +40,9 @@ type Ledger interface {
 	Unknowns(ctx context.Context) (int64, time.Time, error)
 	List(ctx context.Context, userID string, after ledger.Cursor, limit int) ([]ledger.Entry, error)
 	Get(ctx context.Context, userID, key string) (ledger.Entry, bool, error)
+	Changes(ctx context.Context, userID string, after int64, limit int) ([]ledger.Entry, error)
+	Position(ctx context.Context, userID string) (int64, error)
+	Follower
 }
 
 var (
@@ -86,6 +89,12 @@ type Options struct {
 	// Observe, when set, is told how each money-moving request ended and
 	// of each refresh the credit guard refused (metrics).
 	Observe Observer
+	// Follow: how payments are followed after their answer (follow.go);
+	// the zero value follows none.
+	Follow Follow
+	// Instance names this process in the request ids of its polls, so an
+	// operator (and a test) can tell which instance polled.
+	Instance string
 }
 
 // Observer receives a Service's events. Implementations must be cheap and
@@ -100,6 +109,11 @@ type Observer interface {
 	// snapshot_failed, resent_after_401, released_unsent (an owner that
 	// died before its send mark), settled_background.
 	MoneyRequest(result string)
+	// Followed reports a poll of a followed payment: changed, unchanged,
+	// not_found, failed, lease_lost; or a webhook: webhook_applied,
+	// webhook_unmatched, webhook_replayed, webhook_forged, webhook_stale,
+	// webhook_malformed.
+	Followed(result string)
 	// Refused reports a request a limit refused before it reached the
 	// upstream: limit is "refresh" (the credit guard).
 	Refused(limit string)
@@ -109,19 +123,24 @@ type nopObserver struct{}
 
 func (nopObserver) MoneyRequest(string) {}
 func (nopObserver) Refused(string)      {}
+func (nopObserver) Followed(string)     {}
 
 // Service serves money-moving requests and the refresh. Safe for
 // concurrent use.
 type Service struct {
-	up      Upstream
-	timeout time.Duration
-	money   *proxy.Routes // the money prefixes, POST only
-	ledger  Ledger
-	refresh Guard
-	every   time.Duration
-	log     *slog.Logger
-	observe Observer
-	settler settler
+	up       Upstream
+	timeout  time.Duration
+	money    *proxy.Routes // the money prefixes, POST only
+	ledger   Ledger
+	refresh  Guard
+	every    time.Duration
+	log      *slog.Logger
+	observe  Observer
+	settler  settler
+	follow   Follow
+	instance string
+	// follower is ledger when following is on; nil without a ledger.
+	follower Follower
 }
 
 // New returns a Service.
@@ -139,6 +158,10 @@ func New(o Options) *Service {
 	s := &Service{up: o.Upstream, timeout: o.Timeout, money: proxy.NewRoutes(money), ledger: o.Ledger,
 		refresh: o.Refresh, every: o.RefreshEvery, log: o.Logger, observe: o.Observe}
 	s.settler = defaultSettler
+	if o.Ledger != nil {
+		s.follow, s.follower = o.Follow, o.Ledger
+	}
+	s.instance = o.Instance
 	return s
 }
 

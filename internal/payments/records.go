@@ -29,9 +29,8 @@ type Record struct {
 	// done, 502 (PAYMENT_OUTCOME_UNKNOWN) when unknown; absent in flight.
 	Status    int    `json:"status,omitempty"`
 	PaymentID string `json:"paymentId,omitempty"`
-	// PaymentStatus is the upstream's latest status of the payment. The
-	// ledger keeps none yet (no payment is followed after its answer), so
-	// it is always null for now.
+	// PaymentStatus is the upstream's latest known status of the payment
+	// (follow.go); null until one is known.
 	PaymentStatus *string   `json:"paymentStatus"`
 	CreatedAt     time.Time `json:"createdAt"`
 	UpdatedAt     time.Time `json:"updatedAt"`
@@ -47,6 +46,9 @@ type Page struct {
 func record(e ledger.Entry) Record {
 	r := Record{Key: e.Key, Route: e.Route, State: string(e.State), PaymentID: e.PaymentID,
 		CreatedAt: e.CreatedAt.UTC(), UpdatedAt: e.UpdatedAt.UTC()}
+	if e.PaymentStatus != "" {
+		r.PaymentStatus = &e.PaymentStatus
+	}
 	switch e.State {
 	case ledger.StateDone:
 		r.Status = e.Answered
@@ -158,4 +160,48 @@ func (s *Service) Record(ctx context.Context, userID, key string) (Record, error
 
 func notFound() *problem.Problem {
 	return problem.New(problem.CodeRouteNotFound, "no payment request of yours has this Idempotency-Key")
+}
+
+// ChangesPage is how many changes Changes returns at most: a stream reads
+// again while a read fills it.
+const ChangesPage = 100
+
+// Change is a record at its position in its user's stream of changes.
+type Change struct {
+	Seq    int64
+	Record Record
+}
+
+// Changes returns the user's records changed after position after, in
+// order, up to ChangesPage: each once, as it stands now.
+func (s *Service) Changes(ctx context.Context, userID string, after int64) ([]Change, error) {
+	if s.ledger == nil {
+		return nil, s.noLedger()
+	}
+	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+	defer cancel()
+	entries, err := s.ledger.Changes(lctx, userID, after, ChangesPage)
+	if err != nil {
+		return nil, problem.Wrap(problem.CodeLedgerUnavailable, "payment changes cannot be read right now", err)
+	}
+	out := make([]Change, len(entries))
+	for i, e := range entries {
+		out[i] = Change{Seq: e.Seq, Record: record(e)}
+	}
+	return out, nil
+}
+
+// Position is the user's latest position: a stream that starts now sends
+// what comes after it.
+func (s *Service) Position(ctx context.Context, userID string) (int64, error) {
+	if s.ledger == nil {
+		return 0, s.noLedger()
+	}
+	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+	defer cancel()
+	n, err := s.ledger.Position(lctx, userID)
+	if err != nil {
+		return 0, problem.Wrap(problem.CodeLedgerUnavailable, "payment changes cannot be read right now", err)
+	}
+	return n, nil
 }

@@ -35,8 +35,47 @@ func (m *Manager) Run(ctx context.Context) {
 // it did so within kv.LeaseFor.
 func (m *Manager) Tracked() bool { return m.local.Tracked() }
 
-// invalidate drops the session with this handle from the local layer.
-func (m *Manager) invalidate(handle string) { m.local.Drop(handle) }
+// invalidate drops the session with this handle from the local layer, and
+// tells OnEnd's function, before the revocation is acknowledged.
+func (m *Manager) invalidate(handle string) {
+	m.local.Drop(handle)
+	if f := m.onEnd.Load(); f != nil {
+		(*f)(handle)
+	}
+}
+
+// OnEnd registers f, called with the handle of every session this
+// instance stops serving (ended here, or announced by another instance)
+// before the revocation is acknowledged, so that what holds the session
+// open (an event stream) ends with it; and with "" when the instance drops
+// all its copies (it may have missed an announcement): then every session
+// held open must be checked again. f must not block.
+func (m *Manager) OnEnd(f func(handle string)) { m.onEnd.Store(&f) }
+
+// Alive reports whether the session named by id is live, as Lookup would,
+// without sliding its idle timeout: a long-lived stream checks its session
+// with it, and being open does not keep a session alive.
+func (m *Manager) Alive(ctx context.Context, id string) (bool, error) {
+	if id == "" {
+		return false, nil
+	}
+	handle := Handle(id)
+	now := m.now()
+	if k, ok := m.local.Get(handle); ok {
+		c := k.cached()
+		if m.local.Live() && m.member() && (m.Tracked() || now.Sub(c.fetched) < localTTL) {
+			return now.Before(m.ExpiresAt(c.rec)), nil
+		}
+	}
+	rec, err := m.get(ctx, handle)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return now.Before(m.ExpiresAt(rec)), nil
+}
 
 // Live reports whether the invalidation subscription is up.
 func (m *Manager) Live() bool { return m.local.Live() }

@@ -98,6 +98,9 @@ func (m *Manager) renew(ctx context.Context) {
 func (m *Manager) distrust() {
 	m.trustUntil.Store(0)
 	m.local.DropAll()
+	if f := m.onEnd.Load(); f != nil {
+		(*f)("")
+	}
 }
 
 // onMessage handles the sessions' channel: "inv <from> <id> <handles>"

@@ -111,6 +111,8 @@ type Manager struct {
 	// only before it. acks are the revocations waiting on the others.
 	trustUntil atomic.Int64
 	acks       acks
+	// onEnd is told of every session this instance stops serving (OnEnd).
+	onEnd atomic.Pointer[func(handle string)]
 }
 
 // NewManager returns a Manager over store.

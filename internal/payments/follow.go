@@ -1,0 +1,198 @@
+package payments
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/proxy"
+)
+
+// Following a payment's status after its answer (CONTRACT section 9).
+//
+// A done record that names a payment is followed: its payment is polled at
+// the upstream (GET /v2/payments/{id}) until its status is final, the
+// upstream does not know it, or Follow.For has passed since it was made.
+// Every instance looks for due polls; the ledger leases each payment to
+// one of them at a time (a fenced lease on the row: the write of a poll
+// whose lease another instance took is refused), so the upstream sees one
+// poll per payment per wait, however many instances and open streams
+// there are. An instance that dies leaves its leases to run out
+// (followLease) and another takes the payments.
+//
+// The wait follows the status lifecycle: Interval after every change (a
+// payment that moves is about to move again: INIT to the bank's ACTC, ACSP,
+// then ACSC or RJCT), doubling while it stays, up to MaxInterval. A failed
+// poll also doubles the wait. A webhook (webhook.go) stores the status it
+// brings and pushes the next poll out to MaxInterval: polling stays the
+// safety net.
+
+// Follow is how payments are followed.
+type Follow struct {
+	Interval    time.Duration // the wait after a change; 0: not followed
+	MaxInterval time.Duration // the longest wait between two polls
+	For         time.Duration // after this long since it was made, a payment is no longer followed
+	Batch       int           // payments leased per look
+}
+
+// DefaultFollow are the defaults of payments.watch_*.
+var DefaultFollow = Follow{Interval: 2 * time.Second, MaxInterval: 30 * time.Second, For: 24 * time.Hour, Batch: 64}
+
+const (
+	// pollTimeout bounds one poll: a slow upstream costs a wait, not the
+	// lease of the whole batch.
+	pollTimeout = 5 * time.Second
+	// followLease is how long a leased batch is this instance's: its polls
+	// end within pollTimeout (they run side by side, pollsAtOnce at a
+	// time), and the lease outlives them with a margin. It is also how long
+	// the payments of an instance that died wait for another.
+	followLease = 10 * time.Second
+	// pollsAtOnce bounds the polls an instance runs side by side.
+	pollsAtOnce = 8
+	// deliveriesKept: webhook ids are remembered this long, twice the
+	// signature's window, after which a replay is refused as stale.
+	deliveriesKept = 10 * time.Minute
+)
+
+// Follower is what following needs of the ledger.
+type Follower interface {
+	Watches(ctx context.Context, limit int, lease time.Duration) ([]ledger.Watch, error)
+	Watched(ctx context.Context, w ledger.Watch, o ledger.Observed) (bool, error)
+	Webhook(ctx context.Context, deliveryID string, u ledger.StatusUpdate, later time.Duration) (ledger.Delivery, error)
+	PruneDeliveries(ctx context.Context, age time.Duration) error
+}
+
+var (
+	_ Follower = (*ledger.Postgres)(nil)
+	_ Follower = (*ledger.Memory)(nil)
+)
+
+// tick is how often an instance looks for due polls: a quarter of the
+// interval (a poll is then late by at most that), between 100 ms and 1 s.
+func (f Follow) tick() time.Duration {
+	return min(max(f.Interval/4, 100*time.Millisecond), time.Second)
+}
+
+// next is the wait after a poll of w that learned status (or failed).
+func (f Follow) next(w ledger.Watch, status string, failed bool) time.Duration {
+	if !failed && status != w.Status {
+		return f.Interval
+	}
+	return min(max(2*w.Wait, f.Interval), f.MaxInterval)
+}
+
+// RunFollow follows payments until ctx ends: every instance runs it.
+func (s *Service) RunFollow(ctx context.Context) {
+	if s.follower == nil || s.follow.Interval <= 0 {
+		return
+	}
+	t := time.NewTicker(s.follow.tick())
+	defer t.Stop()
+	prune := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.followDue(ctx)
+		if time.Since(prune) > time.Minute {
+			prune = time.Now()
+			lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+			if err := s.follower.PruneDeliveries(lctx, deliveriesKept); err != nil {
+				s.log.Warn("old webhook ids could not be pruned", slog.String("error", err.Error()))
+			}
+			cancel()
+		}
+	}
+}
+
+// followDue leases the due polls and runs them, pollsAtOnce at a time,
+// within the lease.
+func (s *Service) followDue(ctx context.Context) {
+	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+	ws, err := s.follower.Watches(lctx, s.follow.Batch, followLease)
+	cancel()
+	if err != nil {
+		s.log.Warn("the follower could not read the ledger", slog.String("error", err.Error()))
+		return
+	}
+	if len(ws) == 0 {
+		return
+	}
+	bctx, cancel := context.WithTimeout(ctx, followLease-time.Second)
+	defer cancel()
+	sem := make(chan struct{}, pollsAtOnce)
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			s.poll(bctx, w)
+		})
+	}
+	wg.Wait()
+}
+
+// polled is the part of the upstream's payment a poll reads.
+type polled struct {
+	Status    string    `json:"status"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// poll asks the upstream for w's payment once and stores what it learned.
+func (s *Service) poll(ctx context.Context, w ledger.Watch) {
+	pctx, cancel := context.WithTimeout(ctx, pollTimeout)
+	// The poll acts for the record's user, under the request id that
+	// claimed it, so the upstream's log ties it to the payment, and names
+	// the instance that polled.
+	id := w.RequestID + "-follow-" + strconv.FormatInt(w.ID, 10)
+	if s.instance != "" {
+		id += "-" + s.instance
+	}
+	rep, p := s.up.Exchange(pctx, proxy.Exchange{
+		Call:   proxy.Call{UserID: w.UserID, RequestID: id},
+		Target: proxy.Target{Path: followPath + "/" + url.PathEscape(w.PaymentID), Route: followPath},
+		Method: http.MethodGet, Header: http.Header{"Accept": {"application/json"}},
+	})
+	cancel()
+	var o ledger.Observed
+	var got polled
+	switch {
+	case p == nil && rep.Status == http.StatusOK && json.Unmarshal(rep.Body, &got) == nil && got.Status != "":
+		o.Status, o.At = got.Status, got.UpdatedAt
+		o.Wait = s.follow.next(w, got.Status, false)
+		o.Stop = ledger.Final(got.Status)
+		s.observe.Followed(map[bool]string{true: "changed", false: "unchanged"}[got.Status != w.Status])
+	case p == nil && rep.Status == http.StatusNotFound:
+		// The upstream does not know the payment (deleted, or another
+		// organization's): nothing more will come of polling it.
+		o.Stop = true
+		s.observe.Followed("not_found")
+	default:
+		o.Wait = s.follow.next(w, "", true)
+		s.observe.Followed("failed")
+	}
+	if time.Since(w.CreatedAt) > s.follow.For {
+		o.Stop = true
+	}
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
+	ok, err := s.follower.Watched(lctx, w, o)
+	cancel()
+	switch {
+	case err != nil:
+		s.log.Warn("the follower could not store a payment's status", slog.String("error", err.Error()))
+	case !ok:
+		// The lease ran out and another instance polls it now.
+		s.observe.Followed("lease_lost")
+	}
+}
+
+// followPath is the upstream's payments, under which each is looked up.
+const followPath = "/v2/payments"
