@@ -41,6 +41,9 @@ func TestOpenAPIOperations(t *testing.T) {
 		{"POST", "/auth/backchannel-logout"},
 		{"GET", "/bff/payments"},
 		{"GET", "/bff/payments/{idempotencyKey}"},
+		{"GET", "/bff/events"},
+		// The upstream's webhook, at payments.webhook_path's example value.
+		{"POST", "/webhooks/payments"},
 	} {
 		item := doc.Paths.Value(op.path)
 		if item == nil || item.GetOperation(op.method) == nil {

@@ -9,10 +9,13 @@
 // never an error code or the upstream's own text.
 import "./app.css";
 import { createClient, isBffError } from "../../client/src/index.ts";
-import type { Account, BffError, Connection, Payment, SessionInfo, Transaction } from "../../client/src/index.ts";
+import type {
+  Account, BffError, Connection, Payment, PaymentRecord, SessionInfo, Transaction,
+} from "../../client/src/index.ts";
 import { formatDate, formatDateTime, formatMoney, providerName, providerNames } from "./format.ts";
 import {
-  connectionStatus, errorMessages, fieldMessages, fill, offersRetry, paymentStatus, say, sessionMethod, statusWords, ui,
+  connectionStatus, errorMessages, fieldMessages, fill, offersRetry, paymentStatus, requestState, say, sessionMethod,
+  statusNotKnown, statusWords, ui,
 } from "./messages.ts";
 
 // Build-time settings (build.mjs, from APP_TOTAL_TIMEOUT_MS and APP_SLOW_AFTER_MS); null: the
@@ -145,6 +148,8 @@ function renderNav(): void {
 async function route(): Promise<void> {
   const seq = ++routing;
   const path = location.pathname;
+  // The live payment stream belongs to the page that started it.
+  stopLive();
   // The previous page (or one restored from the back-forward cache after a
   // logout) must not stay on screen while the session is checked.
   render(h("p", {}, ui.loading));
@@ -177,6 +182,9 @@ async function route(): Promise<void> {
 }
 
 window.addEventListener("popstate", () => void route());
+// A page with a stream open is not kept in the back-forward cache: end it on the way out
+// (pageshow's route() starts it again when the page comes back).
+window.addEventListener("pagehide", () => stopLive());
 // A page restored from the back-forward cache runs no script: check the
 // session again, so the back button after a logout shows no data.
 window.addEventListener("pageshow", (ev) => {
@@ -478,37 +486,161 @@ function markFields(err: BffError, fields: Fields): void {
 
 const finalOk = new Set(["ACCC", "ACSC", "ACSP", "ACTC", "ACWC", "ACFC", "PATC"]);
 const finalBad = new Set(["RJCT", "CANC", "ERROR"]);
+/** The statuses after which a payment does not change (the BFF stops following it). */
+const finalStatuses = new Set(["ACSC", "ACCC", "RJCT", "CANC", "ERROR"]);
+const isFinal = (status: string) => finalStatuses.has(status);
 
 function paymentDonePage(): void {
   const id = new URLSearchParams(location.search).get("paymentId");
   const box = h("div", { id: "payment-outcome" }, "Checking the payment…");
+  const recent = recentPayments();
   render(
     h("h1", {}, "Payment"),
     box,
     h("p", { class: "links" }, link("/pay", "Make another payment"), " · ", link("/payments", "All payments"), " · ", link("/", "Accounts")),
+    recent.el,
   );
   if (!id) {
     box.replaceChildren(h("div", { class: "error" }, "This page was opened without a payment."));
+    live(recent);
     return;
+  }
+  let shown: Payment | null = null;
+  function show(p: Payment): void {
+    shown = p;
+    const cls = finalOk.has(p.status) ? "ok" : finalBad.has(p.status) ? "error" : "pending";
+    const words = finalOk.has(p.status) ? "Payment accepted" : finalBad.has(p.status) ? "Payment not made" : "Payment still in progress";
+    const pi = p.paymentInformation;
+    box.replaceChildren(h("div", { class: cls, "data-status": p.status },
+      h("strong", {}, `${words}: ${statusWords(paymentStatus, p.status)}`),
+      h("div", {}, formatMoney({ amount: pi?.amount, currency: pi?.currency }),
+        pi?.remittanceInformation ? " · " : "", h("bdi", {}, pi?.remittanceInformation ?? "")),
+      h("p", { class: "reference" }, "Payment id: " + p.id)));
   }
   async function load(): Promise<void> {
     box.replaceChildren("Checking the payment…");
     try {
       // The bank's redirect says what it says; the BFF's answer is what counts.
-      const p: Payment = await bff.payment(id!);
-      const cls = finalOk.has(p.status) ? "ok" : finalBad.has(p.status) ? "error" : "pending";
-      const words = finalOk.has(p.status) ? "Payment accepted" : finalBad.has(p.status) ? "Payment not made" : "Payment still in progress";
-      const pi = p.paymentInformation;
-      box.replaceChildren(h("div", { class: cls, "data-status": p.status },
-        h("strong", {}, `${words}: ${statusWords(paymentStatus, p.status)}`),
-        h("div", {}, formatMoney({ amount: pi?.amount, currency: pi?.currency }),
-          pi?.remittanceInformation ? " · " : "", h("bdi", {}, pi?.remittanceInformation ?? "")),
-        h("p", { class: "reference" }, "Payment id: " + p.id)));
+      show(await bff.payment(id!));
     } catch (err) {
       box.replaceChildren(errorBox(err, () => void load()));
     }
   }
+  // The bank may still be deciding: the outcome follows the payment's changes as they come.
+  live(recent, (rec) => {
+    // A final status is not undone by an older state of the payment arriving late.
+    if (rec.paymentId === id && rec.paymentStatus && shown && rec.paymentStatus !== shown.status &&
+        !(isFinal(shown.status) && !isFinal(rec.paymentStatus))) {
+      show({ ...shown, status: rec.paymentStatus });
+    }
+  });
   void load();
+}
+
+// ---- Live payment status ---------------------------------------------------
+
+// The one stream of payment changes (GET /bff/events), of the page on screen; route() ends it.
+let liveStop: AbortController | null = null;
+
+function stopLive(): void {
+  liveStop?.abort();
+  liveStop = null;
+}
+
+/**
+ * Keeps recent (and onChange, for the page's own use) current from the BFF's payment events
+ * until the next page: the client reconnects by itself; the list is loaded at once and again on
+ * each connection, so a change between the list and the stream is not missed. A refusal (the session ended: the
+ * client has shown the sign-in page) ends it with a line under the list.
+ */
+function live(recent: RecentPayments, onChange?: (rec: PaymentRecord) => void): void {
+  stopLive();
+  const stop = new AbortController();
+  liveStop = stop;
+  // At once, and again on each connection (below): a stream that waits out a 429 or a 503
+  // leaves the list shown, not "Loading…".
+  void recent.load();
+  void (async () => {
+    try {
+      for await (const ev of bff.events({ signal: stop.signal, onOpen: () => void recent.load() })) {
+        recent.update(ev.data);
+        onChange?.(ev.data);
+      }
+    } catch (err) {
+      if (!stop.signal.aborted) recent.stopped(err);
+    }
+  })();
+}
+
+const recentColumns = [{ label: "Created" }, { label: "Payment" }, { label: "Request" }, { label: "Status" }];
+
+interface RecentPayments {
+  el: HTMLElement;
+  /** (Re)reads the newest payments (GET /bff/payments), keeping what events said since. */
+  load(): Promise<void>;
+  /** Shows a payment's latest state (an event's data). */
+  update(rec: PaymentRecord): void;
+  /** The stream ended with err: the list is no longer live. */
+  stopped(err: unknown): void;
+}
+
+/**
+ * The user's newest payments as the BFF records them, with the bank's status: a table whose rows
+ * (`tr[data-key][data-payment-id][data-payment-status]`) change in place as events arrive.
+ */
+function recentPayments(limit = 10): RecentPayments {
+  const byKey = new Map<string, PaymentRecord>();
+  const t = table("recent-payments-table", recentColumns, []);
+  const body = t.querySelector("tbody")!;
+  t.hidden = true;
+  const msg = h("div", { id: "recent-payments-msg" }, ui.loading);
+  const el = h("section", { id: "recent-payments" }, h("h2", {}, "Recent payments"),
+    h("p", { class: "muted" }, "Their status at the bank, kept up to date on this page."), t, msg);
+
+  /** Keeps the newer of two states of one payment (updatedAt; an event wins a tie). */
+  function keep(rec: PaymentRecord, overTie: boolean): void {
+    const had = byKey.get(rec.key);
+    if (!had || rec.updatedAt > had.updatedAt || (overTie && rec.updatedAt === had.updatedAt)) byKey.set(rec.key, rec);
+  }
+  function row(rec: PaymentRecord): HTMLElement {
+    return h("tr", { "data-key": rec.key, "data-payment-id": rec.paymentId ?? "", "data-payment-status": rec.paymentStatus ?? "" },
+      h("td", {}, formatDateTime(rec.createdAt)),
+      h("td", { class: "mono" }, rec.paymentId ?? ""),
+      h("td", {}, statusWords(requestState, rec.state)),
+      h("td", { class: "payment-status" }, rec.paymentStatus ? statusWords(paymentStatus, rec.paymentStatus) : statusNotKnown),
+    );
+  }
+  function draw(): void {
+    const newest = [...byKey.values()].sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0)).slice(0, limit);
+    const rows = h("tbody", {}, ...newest.map(row));
+    labelCells(rows, recentColumns);
+    body.replaceChildren(...Array.from(rows.children));
+    t.hidden = newest.length === 0;
+  }
+  async function load(): Promise<void> {
+    try {
+      const page = await bff.paymentRecords({ limit });
+      for (const rec of page.items) keep(rec, false);
+      draw();
+      msg.replaceChildren(byKey.size === 0 ? h("p", { id: "recent-payments-empty" }, "No payments yet.") : "");
+    } catch (err) {
+      msg.replaceChildren(errorBox(err, () => void load()));
+    }
+  }
+  return {
+    el,
+    load,
+    update(rec) {
+      keep(rec, true);
+      draw();
+      if (byKey.size > 0) msg.replaceChildren();
+    },
+    stopped(err) {
+      if (!isBffError(err)) console.error(err);
+      void load().then(() => msg.append(h("p", { class: "muted", id: "recent-payments-stopped" },
+        "These statuses are no longer updated: reload the page to see the latest.")));
+    },
+  };
 }
 
 // ---- Payments --------------------------------------------------------------
@@ -521,8 +653,19 @@ function paymentRow(p: Payment): HTMLElement {
     h("td", {}, formatDateTime(p.createdAt)),
     h("td", { class: "num" }, formatMoney({ amount: pi?.amount, currency: pi?.currency })),
     h("td", {}, h("bdi", {}, pi?.remittanceInformation ?? "")),
-    h("td", {}, statusWords(paymentStatus, p.status)),
+    h("td", { class: "payment-status" }, statusWords(paymentStatus, p.status)),
   );
+}
+
+/** Moves the row of rec's payment in body, if listed, to rec's status. */
+function restatusRow(body: HTMLElement, rec: PaymentRecord): void {
+  if (!rec.paymentId || !rec.paymentStatus) return;
+  for (const tr of Array.from(body.querySelectorAll<HTMLElement>("tr[data-payment-id]"))) {
+    if (tr.dataset.paymentId !== rec.paymentId) continue;
+    tr.dataset.status = rec.paymentStatus;
+    const cell = tr.querySelector(".payment-status");
+    if (cell) cell.textContent = statusWords(paymentStatus, rec.paymentStatus);
+  }
 }
 
 function paymentsPage(): void {
@@ -558,13 +701,18 @@ function paymentsPage(): void {
   }
   more.addEventListener("click", () => void load());
 
+  const recent = recentPayments();
   render(
     h("h1", {}, "Payments"),
-    h("p", { class: "muted" }, "Newest first. ", link("/pay", "New payment")),
+    h("p", { class: "muted" }, link("/pay", "New payment")),
+    recent.el,
+    h("h2", {}, "All payments at the bank"),
+    h("p", { class: "muted" }, "Newest first."),
     t,
     msg,
     more,
   );
+  live(recent, (rec) => restatusRow(body, rec));
   void load();
 }
 

@@ -84,8 +84,13 @@ export const ui = {
 /** A payment's status in words, by its ISO 20022 code; undefined for one not listed. */
 export const paymentStatus: Record<string, string> = {
   ACSC: "Paid", ACCC: "Paid", ACSP: "Being paid", ACTC: "Accepted", ACWC: "Accepted", ACFC: "Accepted",
-  PATC: "Accepted", ACCP: "Accepted", PDNG: "Pending", RCVD: "Received", INIT: "Waiting for approval",
-  RJCT: "Rejected", CANC: "Cancelled", ERROR: "Failed",
+  PATC: "Accepted", ACCP: "Accepted", PDNG: "Pending", PENDING: "Pending", RCVD: "Received",
+  INIT: "Waiting for approval", PART: "Partly paid", RJCT: "Rejected", CANC: "Cancelled", ERROR: "Failed",
+};
+
+/** A payment record's request state (`PaymentRecord.state`) in words. */
+export const requestState: Record<string, string> = {
+  in_flight: "Being sent", done: "Sent", unknown: "Being checked",
 };
 
 /** A connection's status in words. */
@@ -114,6 +119,9 @@ export function say(err: BffError): string {
 export function offersRetry(err: BffError): boolean {
   return err.action === "retry_later";
 }
+
+/** What a payment record shows while the bank's status is not known yet (paymentStatus null). */
+export const statusNotKnown = "Not known yet";
 
 /** A status in words from table, or a neutral word for one it does not know. */
 export function statusWords(table: Record<string, string>, status: string | undefined): string {

@@ -1,11 +1,12 @@
 import { BffError, isBffError } from "./errors.js";
-import { send, buildUrl, type ApiResponse, type Query } from "./http.js";
+import { answerError, send, buildUrl, type ApiResponse, type Query } from "./http.js";
+import { SseParser } from "./sse.js";
 import { defaultRetry, mayRetry, retryDelayMs, type RetryOptions } from "./retry.js";
 import type {
   Account, AccountPage, AccountQuery, Connection, ConnectionCreate, ConnectionCreated,
   ConnectionPage, ConnectionQuery, DevSession, MobileToken, OpenBankingInit,
-  OpenBankingInitReply, Page, Payment, PaymentCreate, PaymentCreated, PaymentPage, PaymentQuery,
-  Provider, ProviderQuery, RefreshReply, Session, SessionInfo, Transaction, TransactionCategory,
+  OpenBankingInitReply, Page, Payment, PaymentCreate, PaymentCreated, PaymentEvent, PaymentPage,
+  PaymentQuery, PaymentRecord, PaymentRecordPage, PaymentRecordQuery, Provider, ProviderQuery, RefreshReply, Session, SessionInfo, Transaction, TransactionCategory,
   TransactionPage, TransactionPatch, TransactionQuery,
 } from "./models.js";
 
@@ -106,6 +107,36 @@ export interface MoneyOptions {
   signal?: AbortSignal;
   retry?: false | Partial<RetryOptions>;
 }
+
+export interface EventsOptions {
+  /**
+   * Resume after this event: the `id` of the last PaymentEvent the app handled (kept across a
+   * page load, say). Without it the stream starts from now; read the current state in onOpen.
+   */
+  lastEventId?: string;
+  /** Ends the stream: the iteration then finishes without an error. */
+  signal?: AbortSignal;
+  /**
+   * Called each time a connection is open, the first and every reconnect, with the
+   * `Last-Event-ID` it sent (undefined for none). A connection without one starts from now, so
+   * this is where to (re)load the list (`paymentRecords()`): no change falls between the two.
+   */
+  onOpen?: (lastEventId: string | undefined) => void;
+  /**
+   * A connection that brings no byte for this long is taken as dead and replaced (default
+   * 45 s: the BFF sends a heartbeat at least every 15 s; 0 for never).
+   */
+  idleTimeoutMs?: number;
+  /** The longest wait between reconnects when they keep failing (default 30 s). */
+  maxRetryDelayMs?: number;
+}
+
+/** The wait before a reconnect when the stream has sent no `retry:` (the standard's usual value). */
+export const defaultEventRetryMs = 1_000;
+/** The default of EventsOptions.idleTimeoutMs: three of the BFF's 15 s heartbeats. */
+export const defaultEventIdleTimeoutMs = 45_000;
+/** The default of EventsOptions.maxRetryDelayMs. */
+export const defaultEventMaxRetryDelayMs = 30_000;
 
 export interface LogoutOptions {
   /** In a browser, navigate to `X-Logout-Url` when the answer has one (default true). */
@@ -318,6 +349,157 @@ export function createClient(options: ClientOptions) {
     }
   }
 
+  /**
+   * The caller's payment changes (GET /bff/events) read with fetch, so that token mode's
+   * Authorization header goes along (EventSource sends none). Reconnects by itself; see events()
+   * in the returned object.
+   */
+  async function* events(opts: EventsOptions = {}): AsyncGenerator<PaymentEvent, void, undefined> {
+    const path = "/bff/events";
+    const signal = opts.signal;
+    const idleMs = opts.idleTimeoutMs ?? defaultEventIdleTimeoutMs;
+    const maxDelay = opts.maxRetryDelayMs ?? defaultEventMaxRetryDelayMs;
+    const parser = new SseParser();
+    let lastId = opts.lastEventId === "" ? undefined : opts.lastEventId;
+    let retryMs = defaultEventRetryMs;
+    // Connections in a row that failed or brought nothing: each doubles the wait, up to maxDelay.
+    let failures = 0;
+    // The wait before the next connection; undefined for none (the first).
+    let delay: number | undefined;
+
+    // The server's retry: (or the default), doubled per failure in a row, capped, plus up to half
+    // again at random: clients dropped together (an instance shutting down) do not come back
+    // together.
+    // A server's retry: longer than maxDelay is still waited for: it is the server's to set.
+    const backoff = () => {
+      const cap = Math.max(maxDelay, retryMs);
+      const d = Math.min(cap, retryMs * 2 ** Math.max(0, failures - 1));
+      return Math.min(cap, Math.round(d + (random() * d) / 2));
+    };
+
+    while (!signal?.aborted) {
+      if (delay !== undefined) {
+        try {
+          await sleep(delay, signal);
+        } catch (err) {
+          if (signal?.aborted) return;
+          throw err;
+        }
+      }
+      const conn = new AbortController();
+      const onAbort = () => conn.abort(signal?.reason);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      let idle: ReturnType<typeof setTimeout> | undefined;
+      // Restarted by every byte: a connection silent past idleMs is aborted and replaced.
+      const touch = () => {
+        if (idleMs <= 0) return;
+        clearTimeout(idle);
+        idle = setTimeout(() => conn.abort(), idleMs);
+      };
+      try {
+        const headers = new Headers({ Accept: "text/event-stream" });
+        if (lastId !== undefined) headers.set("Last-Event-ID", lastId);
+        if (mode === "token" && options.getToken) {
+          const token = await options.getToken();
+          if (token) headers.set("Authorization", `Bearer ${token}`);
+        }
+        touch();
+        let res: Response;
+        try {
+          res = await fetchFn(buildUrl(baseUrl, path), {
+            method: "GET",
+            headers,
+            credentials: mode === "cookie" ? "include" : "omit",
+            cache: "no-store",
+            signal: conn.signal,
+          });
+        } catch {
+          if (signal?.aborted) return;
+          failures++; // no answer: offline, refused, or no headers within idleMs
+          delay = backoff();
+          continue;
+        }
+        if (!res.ok) {
+          let text = "";
+          try {
+            text = await res.text();
+          } catch {
+            if (signal?.aborted) return;
+          }
+          const err = answerError(res, text, { method: "GET", path });
+          if (err.code === "SESSION_REQUIRED") {
+            await sessionRequired(err);
+            throw err;
+          }
+          // A refusal (400, 401, 403, 404, ...) would be refused again: it ends the stream. Too
+          // many streams (429), no ledger or Redis (503) and other 5xx are waited out: their
+          // Retry-After when they have one, else the backoff.
+          const s = res.status;
+          if (s !== 408 && s !== 429 && s < 500) throw err;
+          failures++;
+          delay = (s === 429 || s === 503) && err.retryAfterSeconds !== undefined
+            ? err.retryAfterSeconds * 1000 + Math.round(random() * 1000)
+            : backoff();
+          continue;
+        }
+        const contentType = res.headers.get("Content-Type");
+        if (!res.body || contentType === null || !/^text\/event-stream\s*(;|$)/i.test(contentType)) {
+          // Not awaited: a tee'd body's cancel waits for its other branch.
+          res.body?.cancel().catch(() => {});
+          // An app's index.html (a BFF without /bff/events serving static_dir), or a fetch that
+          // cannot stream (React Native's own): reconnecting would not help.
+          throw new BffError({
+            method: "GET", path, status: res.status, code: "UNEXPECTED_RESPONSE", action: "contact_support",
+            retryable: false, requestId: res.headers.get("X-Request-Id") ?? undefined,
+            detail: res.body
+              ? `The event stream answered ${contentType ?? "no Content-Type"}, not text/event-stream.`
+              : "This fetch cannot read a streamed body.",
+          });
+        }
+        parser.reset();
+        opts.onOpen?.(lastId);
+        let heard = false;
+        const reader = res.body.getReader();
+        const decoder = new TextDecoder();
+        try {
+          for (;;) {
+            const { done, value } = await reader.read();
+            if (done) break;
+            touch();
+            if (value.length > 0) heard = true;
+            const got = parser.push(decoder.decode(value, { stream: true }));
+            if (parser.retryMs !== undefined) retryMs = parser.retryMs;
+            if (parser.lastEventId !== "") lastId = parser.lastEventId;
+            for (const ev of got) {
+              // Another event name is one this client does not know yet: skipped.
+              if (ev.event !== "payment") continue;
+              let data: PaymentRecord;
+              try {
+                data = JSON.parse(ev.data) as PaymentRecord;
+              } catch {
+                continue; // not JSON: nothing to show; the next change of it will be
+              }
+              yield { id: ev.id, event: "payment", data };
+            }
+          }
+        } catch {
+          // Dropped: the network, or idleMs of silence. Reconnected below.
+          if (signal?.aborted) return;
+        } finally {
+          reader.cancel().catch(() => {});
+        }
+        // The stream ended (a shutdown, a proxy's timeout) or dropped: reconnect after retry:,
+        // sooner than a failure's backoff when it had brought something.
+        failures = heard ? 0 : failures + 1;
+        delay = backoff();
+      } finally {
+        clearTimeout(idle);
+        signal?.removeEventListener("abort", onAbort);
+        conn.abort();
+      }
+    }
+  }
+
   return {
     mode,
     loginUrl,
@@ -438,6 +620,37 @@ export function createClient(options: ClientOptions) {
     /** Cancels a payment (DELETE /api/v2/payments/{id}); the answer is the payment, status CANC. */
     cancelPayment(id: string): Promise<Payment> {
       return data<Payment>("DELETE", `/api/v2/payments/${seg(id)}`);
+    },
+
+    // ------------------------------------------------------------------ the BFF's payment records
+
+    /**
+     * A page of the caller's payments as the BFF records them (GET /bff/payments), newest first,
+     * each with its latest known `paymentStatus` (null until known); `limit` 1 to 100 (default
+     * 20), `cursor` the previous page's `nextCursor`.
+     */
+    paymentRecords(query: PaymentRecordQuery = {}): Promise<PaymentRecordPage> {
+      return data<PaymentRecordPage>("GET", "/bff/payments", { query });
+    },
+    /**
+     * One of the caller's payments by the Idempotency-Key it was made with (GET
+     * /bff/payments/{key}); 404 ROUTE_NOT_FOUND for a key the caller never used.
+     */
+    paymentRecord(idempotencyKey: string): Promise<PaymentRecord> {
+      return data<PaymentRecord>("GET", `/bff/payments/${seg(idempotencyKey)}`);
+    },
+    /**
+     * The caller's payment changes, live (GET /bff/events): `for await (const ev of
+     * client.events({signal}))`, `ev.data` the payment's latest state. Read with fetch (token
+     * mode sends its Authorization header), it reconnects by itself after a drop or the server's
+     * end, after the stream's `retry:` (1 s by default, with jitter, backing off when it keeps
+     * failing), sending `Last-Event-ID` so that nothing is missed; 429 and 503 wait their
+     * Retry-After. It ends without an error when `signal` aborts or the loop breaks, and throws a
+     * BffError on a refusal: SESSION_REQUIRED (after onSessionRequired), VALIDATION_ERROR,
+     * FORBIDDEN, or UNEXPECTED_RESPONSE for an answer that is not an event stream.
+     */
+    events(opts: EventsOptions = {}): AsyncGenerator<PaymentEvent, void, undefined> {
+      return events(opts);
     },
 
     // ------------------------------------------------------------------ connections and data

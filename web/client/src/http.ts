@@ -119,7 +119,6 @@ export async function send<T>(fetchFn: typeof fetch, baseUrl: string, init: Send
   const contentType = res.headers.get("Content-Type");
   const requestId = res.headers.get("X-Request-Id") ?? undefined;
   const replayed = res.headers.get("Idempotent-Replayed")?.trim().toLowerCase() === "true";
-  const retryAfterSeconds = parseRetryAfter(res.headers.get("Retry-After"));
   let text: string;
   try {
     text = await res.text();
@@ -166,6 +165,20 @@ export async function send<T>(fetchFn: typeof fetch, baseUrl: string, init: Send
     return { data: data as T, status: res.status, headers: res.headers, replayed, requestId };
   }
 
+  throw answerError(res, text, base);
+}
+
+/**
+ * The BffError of a non-2xx answer whose body is text: its error envelope, or
+ * UNEXPECTED_RESPONSE when it has none. The one place an answer becomes an error, for send and
+ * for the event stream's refusals.
+ */
+export function answerError(res: Response, text: string, base: { method: string; path: string; idempotencyKey?: string | undefined }): BffError {
+  const { method, idempotencyKey } = base;
+  const contentType = res.headers.get("Content-Type");
+  const requestId = res.headers.get("X-Request-Id") ?? undefined;
+  const replayed = res.headers.get("Idempotent-Replayed")?.trim().toLowerCase() === "true";
+  const retryAfterSeconds = parseRetryAfter(res.headers.get("Retry-After"));
   if (isProblem(contentType)) {
     let p: ProblemBody | undefined;
     try {
@@ -185,30 +198,28 @@ export async function send<T>(fetchFn: typeof fetch, baseUrl: string, init: Send
             .filter((f) => f && typeof f === "object")
             .map((f) => ({ field: str(f.field) ?? "", message: str(f.message) ?? "" }))
         : [];
-      return Promise.reject(
-        new BffError({
-          ...base,
-          status: res.status,
-          code: p.code as string,
-          action,
-          retryable: p.retryable === true,
-          title: str(p.title),
-          detail: str(p.detail),
-          type: str(p.type),
-          fields,
-          cost: num(p.cost),
-          balance: num(p.balance),
-          requestId: str(p.requestId) ?? requestId,
-          retryAfterSeconds,
-          replayed,
-        }),
-      );
+      return new BffError({
+        ...base,
+        status: res.status,
+        code: p.code as string,
+        action,
+        retryable: p.retryable === true,
+        title: str(p.title),
+        detail: str(p.detail),
+        type: str(p.type),
+        fields,
+        cost: num(p.cost),
+        balance: num(p.balance),
+        requestId: str(p.requestId) ?? requestId,
+        retryAfterSeconds,
+        replayed,
+      });
     }
   }
 
   // Not the BFF's envelope: a proxy's or load balancer's page, or an unreadable body.
   const transient = res.status === 408 || res.status === 429 || res.status >= 500;
-  throw new BffError({
+  return new BffError({
     ...base,
     status: res.status,
     code: "UNEXPECTED_RESPONSE",

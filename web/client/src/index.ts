@@ -1,6 +1,9 @@
-export { createClient, defaultSlowAfterMs, defaultTotalTimeoutMs } from "./client.js";
+export {
+  createClient, defaultEventIdleTimeoutMs, defaultEventMaxRetryDelayMs, defaultEventRetryMs, defaultSlowAfterMs,
+  defaultTotalTimeoutMs,
+} from "./client.js";
 export type {
-  AuthMode, BffClient, ClientOptions, LogoutOptions, LogoutResult, MobileLoginParams,
+  AuthMode, BffClient, ClientOptions, EventsOptions, LogoutOptions, LogoutResult, MobileLoginParams,
   MoneyOptions, MoneyResult, RequestOptions, SlowCall,
 } from "./client.js";
 export { BffError, isBffError } from "./errors.js";
@@ -13,3 +16,5 @@ export type { RetryOptions } from "./retry.js";
 export type * from "./models.js";
 export type { components, operations, paths } from "./generated/openapi.js";
 export { createPkce, pkceChallenge } from "./pkce.js";
+export { SseParser } from "./sse.js";
+export type { SseEvent } from "./sse.js";

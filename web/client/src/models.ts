@@ -25,6 +25,16 @@ export type PaymentQuery = QueryOf<"listPayments">;
 export type OpenBankingInit = Schemas["OpenBankingInit"];
 export type OpenBankingInitReply = Schemas["OpenBankingInitReply"];
 
+// The BFF's own record of the caller's payments (GET /bff/payments) and their changes
+// (GET /bff/events)
+export type PaymentRecord = Schemas["PaymentRecord"];
+export type PaymentRecordPage = Schemas["PaymentRecordPage"];
+export type PaymentRecordQuery = QueryOf<"listPaymentRecords">;
+/** One event of `events()`: a payment of the caller changed; `data` is its latest state. */
+export type PaymentEvent = Schemas["PaymentEvent"];
+/** `PaymentRecord.paymentStatus` when known. */
+export type PaymentRecordStatus = NonNullable<PaymentRecord["paymentStatus"]>;
+
 // Bank connections and their data
 export type ConnectionCreate = Schemas["ConnectionCreate"];
 export type ConnectionCreated = Schemas["ConnectionCreated"];

@@ -254,6 +254,80 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/bff/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's payment changes, live (Server-Sent Events)
+         * @description A `text/event-stream` (Server-Sent Events, as the WHATWG HTML standard defines them) of
+         *     the caller's payment changes: each time one of the user's payments (a `PaymentRecord`)
+         *     changes, on whichever instance, its latest state is sent. Authenticated like `/api`: the
+         *     session cookie (a cookie-authenticated `GET` needs no `X-CSRF`), or
+         *     `Authorization: Bearer <session token>` for native apps, which is why clients read it with
+         *     `fetch` rather than `EventSource` (it sends no headers); `@fintech-bff/client`'s
+         *     `events()` does.
+         *
+         *     The frames, each ended by an empty line (lines end with LF; read CRLF and CR too):
+         *
+         *     - `retry: <ms>`: how long to wait before reconnecting after the stream ends.
+         *     - `: keep-alive`: a comment, at least every 15 s, so that a proxy keeps the connection
+         *       and a client can tell a dead one (no byte for, say, 45 s) from a quiet one.
+         *     - an event: `id: <decimal>` (increasing per user), `event: payment` and one line
+         *       `data: <the PaymentRecord as JSON>` (`PaymentEvent`). Ignore events of another name.
+         *
+         *     Without `Last-Event-ID` the stream starts from now (no history: read the current state
+         *     with `GET /bff/payments` once the stream is open). With it, every payment that changed
+         *     after that position is sent once, in its latest state, then the live changes: a client
+         *     that reconnects with the last `id` it saw misses nothing. The BFF ends the stream when the
+         *     session ends (a reconnect then gets 401 `SESSION_REQUIRED`: stop) and at shutdown, after
+         *     a `retry:` hint (the reconnect reaches another instance). After any other end, reconnect
+         *     after the last `retry:` (with jitter) sending `Last-Event-ID`.
+         *
+         *     Errors before the stream starts are the usual `application/problem+json` answers; once it
+         *     has started, there are none: the stream ends.
+         */
+        get: operations["paymentEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/payments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The upstream's payment status webhook (server to server; only when configured)
+         * @description Exists only when `payments.webhook_path` is set (this path is its example value; the
+         *     route is wherever that setting says); otherwise the path is 404 `ROUTE_NOT_FOUND`. The
+         *     upstream calls it when a payment's status changes, so the BFF learns it before its next
+         *     poll; never called by a frontend, and not in `@fintech-bff/client`.
+         *
+         *     Signed as Standard Webhooks sign (`webhook-id`, `webhook-timestamp`, `webhook-signature`
+         *     over `<id>.<timestamp>.<body>` with the shared secret). A request that is malformed, too
+         *     old (or from the future), or a `webhook-id` already received is 400 `BAD_REQUEST`; a
+         *     signature that does not verify is 403 `FORBIDDEN`. The payment's status is then read
+         *     from the upstream like any other, so a webhook only hastens what polling would find.
+         */
+        post: operations["paymentWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/payments": {
         parameters: {
             query?: never;
@@ -697,8 +771,15 @@ export interface components {
             status?: number;
             /** @description The payment the upstream made for this request, when known. */
             paymentId?: string;
-            /** @description The upstream's latest known status of the payment. The ledger keeps none yet, so it is `null` for now; read the status with `GET /api/v2/payments/{paymentId}`. */
-            paymentStatus: string | null;
+            /**
+             * @description The upstream's latest known status of the payment (the values of `PaymentStatus`), or
+             *     `null` while none is known yet (no `paymentId`, or the BFF has not read it from the
+             *     upstream yet). The BFF keeps it current from the upstream (and its webhook, when
+             *     configured) until it is final: `ACSC`, `ACCC`, `RJCT`, `CANC` or `ERROR`. Each change
+             *     is also sent on `GET /bff/events`. `RJCT`, `CANC` and `ERROR` are outcomes, not errors.
+             * @enum {string|null}
+             */
+            paymentStatus: "ACCC" | "ACSC" | "ACSP" | "ACTC" | "ACWC" | "ACFC" | "RCVD" | "RJCT" | "PATC" | "PENDING" | "ERROR" | "CANC" | "INIT" | "PART" | null;
             /**
              * Format: date-time
              * @description When the key was first used (UTC).
@@ -714,6 +795,38 @@ export interface components {
             items: components["schemas"]["PaymentRecord"][];
             /** @description Pass it as `cursor` for the next page; absent on the last page. */
             nextCursor?: string;
+        };
+        /**
+         * @description One event of `GET /bff/events`, as its frame's fields: `id:` (the `id`), `event:` (the
+         *     `event`) and one `data:` line (the `data`, as JSON). Not a JSON body of its own: the
+         *     stream is `text/event-stream`.
+         */
+        PaymentEvent: {
+            /** @description The event's position, a decimal that increases per user; send the last one seen as `Last-Event-ID` to resume after it. */
+            id: string;
+            /**
+             * @description `payment`: one of the caller's payments changed. Ignore events of a name you do not know.
+             * @enum {string}
+             */
+            event: "payment";
+            data: components["schemas"]["PaymentRecord"];
+        };
+        /** @description The upstream's webhook message about a payment; members it does not name are ignored. */
+        PaymentWebhook: {
+            /** @constant */
+            type: "payment.status_changed";
+            /**
+             * Format: date-time
+             * @description When the upstream sent it.
+             */
+            timestamp: string;
+            data: {
+                /** @description The payment's id (the `paymentId` of a `PaymentRecord`). */
+                id: string;
+                status: components["schemas"]["PaymentStatus"];
+                /** Format: date-time */
+                updatedAt: string;
+            };
         };
         /**
          * @description A payment's status (ISO 20022 codes and the upstream's own). `RJCT`, `CANC` and `ERROR`
@@ -752,7 +865,12 @@ export interface components {
         };
         Payment: {
             id: string;
-            status: components["schemas"]["PaymentStatus"];
+            /**
+             * @description A payment's status (ISO 20022 codes and the upstream's own). `RJCT`, `CANC` and `ERROR`
+             *     are outcomes, not errors: the answer is still 2xx.
+             * @enum {string}
+             */
+            status: "ACCC" | "ACSC" | "ACSP" | "ACTC" | "ACWC" | "ACFC" | "RCVD" | "RJCT" | "PATC" | "PENDING" | "ERROR" | "CANC" | "INIT" | "PART";
             /** @description A payment targets a merchant (`merchantId`) or a creditor (`creditorName`, `creditorAccount`). Creditor and debtor accounts must differ. */
             paymentInformation?: {
                 /** @description A positive number (the upstream also reads a numeric string). */
@@ -805,7 +923,12 @@ export interface components {
             paymentId?: string;
             providerId?: string;
             paymentService?: string;
-            status?: components["schemas"]["PaymentStatus"];
+            /**
+             * @description A payment's status (ISO 20022 codes and the upstream's own). `RJCT`, `CANC` and `ERROR`
+             *     are outcomes, not errors: the answer is still 2xx.
+             * @enum {string}
+             */
+            status?: "ACCC" | "ACSC" | "ACSP" | "ACTC" | "ACWC" | "ACFC" | "RCVD" | "RJCT" | "PATC" | "PENDING" | "ERROR" | "CANC" | "INIT" | "PART";
             /** @description Send the end-user here to authorise the payment at the bank. */
             authorizationUrl?: string;
         } & {
@@ -1847,6 +1970,100 @@ export interface operations {
             503: components["responses"]["RecordsUnavailable"];
         };
     };
+    paymentEvents: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `id` of the last event seen: resume after it. A non-negative decimal; anything else is 400 `VALIDATION_ERROR`. */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /**
+             * @description The stream, open until the session ends, the BFF shuts down or the client goes. For
+             *     example:
+             *
+             *         retry: 2000
+             *
+             *         : keep-alive
+             *
+             *         id: 42
+             *         event: payment
+             *         data: {"key":"9f1c…","route":"/v2/payments","state":"done","status":201,"paymentId":"01K…","paymentStatus":"ACSC","createdAt":"2025-06-01T10:00:00Z","updatedAt":"2025-06-01T10:00:07Z"}
+             */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    /** @description `no`: a proxy (nginx) must pass each frame on at once, not buffer the stream. */
+                    "X-Accel-Buffering": "no";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description `VALIDATION_ERROR` (a `Last-Event-ID` that is not a non-negative decimal, named in `fields`) or `BAD_REQUEST` (cookie and token both). */
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["SessionRequired"];
+            /** @description `RATE_LIMITED`: the user has as many streams open as the BFF allows (or the session's request budget is spent). Wait `Retry-After` seconds before trying again. */
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            /** @description `LEDGER_UNAVAILABLE`: the BFF has no payments ledger configured, or it did not answer; or `SESSION_STORE_UNAVAILABLE` (Redis). Retry later (`Retry-After` when sent). */
+            503: components["responses"]["RecordsUnavailable"];
+        };
+    };
+    paymentWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message's unique id; a repeat of one already received is refused (400). */
+                "webhook-id": string;
+                /** @description When the message was sent, in Unix seconds; one too far from the BFF's clock is refused (400). */
+                "webhook-timestamp": string;
+                /** @description Space-separated signatures, each `v1,<base64 HMAC-SHA256>`; one must verify. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PaymentWebhook"];
+            };
+        };
+        responses: {
+            /** @description Received (or a payment the BFF does not know, which it ignores). Empty body. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `BAD_REQUEST`: a malformed body or header, a stale timestamp, or a replayed `webhook-id`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `FORBIDDEN`: no signature verifies. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listPayments: {
         parameters: {
             query?: {
@@ -1857,7 +2074,7 @@ export interface operations {
                 /** @description The cursor from the previous page's `nextPage`. */
                 nextPage?: components["parameters"]["nextPage"];
                 /** @description Only payments in this status. */
-                status?: components["schemas"]["PaymentStatus"];
+                status?: "ACCC" | "ACSC" | "ACSP" | "ACTC" | "ACWC" | "ACFC" | "RCVD" | "RJCT" | "PATC" | "PENDING" | "ERROR" | "CANC" | "INIT" | "PART";
             };
             header?: never;
             path?: never;

@@ -1,0 +1,137 @@
+//go:build integration
+
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/fintech-bff/bff/internal/testing/browsertest"
+	"github.com/fintech-bff/bff/internal/upstreamsim"
+)
+
+// liveWatchInterval is how often the BFF asks the upstream for the status
+// of a payment not yet final (payments.watch_interval), short here so that
+// a change reaches the page in well under liveWithin.
+const liveWatchInterval = "200ms"
+
+// liveWithin bounds how long a status change the simulator makes may take
+// to show on the page: a few watch intervals, the event's way through the
+// BFF, and the page's 50 ms poll (browsertest.Until).
+const liveWithin = 5 * time.Second
+
+// TestBrowserSeesPaymentStatusLive: a payment's status, moved at the bank
+// (the simulator) after the user is back in the app, shows on the page
+// without a reload or a navigation: the BFF notices the change
+// (payments.watch_interval), sends it on GET /bff/events, and the app's
+// events() stream moves the payment's row in the recent payments and the
+// outcome of /payment-done (issue 27).
+//
+// The payment is not approved at the bank's page: approving makes it ACSC,
+// final, after which the BFF stops following it. The user comes back to
+// /payment-done as the bank's redirect would bring them, with the payment
+// still INIT, and the simulator then moves it to ACTC, then ACSC.
+func TestBrowserSeesPaymentStatusLive(t *testing.T) {
+	dist := buildApp(t)
+	pub := freeAddr(t)
+	base := "http://" + pub
+	e := liveEnv(t, pub, dist)
+	tab := browsertest.Start(t)
+	shots := browsertest.NewShots(t, os.Getenv("BFF_BROWSER_SHOTS"))
+
+	browsertest.Do(t, tab, "opening the app",
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(chromedp.ID("oidc-login")),
+		chromedp.Click(chromedp.ID("oidc-login")))
+	signIn(t, tab, browserUser, "#accounts-table")
+
+	browsertest.Do(t, tab, "paying",
+		chromedp.Click(chromedp.CSS(`#nav a[href="/pay"]`)),
+		chromedp.WaitVisible(chromedp.ID("pay-form")),
+		setInput("remittance", "Live status"),
+		chromedp.Click(chromedp.CSS(`#pay-form button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.ID("approve")))
+	// The bank's consent page is <simulator>/consent/payments/{paymentId}?token=….
+	bank := mustURL(t, browsertest.Get(t, tab, "location", chromedp.Location()))
+	paymentID, ok := strings.CutPrefix(bank.Path, "/consent/payments/")
+	if !ok || paymentID == "" || strings.Contains(paymentID, "/") {
+		t.Fatalf("the bank's page is at %s, want /consent/payments/{paymentId}", bank)
+	}
+	if got, _ := e.sim.PaymentRemittance(browserUser, paymentID); got != "Live status" {
+		t.Fatalf("the simulator's payment %s has remittance %q, want the one just made", paymentID, got)
+	}
+
+	browsertest.Do(t, tab, "back in the app without deciding at the bank",
+		chromedp.Navigate(base+"/payment-done?paymentId="+paymentID),
+		chromedp.WaitVisible(chromedp.CSS(`#payment-outcome [data-status]`)))
+	row := fmt.Sprintf(`document.querySelector('#recent-payments-table tr[data-payment-id=%s]')`, jsString(paymentID))
+	browsertest.Until(t, tab, "the payment among the recent ones", row+" !== null")
+	if st := textOf(t, tab, "#payment-outcome [data-status]"); strings.Contains(st, "accepted") || strings.Contains(st, "not made") {
+		t.Fatalf("before any decision the outcome reads %q, want the payment still in progress", st)
+	}
+	shots.Take(t, tab, "live-before")
+	// A navigation or a reload would lose this mark: it proves the page
+	// changed in place.
+	browsertest.Do(t, tab, "marking the page", chromedp.Evaluate[chromedp.Void](`window.__sameDocument = true`))
+
+	for _, status := range []string{"ACTC", "ACSC"} {
+		moved := time.Now()
+		simPaymentStatus(t, e, paymentID, status)
+		browsertest.Until(t, tab, "the page showing "+status,
+			fmt.Sprintf(`%[1]s !== null && %[1]s.dataset.paymentStatus === %[2]s && document.querySelector('#payment-outcome [data-status=%[2]s]') !== null`,
+				row, jsString(status)))
+		if took := time.Since(moved); took > liveWithin {
+			t.Errorf("%s took %s to show, want within %s", status, took.Round(time.Millisecond), liveWithin)
+		}
+		if !browsertest.Get(t, tab, "checking the mark", chromedp.Evaluate[bool](`window.__sameDocument === true`)) {
+			t.Fatalf("the page was loaded again to show %s, want it changed in place", status)
+		}
+		shots.Take(t, tab, "live-"+strings.ToLower(status))
+	}
+	if got, want := textOf(t, tab, "#payment-outcome [data-status] strong"), "Payment accepted: Paid"; got != want {
+		t.Errorf("the outcome reads %q, want %q", got, want)
+	}
+	if loc := browsertest.Get(t, tab, "location", chromedp.Location()); loc != base+"/payment-done?paymentId="+paymentID {
+		t.Errorf("the browser is at %s, want still on /payment-done", loc)
+	}
+}
+
+// liveEnv is browserEnv with the simulator's control API on (for its
+// POST /_sim/payments/{paymentId}/status) and the BFF following payments
+// every liveWatchInterval (payments.watch_interval).
+func liveEnv(t *testing.T, pub, dist string) *env {
+	t.Helper()
+	base := "http://" + pub
+	e, _ := oidcEnvWith(t, options{
+		publicAddr:   pub,
+		secureCookie: true,
+		sim: upstreamsim.Options{
+			AllowedRedirectURLs: []string{base + "/payment-done", base + "/connection-done"},
+			Control:             true,
+		},
+		limitsYAML: "limits: { requests_per_second: 0, auth_per_minute: 0, refresh_interval: 15m, sessions_per_user: 0 }",
+		extraYAML:  fmt.Sprintf("static_dir: %q\npayments:\n  watch_interval: %s", dist, liveWatchInterval),
+	})
+	return e
+}
+
+// simPaymentStatus moves a payment's status at the simulator, as the bank
+// would, through its control API.
+func simPaymentStatus(t *testing.T, e *env, paymentID, status string) {
+	t.Helper()
+	resp, err := http.Post(e.simURL+"/_sim/payments/"+paymentID+"/status", "application/json",
+		strings.NewReader(fmt.Sprintf(`{"status":%q}`, status)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("POST /_sim/payments/%s/status %s: got %d, want 204", paymentID, status, resp.StatusCode)
+	}
+}
