@@ -57,6 +57,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	shape := fs.String("unauthorized-shape", upstreamsim.Shape401Message, "token endpoint 401 body: message or typed")
 	seed := fs.String("seed", "", "seed of the seed data and of created ids (with -now, every reply repeats run after run)")
 	now := fs.String("now", "", "RFC 3339 time to freeze the clock at; only the control API's clock/advance moves it")
+	webhookURL := fs.String("webhook-url", "", "post a signed webhook to this URL on every payment status change (default: none)")
+	webhookSecret := fs.String("webhook-secret", "",
+		"whsec_ secret that signs webhooks (env SIM_WEBHOOK_SECRET overrides; default: upstreamsim.DefaultWebhookSecret, public)")
 	verbose := fs.Bool("v", false, "log every request (debug level)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -74,6 +77,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if v := getenv("SIM_CLIENT_SECRET"); v != "" {
 		*clientSecret = v
+	}
+	if v := getenv("SIM_WEBHOOK_SECRET"); v != "" {
+		*webhookSecret = v
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -93,11 +99,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		TokenTTL: *ttl, ExpiresInUnit: *unit, Credits: *credits, AccountCap: *accountCap,
 		BigQueryLock: upstreamsim.Bool(*lock), AllowedRedirectURLs: splitList(*redirects),
 		Control: *control, Logger: log, Unauthorized401Shape: *shape, PublicURL: *publicURL, Seed: *seed, Start: start,
+		WebhookURL: *webhookURL, WebhookSecret: *webhookSecret,
 	}
 	if err := opts.Validate(); err != nil {
 		return err
 	}
 	sim := upstreamsim.New(opts)
+	defer sim.Close() // after Shutdown: no webhook goes out once run returns
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -122,7 +130,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		slog.String("plan", *plan), slog.Bool("productionAccess", *production),
 		slog.Duration("tokenTTL", *ttl), slog.String("expiresInUnit", *unit),
 		slog.Int("credits", max(*credits, 0)), slog.Bool("control", *control), slog.String("publicURL", *publicURL),
-		slog.String("seed", *seed), slog.String("now", *now))
+		slog.String("seed", *seed), slog.String("now", *now), slog.String("webhookUrl", *webhookURL))
 	fmt.Fprintf(stdout, "upstream-sim listening on http://%s\n", ln.Addr())
 
 	errc := make(chan error, 1)

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fintech-bff/bff/internal/testing/syncbuf"
+	"github.com/fintech-bff/bff/internal/webhooks"
 )
 
 var listening = regexp.MustCompile(`listening on (http://\S+)`)
@@ -145,6 +147,9 @@ func TestRunFlags(t *testing.T) {
 		{"public url without a scheme", []string{"-public-url", "localhost:8081"}},
 		{"bad -now", []string{"-now", "yesterday"}},
 		{"relative redirect url", []string{"-allowed-redirect-urls", "/payment-done"}},
+		{"webhook url not http", []string{"-webhook-url", "ftp://hooks.example/x"}},
+		{"webhook secret without whsec_", []string{"-webhook-secret", "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0"}},
+		{"webhook secret too short", []string{"-webhook-secret", "whsec_c2hvcnQ="}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -324,5 +329,61 @@ func TestRunDateFollowsTheClock(t *testing.T) {
 	res.Body.Close()
 	if err != nil || res.StatusCode != http.StatusCreated || p.CreatedAt != "2026-07-25T05:42:39Z" {
 		t.Errorf("POST /_sim/payments: got %d createdAt %q (%v), want 201 createdAt 2026-07-25T05:42:39Z", res.StatusCode, p.CreatedAt, err)
+	}
+}
+
+// -webhook-url and SIM_WEBHOOK_SECRET: a created payment posts a webhook
+// signed with the env's secret, which neither the logs nor
+// GET /_sim/settings show.
+func TestRunWebhooks(t *testing.T) {
+	const secret = "whsec_ZW52IHdlYmhvb2sgc2VjcmV0LCAzMiBieXRlcyE="
+	got := make(chan *http.Request, 1)
+	bodies := make(chan []byte, 1)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- r
+		bodies <- b
+	}))
+	defer recv.Close()
+	base, stop, stderr := start(t, []string{"-control", "-v", "-webhook-url", recv.URL, "-webhook-secret", "whsec_ZmxhZyB3ZWJob29rIHNlY3JldCwgMzIgYnl0ZXMh"},
+		map[string]string{"SIM_WEBHOOK_SECRET": secret})
+	_, tok := mint(t, base, "dev-secret")
+	req, _ := http.NewRequest("POST", base+"/v2/payments", strings.NewReader(
+		`{"paymentInformation":{"amount":5,"currency":"EUR","creditorAccount":{"iban":"FR7630006000011234567890189"}},"providerIds":["demobank-sandbox"]}`))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("create payment: got %d, want 201", res.StatusCode)
+	}
+	select {
+	case r := <-got:
+		v, _ := webhooks.NewVerifier([]string{secret}, webhooks.DefaultTolerance)
+		if _, err := v.Verify(r.Header, <-bodies, time.Now()); err != nil {
+			t.Errorf("webhook under SIM_WEBHOOK_SECRET: got %v, want it verified", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no webhook within 10s")
+	}
+	res, err = http.Get(base + "/_sim/settings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err := stop(); err != nil {
+		t.Errorf("run after cancel: got %v, want nil", err)
+	}
+	for where, text := range map[string]string{"logs": stderr.String(), "GET /_sim/settings": string(settings)} {
+		if strings.Contains(text, secret[6:]) || strings.Contains(text, "ZmxhZyB3ZWJob29r") {
+			t.Errorf("%s show a webhook secret: %s", where, text)
+		}
+	}
+	if !strings.Contains(string(settings), `"webhookUrl":"`+recv.URL+`"`) {
+		t.Errorf("GET /_sim/settings: got %s, want webhookUrl %s", settings, recv.URL)
 	}
 }

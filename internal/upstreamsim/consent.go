@@ -232,7 +232,9 @@ func (s *Server) SetPaymentStatus(userID, paymentID, status string) error {
 	if !ok {
 		return fmt.Errorf("upstreamsim: user %q has no payment %q", userID, paymentID)
 	}
+	before := p.Status
 	setPaymentStatus(p, status, s.clock.now())
+	s.paymentChanged(p, before)
 	return nil
 }
 
@@ -362,16 +364,22 @@ type consentItem interface {
 	returnURL() string
 }
 
-type paymentConsent struct{ *payment }
+// paymentConsent is a payment on its consent page; s sends the webhooks
+// of what the page changes.
+type paymentConsent struct {
+	*payment
+	s *Server
+}
 
 func (p paymentConsent) page(u *userData, token string, now time.Time) page {
-	p.settle(now)
+	p.s.settle(p.payment, now)
 	return paymentPage(u, p.payment, token)
 }
 
 func (p paymentConsent) redirect() string { return p.RedirectURL }
 
 func (p paymentConsent) decide(_ *userData, d decision, now time.Time) bool {
+	defer p.s.paymentChanged(p.payment, p.Status)
 	if p.settle(now); !paymentOpen(p.payment) {
 		return false
 	}
@@ -412,7 +420,7 @@ func (s *Server) lockConsent(kind, id, token string) (*userData, consentItem) {
 	if kind == consentPayments {
 		var p *payment
 		u, p = s.lockPayment(id)
-		it = paymentConsent{p}
+		it = paymentConsent{p, s}
 	} else {
 		var c *connection
 		u, c = s.lockConnection(id)

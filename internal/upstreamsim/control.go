@@ -281,6 +281,7 @@ func (s *Server) controlRoutes() http.Handler {
 	s.consentControl(mux)
 	s.directPaymentControl(mux)
 	s.fixtureControl(mux)
+	s.webhookControl(mux)
 	mux.HandleFunc("/_sim/", func(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, notFound("Cannot %s %s", r.Method, r.URL.Path))
 	})

@@ -27,7 +27,9 @@ func (s *Server) consentControl(mux *http.ServeMux) {
 			writeAPIError(w, notFound("Payment %s was not found", id))
 			return
 		}
+		before := p.Status
 		setPaymentStatus(p, status, s.clock.now())
+		s.paymentChanged(p, before)
 		u.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	})

@@ -42,6 +42,9 @@ var controlCalls = []struct {
 	{"POST", "/_sim/payments/01KY12900GPN7T3N1FPMPK309R/status", map[string]any{"status": "ACSC"}},
 	{"POST", "/_sim/connections/01KY12900GPN7T3N1FPMPK309R/status", map[string]any{"status": "ACTIVE"}},
 	{"POST", "/_sim/payments", directBody("alice", paymentBody("Order direct"))},
+	{"PATCH", "/_sim/settings", map[string]any{"webhookUrl": "", "webhookSecret": DefaultWebhookSecret}},
+	{"GET", "/_sim/webhooks", nil},
+	{"POST", "/_sim/webhooks/msg_x/redeliver", nil},
 }
 
 // Every control call refuses a key it does not know, naming it, and a body
@@ -156,6 +159,7 @@ func TestSettingsControlAPI(t *testing.T) {
 	for key, bad := range map[string]any{
 		"tokenTTL": "soon", "unauthorizedShape": "html", "expiresInUnit": "hours", "accountCap": -1,
 		"plan": "gold", "credits": -3, "allowedRedirectURLs": []string{"nope"}, "bigQueryLock": "yes",
+		"webhookUrl": "ftp://x", "webhookSecret": "whsec_nope",
 	} {
 		t.Run(key, func(t *testing.T) {
 			r := h.do("PATCH", "/_sim/settings", "", map[string]any{key: bad})

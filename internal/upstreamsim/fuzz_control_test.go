@@ -1,6 +1,7 @@
 package upstreamsim
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -84,6 +85,32 @@ func FuzzDecodeControl(f *testing.F) {
 		sim.ServeHTTP(rec, httptest.NewRequest("POST", "/_sim/org", strings.NewReader(body)))
 		if rec.Code != http.StatusOK && rec.Code != http.StatusBadRequest {
 			t.Fatalf("body %q: got %d %s, want 200 or 400", body, rec.Code, rec.Body)
+		}
+	})
+}
+
+// FuzzPatchSettings feeds arbitrary bodies to PATCH /_sim/settings, the
+// webhook keys among them: the answer is 200 or 400, never a panic or a
+// 500, and never shows the webhook secret it was given.
+func FuzzPatchSettings(f *testing.F) {
+	for _, s := range []string{`{"webhookUrl":"http://127.0.0.1:1/x"}`, `{"webhookSecret":"` + DefaultWebhookSecret + `"}`,
+		`{"webhookSecret":"whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}`, `{"webhookUrl":1}`, `{"webhookSecret":"whsec_"}`, `{}`} {
+		f.Add(s)
+	}
+	sim := New(Options{Control: true})
+	f.Cleanup(sim.Close)
+	f.Fuzz(func(t *testing.T, body string) {
+		rec := httptest.NewRecorder()
+		sim.ServeHTTP(rec, httptest.NewRequest("PATCH", "/_sim/settings", strings.NewReader(body)))
+		if rec.Code != http.StatusOK && rec.Code != http.StatusBadRequest {
+			t.Fatalf("body %q: got %d %s, want 200 or 400", body, rec.Code, rec.Body)
+		}
+		var in struct {
+			WebhookSecret string `json:"webhookSecret"`
+		}
+		_ = json.Unmarshal([]byte(body), &in)
+		if secret := strings.TrimPrefix(in.WebhookSecret, "whsec_"); len(secret) >= 16 && bytes.Contains(rec.Body.Bytes(), []byte(secret)) {
+			t.Fatalf("body %q: the answer %s shows the secret", body, rec.Body)
 		}
 	})
 }

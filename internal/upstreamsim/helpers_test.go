@@ -32,6 +32,7 @@ func newHarness(t *testing.T, opts Options) *harness {
 	sim := New(opts)
 	ts := httptest.NewServer(sim)
 	t.Cleanup(ts.Close)
+	t.Cleanup(sim.Close) // first: no webhook goes out to a closed receiver
 	return &harness{t: t, sim: sim, url: ts.URL}
 }
 

@@ -28,7 +28,7 @@ func outcomeFor(remittance string) string {
 // with its payUrl: the consent page on this simulator.
 func (s *Server) viewPayment(r *http.Request, c *call) func(*payment) payment {
 	return func(p *payment) payment {
-		p.settle(c.now)
+		s.settle(p, c.now)
 		v := *p
 		v.ProviderIDs = slices.Clone(p.ProviderIDs)
 		v.PayURL = s.payURL(r, c.userID(), p)
@@ -50,7 +50,7 @@ func (s *Server) listPayments(w http.ResponseWriter, r *http.Request, c *call) *
 	if st := q.Get("status"); st != "" {
 		items = nil
 		for _, p := range u.payments {
-			if p.settle(c.now); p.Status == st {
+			if s.settle(p, c.now); p.Status == st {
 				items = append(items, p)
 			}
 		}
@@ -100,6 +100,7 @@ func (s *Server) cancelPayment(w http.ResponseWriter, r *http.Request, c *call) 
 	if e != nil {
 		return e
 	}
+	defer s.paymentChanged(p, p.Status) // before u.mu.Unlock: deferred later, runs first
 	p.settle(c.now)
 	switch p.Status {
 	case statusCANC:
@@ -252,7 +253,9 @@ func (s *Server) makePayment(userID string, req paymentRequest, now time.Time) (
 	if e := s.checkPayment(u, req); e != nil {
 		return nil, e
 	}
-	return addPayment(u, req, now), nil
+	p := addPayment(u, req, now)
+	s.paymentChanged(p, "")
+	return p, nil
 }
 
 // addPayment stores a new payment. The caller holds u.mu.
@@ -331,10 +334,12 @@ func (s *Server) openBankingInit(w http.ResponseWriter, r *http.Request, c *call
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	var p *payment
+	before := "" // a new payment's creation is a change too
 	if paymentID != "" {
 		if p, e = lookupPayment(u, paymentID); e != nil {
 			return e
 		}
+		before = p.Status
 	}
 	if e := checkProvidersKnown([]string{providerID}); e != nil {
 		return e
@@ -363,8 +368,10 @@ func (s *Server) openBankingInit(w http.ResponseWriter, r *http.Request, c *call
 	p.settle(c.now)
 	if p.Status == statusInit {
 		p.Status, p.initiatedAt = statusPending, c.now
+		s.wakeSettler() // its settlement is due in settleAfter
 	}
 	p.ProviderID, p.UpdatedAt = providerID, c.now
+	s.paymentChanged(p, before)
 	writeJSON(w, http.StatusOK, struct {
 		PaymentID        string `json:"paymentId"`
 		ProviderID       string `json:"providerId"`

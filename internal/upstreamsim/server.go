@@ -102,6 +102,15 @@ type Options struct {
 	// the control API) moves it. Tokens then expire only when the clock is
 	// advanced past their lifetime. Zero (default) follows Now.
 	Start time.Time
+	// WebhookURL is where a webhook is posted on every change of a
+	// payment's status (see webhooks.go): an absolute http(s) URL, or ""
+	// (the default) for none. Their webhook-timestamp is read from Now,
+	// not from the simulated clock Start and Advance move: receivers check
+	// it against their own clock.
+	WebhookURL string
+	// WebhookSecret signs the webhooks: "whsec_" and the base64 of 24 to
+	// 64 bytes (default DefaultWebhookSecret).
+	WebhookSecret string
 }
 
 // Bool returns a pointer to b, for Options.BigQueryLock.
@@ -150,6 +159,9 @@ func (o Options) withDefaults() Options {
 		o.MCPResource = DefaultMCPResource
 	}
 	o.PublicURL = strings.TrimSuffix(o.PublicURL, "/")
+	if o.WebhookSecret == "" {
+		o.WebhookSecret = DefaultWebhookSecret
+	}
 	return o
 }
 
@@ -165,6 +177,11 @@ func (o Options) Validate() error {
 		return fmt.Errorf("upstreamsim: 401 shape %q: want message or typed", o.Unauthorized401Shape)
 	case !strings.HasSuffix(o.MCPResource, "/"):
 		return fmt.Errorf("upstreamsim: MCP resource %q needs a trailing slash", o.MCPResource)
+	case !validWebhookURL(o.WebhookURL):
+		return fmt.Errorf("upstreamsim: webhook url %q: want an absolute http(s) URL without user info or fragment", o.WebhookURL)
+	}
+	if _, err := decodeWebhookSecret(o.WebhookSecret); err != nil {
+		return fmt.Errorf("upstreamsim: webhook secret: %w", err)
 	}
 	for _, u := range o.AllowedRedirectURLs {
 		if !redirectURLValid(u) {
@@ -189,6 +206,7 @@ type Server struct {
 	api     http.Handler
 	control http.Handler
 	consent *consentPages
+	hooks   *webhookSender
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -209,6 +227,7 @@ func New(opts Options) *Server {
 		faults: &faultSet{},
 		seen:   &requestLog{},
 		mints:  &mintCounter{},
+		hooks:  newWebhookSender(opts.Now, opts.Logger),
 	}
 	s.users.seed = opts.Seed
 	if !opts.Start.IsZero() {
@@ -316,9 +335,11 @@ func (s *Server) resetOrg() {
 // settings (see Settings), no per-user credits, no running refresh, fresh
 // seed data, no faults, no recorded requests, zero mint counters, the clock
 // offset at zero and the configured client secret (if it had been rotated, that is
-// one more rotation: tokens minted under the rotated secret die). Tokens
+// one more rotation: tokens minted under the rotated secret die), and no
+// webhooks: those in flight are cancelled and the list emptied. Tokens
 // minted under the configured secret stay valid.
 func (s *Server) Reset() {
+	s.hooks.stop(false)
 	s.resetOrg()
 	s.knobs.Store(knobsFrom(s.opts))
 	s.users.reset()
@@ -373,7 +394,14 @@ func (s *Server) Requests() []SeenRequest { return s.seen.list() }
 func (s *Server) ClearRequests() { s.seen.clear() }
 
 // Advance moves the simulator clock ahead by d and returns the new time.
-func (s *Server) Advance(d time.Duration) time.Time { return s.clock.advance(d) }
+// With webhooks on, the payments whose settlement time it passes settle,
+// and their webhooks are queued, before it returns.
+func (s *Server) Advance(d time.Duration) time.Time {
+	t := s.clock.advance(d)
+	s.settleDue()
+	s.wakeSettler()
+	return t
+}
 
 // Now is the simulator's current time.
 func (s *Server) Now() time.Time { return s.clock.now() }

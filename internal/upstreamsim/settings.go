@@ -35,6 +35,12 @@ type Settings struct {
 	ProductionAccess bool   `json:"productionAccess"`
 	// Credits is the organization's balance (per-user balances: Org).
 	Credits int `json:"credits"`
+	// WebhookURL is where payment-status webhooks are posted; "" posts
+	// none (Options.WebhookURL).
+	WebhookURL string `json:"webhookUrl"`
+	// WebhookSecret is the Fingerprint of the secret webhooks are signed
+	// with, never the secret: GET /_sim/settings shows it.
+	WebhookSecret string `json:"webhookSecret"`
 }
 
 // SettingsPatch changes the settings whose fields are non-nil; see
@@ -51,6 +57,10 @@ type SettingsPatch struct {
 	Plan                *string        `json:"plan"`
 	ProductionAccess    *bool          `json:"productionAccess"`
 	Credits             *int           `json:"credits"`
+	WebhookURL          *string        `json:"webhookUrl"`
+	// WebhookSecret is the secret itself: "whsec_" and the base64 of 24
+	// to 64 bytes. It applies to webhooks queued from then on.
+	WebhookSecret *string `json:"webhookSecret"`
 }
 
 // SettingError is a refused SettingsPatch: Key is the JSON name of the
@@ -76,6 +86,13 @@ func (p SettingsPatch) validate() error {
 		return &SettingError{"plan", "must be one of [free, starter, pro]"}
 	case p.Credits != nil && *p.Credits < 0:
 		return &SettingError{"credits", "must be 0 or more"}
+	case p.WebhookURL != nil && !validWebhookURL(*p.WebhookURL):
+		return &SettingError{"webhookUrl", `must be "" or an absolute http(s) URL without user info or fragment, such as "http://localhost:8080/webhooks/upstream"`}
+	}
+	if p.WebhookSecret != nil {
+		if _, err := decodeWebhookSecret(*p.WebhookSecret); err != nil {
+			return &SettingError{"webhookSecret", err.Error()} // the message never quotes the secret
+		}
 	}
 	if p.PublicURL != nil && validPublicURL(*p.PublicURL) != nil {
 		return &SettingError{"publicURL", `must be "" or an absolute http(s) URL without query or fragment, such as "http://localhost:8081"`}
@@ -107,14 +124,19 @@ type knobs struct {
 	bigQueryLock        bool
 	allowedRedirectURLs []string
 	publicURL           string // no trailing slash
+	webhookURL          string // "": no webhooks
+	webhookKey          []byte
+	webhookPrint        string // Fingerprint of the webhook secret
 }
 
 // knobsFrom takes the knobs of opts, which has its defaults applied.
 func knobsFrom(opts Options) *knobs {
+	key, _ := decodeWebhookSecret(opts.WebhookSecret) // checked by Options.Validate
 	return &knobs{
 		unauthorizedShape: opts.Unauthorized401Shape, expiresInUnit: opts.ExpiresInUnit,
 		tokenTTL: opts.TokenTTL, accountCap: opts.AccountCap, bigQueryLock: *opts.BigQueryLock,
 		allowedRedirectURLs: slices.Clone(opts.AllowedRedirectURLs), publicURL: opts.PublicURL,
+		webhookURL: opts.WebhookURL, webhookKey: key, webhookPrint: Fingerprint(opts.WebhookSecret),
 	}
 }
 
@@ -130,6 +152,11 @@ func (k knobs) with(p SettingsPatch) *knobs {
 	}
 	if p.PublicURL != nil {
 		k.publicURL = strings.TrimSuffix(*p.PublicURL, "/")
+	}
+	set(&k.webhookURL, p.WebhookURL)
+	if p.WebhookSecret != nil {
+		k.webhookKey, _ = decodeWebhookSecret(*p.WebhookSecret) // checked by validate
+		k.webhookPrint = Fingerprint(*p.WebhookSecret)
 	}
 	return &k
 }
@@ -149,6 +176,7 @@ func (s *Server) Settings() Settings {
 		AccountCap: k.accountCap, BigQueryLock: k.bigQueryLock,
 		AllowedRedirectURLs: slices.Clone(k.allowedRedirectURLs), PublicURL: k.publicURL,
 		Plan: o.Plan, ProductionAccess: o.ProductionAccess, Credits: o.Credits,
+		WebhookURL: k.webhookURL, WebhookSecret: k.webhookPrint,
 	}
 }
 
@@ -175,6 +203,9 @@ func (s *Server) UpdateSettings(p SettingsPatch) (Settings, error) {
 	}
 	if p.Credits != nil {
 		s.SetCredits(*p.Credits)
+	}
+	if p.WebhookURL != nil {
+		s.wakeSettler() // settlements due while webhooks were off go out now
 	}
 	return s.Settings(), nil
 }

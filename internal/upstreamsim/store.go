@@ -53,6 +53,8 @@ type payment struct {
 }
 
 // settle moves an initiated payment to ACSC once settleAfter has passed.
+// Server.settle does it with the webhook; only callers that send the
+// webhook themselves call this.
 func (p *payment) settle(now time.Time) {
 	if p.Status == statusPending && !p.initiatedAt.IsZero() && !now.Before(p.initiatedAt.Add(settleAfter)) {
 		p.Status = statusACSC

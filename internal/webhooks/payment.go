@@ -1,0 +1,76 @@
+package webhooks
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// TypePaymentStatusChanged is the type of the webhook the simulator posts
+// when a payment's status changes.
+const TypePaymentStatusChanged = "payment.status_changed"
+
+// Errors ParsePaymentStatus returns, wrapped; decide with errors.Is.
+var (
+	// ErrUnknownType is a well-formed payload of a type this package does
+	// not read. A receiver may acknowledge it and move on: senders add
+	// types.
+	ErrUnknownType = errors.New("webhooks: unknown webhook type")
+	// ErrPayload is a payload that is not the one its type promises.
+	ErrPayload = errors.New("webhooks: malformed webhook payload")
+)
+
+// paymentStatuses are the upstream's payment statuses
+// (shared/upstream-api.md; PART only in sandbox).
+var paymentStatuses = []string{
+	"ACCC", "ACSC", "ACSP", "ACTC", "ACWC", "ACFC", "RCVD", "RJCT", "PATC",
+	"PENDING", "ERROR", "CANC", "INIT", "PART",
+}
+
+// PaymentStatus is the news a payment.status_changed webhook carries: the
+// payment's status as of UpdatedAt. Webhooks may arrive out of order across
+// retries, so a receiver keeps the one with the latest UpdatedAt.
+type PaymentStatus struct {
+	PaymentID, Status string
+	UpdatedAt         time.Time
+}
+
+// ParsePaymentStatus reads a verified payload in the Standard Webhooks shape
+// {"type","timestamp","data"}:
+//
+//	{"type":"payment.status_changed","timestamp":"2026-03-10T12:01:00Z",
+//	 "data":{"id":"01KY...","status":"ACSC","updatedAt":"2026-03-10T12:01:00Z"}}
+//
+// Another type is ErrUnknownType; a missing id, status or updatedAt, an
+// updatedAt that is not RFC 3339, or a status not in the upstream's list is
+// ErrPayload. Keys it does not know are ignored: senders add them.
+func ParsePaymentStatus(body []byte) (PaymentStatus, error) {
+	var in struct {
+		Type string `json:"type"`
+		Data *struct {
+			ID        string `json:"id"`
+			Status    string `json:"status"`
+			UpdatedAt string `json:"updatedAt"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		return PaymentStatus{}, fmt.Errorf("%w: not the JSON object of a webhook", ErrPayload)
+	}
+	switch {
+	case in.Type == "":
+		return PaymentStatus{}, fmt.Errorf("%w: no type", ErrPayload)
+	case in.Type != TypePaymentStatusChanged:
+		return PaymentStatus{}, fmt.Errorf("%w %q", ErrUnknownType, in.Type)
+	case in.Data == nil || in.Data.ID == "" || in.Data.Status == "" || in.Data.UpdatedAt == "":
+		return PaymentStatus{}, fmt.Errorf("%w: want data.id, data.status and data.updatedAt", ErrPayload)
+	case !slices.Contains(paymentStatuses, in.Data.Status):
+		return PaymentStatus{}, fmt.Errorf("%w: data.status %q is not an upstream payment status", ErrPayload, in.Data.Status)
+	}
+	at, err := time.Parse(time.RFC3339Nano, in.Data.UpdatedAt)
+	if err != nil {
+		return PaymentStatus{}, fmt.Errorf("%w: data.updatedAt is not an RFC 3339 time", ErrPayload)
+	}
+	return PaymentStatus{PaymentID: in.Data.ID, Status: in.Data.Status, UpdatedAt: at}, nil
+}
