@@ -37,6 +37,7 @@ import (
 	"github.com/fintech-bff/bff/internal/session"
 	"github.com/fintech-bff/bff/internal/telemetry"
 	"github.com/fintech-bff/bff/internal/tokens"
+	"github.com/fintech-bff/bff/internal/webhooks"
 )
 
 // run is the whole program; main only wires signals and the process.
@@ -262,6 +263,17 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		PublicOrigin: cfg.PublicOrigin(), AllowedOrigins: cfg.CORS.AllowedOrigins,
 		TrustedProxies: cfg.TrustedProxyPrefixes(), TraceparentFrom: cfg.TraceparentPrefixes(), TrustClientTraceparent: cfg.TrustClientTraceparent, DevLogin: cfg.Auth.Mode == config.AuthModeDev, Development: cfg.Env != config.EnvProduction, Tokens: cache,
 		MobileRedirectURIs: cfg.Auth.MobileRedirectURIs,
+	}
+	if cfg.Payments.WebhookPath != "" {
+		secrets := make([]string, len(cfg.Payments.WebhookSecrets))
+		for i, s := range cfg.Payments.WebhookSecrets {
+			secrets[i] = s.Reveal()
+		}
+		v, err := webhooks.NewVerifier(secrets, webhooks.DefaultTolerance)
+		if err != nil {
+			return nil, fmt.Errorf("payments.webhook_secrets: %w", err)
+		}
+		deps.Webhooks = &edge.Webhooks{Path: cfg.Payments.WebhookPath, Verifier: v, Payments: pay}
 	}
 	if cfg.StaticDir != "" {
 		if deps.Static, err = edge.OpenStatic(cfg.StaticDir, strings.HasPrefix(cfg.PublicURL, "https://")); err != nil {

@@ -45,6 +45,9 @@ type Deps struct {
 	// Streams, when set, serves GET /bff/events: the caller's payment
 	// changes as they happen.
 	Streams *Streams
+	// Webhooks, when set, receives the upstream's signed payment-status
+	// webhooks on its path (payments.webhook_path).
+	Webhooks *Webhooks
 	// PublicOrigin is public_url's origin (scheme://host[:port]).
 	PublicOrigin string
 	// AllowedOrigins are cors.allowed_origins.

@@ -45,6 +45,9 @@ func routes(e *echo.Echo, d Deps) {
 	if d.Streams != nil {
 		e.GET("/bff/events", streamEvents(a, *d.Streams, d.Budget, d.Observe))
 	}
+	if d.Webhooks != nil {
+		e.POST(d.Webhooks.Path, receiveWebhook(*d.Webhooks))
+	}
 
 	if d.Static != nil {
 		app := d.Static.handler(d.Logger)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
 )
 
@@ -196,3 +197,25 @@ func (s *Service) poll(ctx context.Context, w ledger.Watch) {
 
 // followPath is the upstream's payments, under which each is looked up.
 const followPath = "/v2/payments"
+
+// StatusPushed stores a payment status the upstream pushed by webhook,
+// once per delivery id (the caller verified its signature): a final status
+// ends the following, another pushes the next poll out to MaxInterval.
+func (s *Service) StatusPushed(ctx context.Context, deliveryID string, u ledger.StatusUpdate) (ledger.Delivery, error) {
+	if s.follower == nil {
+		return 0, s.noLedger()
+	}
+	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+	defer cancel()
+	d, err := s.follower.Webhook(lctx, deliveryID, u, s.follow.MaxInterval)
+	if err != nil {
+		return 0, problem.Wrap(problem.CodeLedgerUnavailable, "the webhook cannot be stored right now; send it again", err)
+	}
+	s.observe.Followed(map[ledger.Delivery]string{ledger.Applied: "webhook_applied", ledger.Replayed: "webhook_replayed",
+		ledger.Unmatched: "webhook_unmatched"}[d])
+	return d, nil
+}
+
+// WebhookRefused reports a webhook refused before it reached the ledger:
+// forged, stale or malformed.
+func (s *Service) WebhookRefused(why string) { s.observe.Followed("webhook_" + why) }

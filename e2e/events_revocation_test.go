@@ -1,0 +1,192 @@
+//go:build integration
+
+package e2e
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"encoding/base64"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/upstreamsim"
+	"github.com/fintech-bff/bff/internal/webhooks"
+)
+
+// Logout, logout everywhere and the operator's revocation close the
+// session's streams, on another instance too, by the time they answer
+// (the stream's end travels a socket: allow it 200 ms). Another session of
+// the user keeps its stream until logout everywhere.
+func TestStreamsEndWithTheirSession(t *testing.T) {
+	a := start(t, options{})
+	b := a.another(options{})
+	const soon = 200 * time.Millisecond
+
+	t.Run("logout", func(t *testing.T) {
+		tok := a.browser().login("stream-logout")
+		other := a.browser().login("stream-logout")
+		s, kept := openStream(t, a.public, tok, ""), openStream(t, b.public, other, "")
+		if r := b.app(tok).do("POST", "/auth/logout", ""); r.status != 204 {
+			t.Fatalf("logout: got %d %s", r.status, r.body)
+		}
+		s.ended(t, soon, "logout")
+		select {
+		case <-kept.done:
+			t.Fatal("logout ended another session's stream")
+		case <-time.After(soon):
+		}
+		resp, err := tryStream(a.public, tok, "")
+		if err != nil || resp.StatusCode != 401 {
+			t.Fatalf("a stream after logout: got %v %v, want 401", resp.StatusCode, err)
+		}
+		resp.Body.Close()
+	})
+
+	t.Run("logout everywhere", func(t *testing.T) {
+		one, two := a.browser().login("stream-all"), a.browser().login("stream-all")
+		s1, s2 := openStream(t, a.public, one, ""), openStream(t, b.public, two, "")
+		if r := a.app(one).do("DELETE", "/auth/sessions", ""); r.status != 204 {
+			t.Fatalf("logout everywhere: got %d %s", r.status, r.body)
+		}
+		s1.ended(t, soon, "logout everywhere, this instance")
+		s2.ended(t, soon, "logout everywhere, the other instance")
+	})
+
+	t.Run("admin revocation", func(t *testing.T) {
+		tok := a.browser().login("stream-admin")
+		s := openStream(t, b.public, tok, "")
+		if r := a.adminDo("DELETE", "/users/stream-admin/sessions"); r.StatusCode != 200 && r.StatusCode != 204 {
+			t.Fatalf("admin revocation: got %d", r.StatusCode)
+		}
+		s.ended(t, soon, "admin revocation")
+	})
+
+	t.Run("the per-user cap", func(t *testing.T) {
+		c := a.another(options{limitsYAML: "limits: { requests_per_second: 0, auth_per_minute: 0, refresh_interval: 0s, sessions_per_user: 0, backchannel_per_minute: 0, pending_logins_per_address: 0, streams_per_user: 2 }"})
+		tok := c.browser().login("stream-cap")
+		openStream(t, c.public, tok, "")
+		openStream(t, c.public, tok, "")
+		resp, err := tryStream(c.public, tok, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("a third stream: got %d (Retry-After %q), want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+	})
+
+	t.Run("a bad Last-Event-ID is a clear 400", func(t *testing.T) {
+		tok := a.browser().login("stream-bad-id")
+		resp, err := tryStream(a.public, tok, "abc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 400 {
+			t.Fatalf("got %d, want 400 VALIDATION_ERROR", resp.StatusCode)
+		}
+	})
+}
+
+// SIGTERM ends the streams after the drain starts, with a retry: hint.
+func TestStreamsMoveAtShutdown(t *testing.T) {
+	a := start(t, options{drainDelay: "300ms"})
+	tok := a.browser().login("stream-term")
+	s := openStream(t, a.public, tok, "")
+	<-s.retries // the opening hint
+	a.terminate()
+	select {
+	case v := <-s.retries:
+		if v == "" {
+			t.Fatal("an empty retry hint")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no retry hint after SIGTERM")
+	}
+	s.ended(t, 5*time.Second, "shutdown")
+}
+
+// Webhooks from the simulator move the payment's status (the poll is a
+// minute away, so only the webhook can have); a forged, a stale and a
+// replayed webhook are refused and change nothing.
+func TestStatusWebhooks(t *testing.T) {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
+	e := start(t, options{extraYAML: fmt.Sprintf("payments: { watch_interval: 1m, watch_max_interval: 1m, webhook_path: /webhooks/payments, webhook_secrets: [%q] }", secret)})
+	hook := e.public + "/webhooks/payments"
+	if _, err := e.sim.UpdateSettings(upstreamsim.SettingsPatch{WebhookURL: &hook, WebhookSecret: &secret}); err != nil {
+		t.Fatal(err)
+	}
+	tok := e.browser().login("hook-user")
+	s := openStream(t, e.public, tok, "")
+	id := pay(t, e, tok, "hook-1")
+	s.until(t, "INIT", 5*time.Second) // the first poll, or the creation's webhook
+
+	if err := e.sim.SetPaymentStatus("hook-user", id, "ACTC"); err != nil {
+		t.Fatal(err)
+	}
+	s.until(t, "ACTC", 5*time.Second)
+
+	status := func() string {
+		var rec paymentRecord
+		r := e.app(tok).do("GET", "/bff/payments/hook-1", "")
+		if err := json.Unmarshal(r.body, &rec); err != nil || rec.PaymentStatus == nil {
+			t.Fatalf("record: %d %s", r.status, r.body)
+		}
+		return *rec.PaymentStatus
+	}
+	post := func(id string, ts time.Time, signWith, st string) reply {
+		body := fmt.Sprintf(`{"type":"payment.status_changed","timestamp":%q,"data":{"id":%q,"status":%q,"updatedAt":%q}}`,
+			ts.UTC().Format(time.RFC3339), idOf(t, e, tok), st, time.Now().UTC().Format(time.RFC3339Nano))
+		sig, err := webhooks.Sign(signWith, id, ts, []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.browser().do("POST", "/webhooks/payments", body, "webhook-id", id, "webhook-timestamp", fmt.Sprint(ts.Unix()),
+			"webhook-signature", sig, "Content-Type", "application/json")
+	}
+	otherKey := "whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 32))
+
+	wantProblem(t, post("msg_forged", time.Now(), otherKey, "RJCT"), 403, "FORBIDDEN")
+	wantProblem(t, post("msg_stale", time.Now().Add(-6*time.Minute), secret, "RJCT"), 400, "BAD_REQUEST")
+	if got := status(); got != "ACTC" {
+		t.Fatalf("after a forged and a stale webhook the status is %s, want ACTC", got)
+	}
+	// A genuine one, then its replay after the status moved on.
+	if r := post("msg_once", time.Now(), secret, "ACSP"); r.status != 204 {
+		t.Fatalf("a genuine webhook: got %d %s", r.status, r.body)
+	}
+	s.until(t, "ACSP", 5*time.Second)
+	if err := e.sim.SetPaymentStatus("hook-user", id, "ACSC"); err != nil {
+		t.Fatal(err)
+	}
+	s.until(t, "ACSC", 5*time.Second)
+	wantProblem(t, post("msg_once", time.Now(), secret, "ACSP"), 400, "BAD_REQUEST")
+	if got := status(); got != "ACSC" {
+		t.Fatalf("after a replay the status is %s, want ACSC", got)
+	}
+	select {
+	case ev := <-s.events:
+		t.Fatalf("a refused webhook reached the stream: %+v", ev)
+	case <-time.After(300 * time.Millisecond):
+	}
+	for _, d := range e.sim.Webhooks() {
+		if !d.Delivered {
+			t.Errorf("the simulator's webhook %s (%s) was not accepted: %d %s", d.ID, d.Status, d.LastHTTPStatus, d.LastError)
+		}
+	}
+}
+
+// idOf is the payment id of the user's hook-1.
+func idOf(t *testing.T, e *env, tok string) string {
+	t.Helper()
+	var rec paymentRecord
+	r := e.app(tok).do("GET", "/bff/payments/hook-1", "")
+	if err := json.Unmarshal(r.body, &rec); err != nil || rec.PaymentID == "" {
+		t.Fatalf("record: %d %s", r.status, r.body)
+	}
+	return rec.PaymentID
+}

@@ -1,0 +1,81 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/payments"
+	"github.com/fintech-bff/bff/internal/problem"
+	"github.com/fintech-bff/bff/internal/webhooks"
+)
+
+// StatusWebhooks is what the edge needs of payments.Service to take the
+// upstream's payment-status webhooks.
+type StatusWebhooks interface {
+	StatusPushed(ctx context.Context, deliveryID string, u ledger.StatusUpdate) (ledger.Delivery, error)
+	WebhookRefused(why string)
+}
+
+var _ StatusWebhooks = (*payments.Service)(nil)
+
+// Webhooks configures the webhook receiver (payments.webhook_path).
+type Webhooks struct {
+	Path     string
+	Verifier *webhooks.Verifier
+	Payments StatusWebhooks
+	Now      func() time.Time // nil: time.Now
+}
+
+// maxWebhookBody bounds a webhook's body: a status change is a few hundred
+// bytes.
+const maxWebhookBody = 64 << 10
+
+// receiveWebhook is POST {payments.webhook_path}: a Standard Webhooks
+// payment-status webhook. Its signature is checked before anything else is
+// read; a forged one is 403 FORBIDDEN, a stale, malformed or replayed one
+// 400 BAD_REQUEST, and none changes anything. An accepted one is 204,
+// whether or not the BFF knows the payment (the sender must not retry).
+func receiveWebhook(wh Webhooks) echo.HandlerFunc {
+	if wh.Now == nil {
+		wh.Now = time.Now
+	}
+	return func(c echo.Context) error {
+		r := c.Request()
+		body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, maxWebhookBody))
+		if err != nil {
+			wh.Payments.WebhookRefused("malformed")
+			return problem.New(problem.CodeBadRequest, "the webhook's body is unreadable or over 64 KiB")
+		}
+		msg, err := wh.Verifier.Verify(r.Header, body, wh.Now())
+		switch {
+		case errors.Is(err, webhooks.ErrForged):
+			wh.Payments.WebhookRefused("forged")
+			return problem.New(problem.CodeForbidden, "the webhook's signature does not verify under payments.webhook_secrets")
+		case errors.Is(err, webhooks.ErrStale):
+			wh.Payments.WebhookRefused("stale")
+			return problem.New(problem.CodeBadRequest, "the webhook's timestamp is more than 5 minutes from this server's clock")
+		case err != nil:
+			wh.Payments.WebhookRefused("malformed")
+			return problem.New(problem.CodeBadRequest, "the webhook lacks a readable webhook-id, webhook-timestamp or webhook-signature")
+		}
+		st, err := webhooks.ParsePaymentStatus(body)
+		if err != nil {
+			wh.Payments.WebhookRefused("malformed")
+			return problem.New(problem.CodeBadRequest, "the webhook is not a payment.status_changed event with data.id, data.status and data.updatedAt")
+		}
+		d, err := wh.Payments.StatusPushed(r.Context(), msg.ID, ledger.StatusUpdate{PaymentID: st.PaymentID, Status: st.Status, At: st.UpdatedAt})
+		if err != nil {
+			return err
+		}
+		if d == ledger.Replayed {
+			return problem.New(problem.CodeBadRequest, "this webhook-id was received already: a replay changes nothing")
+		}
+		return c.NoContent(http.StatusNoContent)
+	}
+}
