@@ -1355,3 +1355,119 @@ func TestE2ELoadBalancerUsesTheShippedHAProxyRules(t *testing.T) {
 		t.Errorf("found only %d retry-on, unique-id and http-error lines in %s", n, haproxyFile)
 	}
 }
+
+// streamHeartbeat is how often the BFF writes a comment line on an open
+// event stream (GET /bff/events), so that no proxy sees it idle.
+const streamHeartbeat = 15 * time.Second
+
+// haproxyDuration parses an HAProxy time: a number with an optional unit
+// (us, ms, s, m, h, d); milliseconds without one.
+func haproxyDuration(s string) (time.Duration, error) {
+	i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	num, unit := s, "ms"
+	if i >= 0 {
+		num, unit = s[:i], s[i:]
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil {
+		return 0, fmt.Errorf("time %q: %w", s, err)
+	}
+	u, ok := map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second,
+		"m": time.Minute, "h": time.Hour, "d": 24 * time.Hour}[unit]
+	if !ok {
+		return 0, fmt.Errorf("time %q: unknown unit %q", s, unit)
+	}
+	return time.Duration(n) * u, nil
+}
+
+// TestHAProxyKeepsEventStreamsOpen: an event stream is silent but for the
+// BFF's heartbeat, so every inactivity timeout on its way (timeout client of
+// each frontend, timeout server of each backend, and timeout tunnel should
+// one be set) is at least twice the heartbeat: one lost heartbeat never cuts
+// a stream. Nothing may hold a response back (compression) or keep it (a
+// cache), a reload must not cut a request still in flight, and an instance
+// marked down must keep its connections (it closes its streams itself).
+func TestHAProxyKeepsEventStreamsOpen(t *testing.T) {
+	ds := haproxyDirectives(t, haproxyFile)
+	defaults := map[string]time.Duration{}
+	own := map[string]map[string]time.Duration{} // section -> timeout name -> value
+	var sections []string
+	var hardStop time.Duration
+	for _, d := range ds {
+		where := fmt.Sprintf("%s:%d", haproxyFile, d.line)
+		kind := strings.Fields(d.section)[0]
+		if d.code == d.section && (kind == "frontend" || kind == "backend" || kind == "listen") {
+			sections = append(sections, d.section)
+			own[d.section] = map[string]time.Duration{}
+		}
+		switch {
+		case d.fields[0] == "timeout" && len(d.fields) == 3:
+			v, err := haproxyDuration(d.fields[2])
+			if err != nil {
+				t.Fatalf("%s: %v", where, err)
+			}
+			if kind == "defaults" {
+				defaults[d.fields[1]] = v
+			} else if own[d.section] != nil {
+				own[d.section][d.fields[1]] = v
+			}
+		case d.fields[0] == "hard-stop-after" && len(d.fields) == 2:
+			v, err := haproxyDuration(d.fields[1])
+			if err != nil {
+				t.Fatalf("%s: %v", where, err)
+			}
+			hardStop = v
+		case d.fields[0] == "compression",
+			d.fields[0] == "filter" && len(d.fields) > 1 && (d.fields[1] == "compression" || d.fields[1] == "cache"),
+			slices.Contains(d.fields, "cache-store"), slices.Contains(d.fields, "cache-use"),
+			kind == "cache":
+			t.Errorf("%s: %s: it would hold back or keep an event stream", where, d.code)
+		case slices.Contains(d.fields, "on-marked-down") || slices.Contains(d.fields, "on-marked-up"):
+			t.Errorf("%s: %s: cutting an instance's sessions would cut its in-flight payments too", where, d.code)
+		}
+	}
+	effective := func(sec, name string) (time.Duration, bool) {
+		if v, ok := own[sec][name]; ok {
+			return v, true
+		}
+		v, ok := defaults[name]
+		return v, ok
+	}
+	var longestServer time.Duration
+	checked := 0
+	for _, sec := range sections {
+		kind := strings.Fields(sec)[0]
+		var names []string
+		if kind != "backend" {
+			names = append(names, "client")
+		}
+		if kind != "frontend" {
+			names = append(names, "server")
+		}
+		if _, ok := effective(sec, "tunnel"); ok && kind != "frontend" {
+			names = append(names, "tunnel")
+		}
+		for _, name := range names {
+			v, ok := effective(sec, name)
+			if !ok {
+				t.Errorf("%s: no timeout %s: HAProxy would warn and wait forever", sec, name)
+				continue
+			}
+			checked++
+			if v < 2*streamHeartbeat {
+				t.Errorf("%s: timeout %s %v < 2x the event stream heartbeat (%v): one late heartbeat would cut a stream", sec, name, v, streamHeartbeat)
+			}
+			if name == "server" {
+				longestServer = max(longestServer, v)
+			}
+		}
+	}
+	if checked < 4 {
+		t.Fatalf("checked only %d inactivity timeouts in %s", checked, haproxyFile)
+	}
+	if hardStop == 0 {
+		t.Errorf("%s: no hard-stop-after: after a reload, old processes would keep their event streams (and stay) forever", haproxyFile)
+	} else if hardStop <= longestServer {
+		t.Errorf("%s: hard-stop-after %v <= the longest timeout server %v: a reload could cut a payment still in flight", haproxyFile, hardStop, longestServer)
+	}
+}

@@ -674,3 +674,76 @@ func goClientPost(t *testing.T, public string, req *http.Request, h2 bool) (*htt
 	body, err := io.ReadAll(resp.Body)
 	return resp, body, err
 }
+
+// TestHAProxyPassesAnEventStreamOn runs haproxy with the shipped config,
+// its inactivity timeouts cut to 1s, in front of an instance that serves an
+// event stream: the first event reaches the client while the instance waits
+// (nothing holds it back), and heartbeats every 300 ms keep the stream open
+// for 4 s, four times the timeouts.
+func TestHAProxyPassesAnEventStreamOn(t *testing.T) {
+	got := make(chan struct{})
+	inst := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/bff/events" {
+			return // a health check
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Accel-Buffering", "no")
+		fl := w.(http.Flusher)
+		_, _ = io.WriteString(w, "retry: 2000\nevent: payment\nid: 1\ndata: {\"paymentStatus\":\"PENDING\"}\n\n")
+		fl.Flush()
+		select {
+		case <-got: // the client read it before anything else was sent
+		case <-time.After(5 * time.Second):
+			return
+		}
+		for end := time.Now().Add(4 * time.Second); time.Now().Before(end); {
+			time.Sleep(300 * time.Millisecond)
+			if _, err := io.WriteString(w, ": heartbeat\n\n"); err != nil {
+				return
+			}
+			fl.Flush()
+		}
+		_, _ = io.WriteString(w, "event: payment\nid: 2\ndata: {\"paymentStatus\":\"ACSC\"}\n\n")
+	}))
+	defer inst.Close()
+	cfg, public := shippedHAProxy(t, inst.Listener.Addr().String(), inst.Listener.Addr().String(), "1s")
+	cfg = regexp.MustCompile(`(?m)^(\s*timeout client)\s+\S+`).ReplaceAllString(cfg, "${1} 1s")
+	logs := runHAProxy(t, cfg, public)
+
+	req, err := http.NewRequest("GET", "http://"+public+"/bff/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := (&http.Client{Timeout: 15 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, logs)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get("Content-Encoding") != "" {
+		t.Fatalf("got %d, Content-Type %q, Content-Encoding %q; want 200 text/event-stream, not encoded",
+			resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Content-Encoding"))
+	}
+	br := bufio.NewReader(resp.Body)
+	var ids []string
+	heartbeats := 0
+	for len(ids) < 2 {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stream ended after events %v and %d heartbeats: %v\n%s", ids, heartbeats, err, logs)
+		}
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			ids = append(ids, strings.TrimSpace(line[4:]))
+			if len(ids) == 1 {
+				close(got)
+			}
+		case strings.HasPrefix(line, ":"):
+			heartbeats++
+		}
+	}
+	if !slices.Equal(ids, []string{"1", "2"}) || heartbeats < 10 {
+		t.Errorf("got events %v and %d heartbeats, want [1 2] and at least 10", ids, heartbeats)
+	}
+}

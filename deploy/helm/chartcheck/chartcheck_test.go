@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -410,8 +411,8 @@ func TestServiceMonitorScrapesTheAlertsJob(t *testing.T) {
 	}
 }
 
-// TestIngressRoutesTheBFFOnTheAppHost: /auth and /api of the app's host go
-// to the BFF's public Service, never to the admin one, with TLS.
+// TestIngressRoutesTheBFFOnTheAppHost: /auth, /api and /bff of the app's
+// host go to the BFF's public Service, never to the admin one, with TLS.
 func TestIngressRoutesTheBFFOnTheAppHost(t *testing.T) {
 	values := productionValues(t)
 	objs := renderObjs(t, values, Release{Name: "payments-bff", Namespace: "payments"})
@@ -432,10 +433,76 @@ func TestIngressRoutesTheBFFOnTheAppHost(t *testing.T) {
 	for _, p := range get(ing.Body, "spec", "rules", 0, "http", "paths").([]any) {
 		routed[get(p, "path").(string)] = get(p, "backend", "service", "name")
 	}
-	for _, p := range []string{"/auth", "/api"} {
+	for _, p := range []string{"/auth", "/api", "/bff"} {
 		if routed[p] != "payments-bff" {
 			t.Errorf("%s goes to %v, want the BFF's public Service payments-bff", p, routed[p])
 		}
+	}
+}
+
+// streamHeartbeat is how often the BFF writes a comment line on an open
+// event stream (GET /bff/events), so that no proxy sees it idle.
+const streamHeartbeat = 15 // seconds
+
+// TestIngressKeepsEventStreamsOpen: GET /bff/events is an event stream that
+// stays open as long as the app; ingress-nginx must not cut it while the
+// BFF's heartbeat flows (its read and send timeouts are idle times, kept far
+// above twice the heartbeat) nor hold its events in a buffer. The
+// annotations are defaults: a team's own add to them.
+func TestIngressKeepsEventStreamsOpen(t *testing.T) {
+	for name, values := range map[string]map[string]any{
+		"production values":       productionValues(t),
+		"an annotation of a team": {"ingress": map[string]any{"enabled": true, "host": "app.example.com", "annotations": map[string]any{"cert-manager.io/cluster-issuer": "letsencrypt"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ing := find(t, renderObjs(t, values, Release{Name: "bff", Namespace: namespace}), "Ingress")
+			ann, _ := get(ing.Body, "metadata", "annotations").(map[string]any)
+			for _, k := range []string{"proxy-read-timeout", "proxy-send-timeout"} {
+				v, _ := ann["nginx.ingress.kubernetes.io/"+k].(string)
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 3600 {
+					t.Errorf("nginx.ingress.kubernetes.io/%s = %q, want >= 3600 (seconds; far above 2 x the %ds heartbeat)", k, v, streamHeartbeat)
+				}
+			}
+			if v := ann["nginx.ingress.kubernetes.io/proxy-buffering"]; v != "off" {
+				t.Errorf("nginx.ingress.kubernetes.io/proxy-buffering = %v, want off", v)
+			}
+			if name != "production values" && ann["cert-manager.io/cluster-issuer"] != "letsencrypt" {
+				t.Error("the team's own annotation is lost")
+			}
+		})
+	}
+}
+
+// TestWebhookPathIsRoutedAndSigned: with config.payments.webhook_path set,
+// the Ingress routes exactly that path to the BFF, and the signing secrets
+// come from the Secret as BFF_PAYMENTS_WEBHOOK_SECRETS, never from values.
+func TestWebhookPathIsRoutedAndSigned(t *testing.T) {
+	values := productionValues(t)
+	values["config"].(map[string]any)["payments"] = map[string]any{"webhook_path": "/webhooks/payments"}
+	values["secrets"].(map[string]any)["keys"].(map[string]any)["paymentsWebhookSecrets"] = "payments-webhook-secrets"
+	objs := renderObjs(t, values, Release{Name: "payments-bff", Namespace: "payments"})
+	found := false
+	for _, p := range get(find(t, objs, "Ingress").Body, "spec", "rules", 0, "http", "paths").([]any) {
+		if get(p, "path") == "/webhooks/payments" {
+			found = true
+			if get(p, "pathType") != "Exact" || get(p, "backend", "service", "name") != "payments-bff" {
+				t.Errorf("the webhook path: %v, want Exact to the BFF's public Service payments-bff", p)
+			}
+		}
+	}
+	if !found {
+		t.Error("the Ingress does not route config.payments.webhook_path")
+	}
+	c := get(find(t, objs, "Deployment").Body, "spec", "template", "spec", "containers", 0)
+	env := false
+	for _, e := range get(c, "env").([]any) {
+		if get(e, "name") == "BFF_PAYMENTS_WEBHOOK_SECRETS" {
+			env = get(e, "valueFrom", "secretKeyRef", "key") == "payments-webhook-secrets"
+		}
+	}
+	if !env {
+		t.Error("no BFF_PAYMENTS_WEBHOOK_SECRETS from the Secret's key payments-webhook-secrets")
 	}
 }
 
@@ -482,11 +549,12 @@ func TestTheBFFAcceptsTheConfig(t *testing.T) {
 	}
 	key := "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // base64 of 32 bytes
 	standIns := map[string]string{
-		"BFF_REDIS_URL":               "redis://127.0.0.1:6379/0",
-		"BFF_REDIS_ENCRYPTION_KEY":    key,
-		"BFF_SESSION_KEYS":            `["` + key + `"]`,
-		"BFF_AUTH_OIDC_CLIENT_SECRET": "oidc-client-secret",
-		"BFF_LEDGER_POSTGRES_URL":     "postgres://bff:pw@127.0.0.1:5432/bff?sslmode=verify-full",
+		"BFF_REDIS_URL":                "redis://127.0.0.1:6379/0",
+		"BFF_REDIS_ENCRYPTION_KEY":     key,
+		"BFF_SESSION_KEYS":             `["` + key + `"]`,
+		"BFF_AUTH_OIDC_CLIENT_SECRET":  "oidc-client-secret",
+		"BFF_LEDGER_POSTGRES_URL":      "postgres://bff:pw@127.0.0.1:5432/bff?sslmode=verify-full",
+		"BFF_PAYMENTS_WEBHOOK_SECRETS": `["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]`,
 	}
 	files := map[string]string{ // a mounted file: its stand-in
 		"/run/secrets/bff/upstream_client_secret": "upstream-client-secret",
@@ -499,6 +567,10 @@ func TestTheBFFAcceptsTheConfig(t *testing.T) {
 	}{
 		{"default values", nil, true},
 		{"production values", productionValues(t), true},
+		{"webhooks on", map[string]any{
+			"config":  map[string]any{"payments": map[string]any{"webhook_path": "/webhooks/payments"}},
+			"secrets": map[string]any{"keys": map[string]any{"paymentsWebhookSecrets": "payments-webhook-secrets"}},
+		}, true},
 		// The check can fail: production refuses a cookie without Secure.
 		{"a refused config", map[string]any{"config": map[string]any{"session": map[string]any{"secure_cookie": false}}}, false},
 	} {
@@ -666,15 +738,18 @@ func TestValueCombinations(t *testing.T) {
 		"tracing to a SaaS":      `{otel: {enabled: true, endpoint: "https://otlp.vendor.example", headersSecret: {name: otel-auth, key: headers}, networkPolicyTo: [{ipBlock: {cidr: 203.0.113.0/24}}], ports: [443]}}`,
 		"Ingress with the app":   `{ingress: {enabled: true, host: app.example.com, appBackend: {name: web, port: {number: 80}}}}`,
 		"Ingress, public_url with its port and capitals": `{ingress: {enabled: true, host: app.example.com}, config: {public_url: "https://App.Example.com:443"}}`,
-		"nodelocal DNS":        `{networkPolicy: {dnsTo: [{ipBlock: {cidr: 169.254.20.10/32}}]}}`,
-		"decryption keys":      `{extraEnv: [{name: BFF_REDIS_DECRYPTION_KEYS, valueFrom: {secretKeyRef: {name: bff-secrets, key: old-keys}}}]}`,
-		"a harmless extra":     `{extraEnv: [{name: BFF_LOG_LEVEL, value: debug}, {name: TZ, value: UTC}]}`,
-		"a scrape interval":    `{serviceMonitor: {enabled: true, interval: 1m30s}}`,
-		"a longer drain":       `{config: {shutdown_timeout: 1m}, terminationGracePeriodSeconds: 75}`,
-		"no delay":             `{config: {shutdown_delay: "0"}}`,
-		"no admin token, said": `{secrets: {keys: {adminToken: ""}}, config: {admin_mutations_disabled: true}}`,
-		"an extra egress":      `{networkPolicy: {extraEgress: [{to: [{ipBlock: {cidr: 198.51.100.0/24}}], ports: [{protocol: TCP, port: 8443}]}]}}`,
-		"the dashboard":        `{grafanaDashboard: {enabled: true, label: grafana.io/dashboard, folder: Payments}}`,
+		"nodelocal DNS":                 `{networkPolicy: {dnsTo: [{ipBlock: {cidr: 169.254.20.10/32}}]}}`,
+		"decryption keys":               `{extraEnv: [{name: BFF_REDIS_DECRYPTION_KEYS, valueFrom: {secretKeyRef: {name: bff-secrets, key: old-keys}}}]}`,
+		"a harmless extra":              `{extraEnv: [{name: BFF_LOG_LEVEL, value: debug}, {name: TZ, value: UTC}]}`,
+		"a scrape interval":             `{serviceMonitor: {enabled: true, interval: 1m30s}}`,
+		"a longer drain":                `{config: {shutdown_timeout: 1m}, terminationGracePeriodSeconds: 75}`,
+		"no delay":                      `{config: {shutdown_delay: "0"}}`,
+		"no admin token, said":          `{secrets: {keys: {adminToken: ""}}, config: {admin_mutations_disabled: true}}`,
+		"an extra egress":               `{networkPolicy: {extraEgress: [{to: [{ipBlock: {cidr: 198.51.100.0/24}}], ports: [{protocol: TCP, port: 8443}]}]}}`,
+		"the dashboard":                 `{grafanaDashboard: {enabled: true, label: grafana.io/dashboard, folder: Payments}}`,
+		"payment webhooks":              `{config: {payments: {webhook_path: /webhooks/payments}}, secrets: {keys: {paymentsWebhookSecrets: payments-webhook-secrets}}, ingress: {enabled: true, host: app.example.com}}`,
+		"fewer streams, slower polls":   `{config: {payments: {watch_interval: 5s, watch_max_interval: 1m}, limits: {streams_per_user: 2}}}`,
+		"no nginx buffering annotation": `{ingress: {enabled: true, host: app.example.com, annotations: {nginx.ingress.kubernetes.io/proxy-buffering: null}}}`,
 	}
 	for name, v := range good {
 		t.Run(name, func(t *testing.T) {
@@ -723,6 +798,8 @@ func TestValueCombinations(t *testing.T) {
 		{"the drain through extraEnv", `{extraEnv: [{name: BFF_SHUTDOWN_TIMEOUT, value: 10m}]}`, "extraEnv"},
 		{"a flow-mapping injection", `{otel: {enabled: true, endpoint: "http://c:4318", networkPolicyTo: [{podSelector: {}}], headersSecret: {name: "a, optional: true", key: h}}}`, "name"},
 		{"a URL as the Secret's name", `{secrets: {existingSecret: "redis://:hunter2@x"}}`, "existingSecret"},
+		{"webhooks without their secrets", `{config: {payments: {webhook_path: /webhooks/payments}}}`, "paymentsWebhookSecrets"},
+		{"literal webhook secrets in extraEnv", `{extraEnv: [{name: BFF_PAYMENTS_WEBHOOK_SECRETS, value: "[c2VjcmV0]"}]}`, "extraEnv"},
 		{"a PDB that blocks drains", `{podDisruptionBudget: {maxUnavailable: 0}}`, "maxUnavailable"},
 		{"a dashboard label that is not a label", `{grafanaDashboard: {enabled: true, label: "a: b"}}`, "label"},
 		// values.schema.json
@@ -730,6 +807,10 @@ func TestValueCombinations(t *testing.T) {
 		{"a secret in the config", `{config: {redis: {url: "redis://:hunter2@redis:6379/0"}}}`, "url"},
 		{"the session keys in the config", `{config: {session: {keys: ["c2VjcmV0"]}}}`, "keys"},
 		{"the ledger URL in the config", `{config: {ledger: {postgres_url: "postgres://bff:hunter2@db/bff"}}}`, "postgres_url"},
+		{"webhook secrets in the config", `{config: {payments: {webhook_secrets: ["whsec_c2VjcmV0"]}}}`, "webhook_secrets"},
+		{"a webhook path that is not a path", `{config: {payments: {webhook_path: "webhooks"}}, secrets: {keys: {paymentsWebhookSecrets: s}}}`, "webhook_path"},
+		{"a poll interval that is not a duration", `{config: {payments: {watch_interval: 2}}}`, "watch_interval"},
+		{"a negative stream cap", `{config: {limits: {streams_per_user: -1}}}`, "streams_per_user"},
 		{"an unknown top-level value", `{replicas: 5}`, "replicas"},
 		{"a misspelt value", `{ingress: {enabled: true, hosts: ["app.example.com"]}}`, "hosts"},
 		{"no Secret", `{secrets: {existingSecret: ""}}`, "existingSecret"},

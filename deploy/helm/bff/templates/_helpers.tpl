@@ -121,7 +121,7 @@ on rotation; the admin token is read at start).
 {{- define "bff.secretEnv" -}}
 {{- $k := .Values.secrets.keys }}
 {{- $pairs := list }}
-{{- range $name, $key := dict "BFF_REDIS_URL" $k.redisURL "BFF_REDIS_PASSWORD" $k.redisPassword "BFF_REDIS_SENTINEL_PASSWORD" $k.redisSentinelPassword "BFF_REDIS_ENCRYPTION_KEY" $k.redisEncryptionKey "BFF_SESSION_KEYS" $k.sessionKeys "BFF_AUTH_OIDC_CLIENT_SECRET" $k.oidcClientSecret "BFF_LEDGER_POSTGRES_URL" $k.ledgerPostgresURL }}
+{{- range $name, $key := dict "BFF_REDIS_URL" $k.redisURL "BFF_REDIS_PASSWORD" $k.redisPassword "BFF_REDIS_SENTINEL_PASSWORD" $k.redisSentinelPassword "BFF_REDIS_ENCRYPTION_KEY" $k.redisEncryptionKey "BFF_SESSION_KEYS" $k.sessionKeys "BFF_AUTH_OIDC_CLIENT_SECRET" $k.oidcClientSecret "BFF_LEDGER_POSTGRES_URL" $k.ledgerPostgresURL "BFF_PAYMENTS_WEBHOOK_SECRETS" $k.paymentsWebhookSecrets }}
 {{- if $key }}
 {{- $pairs = append $pairs (list $name $key) }}
 {{- end }}
@@ -199,6 +199,10 @@ What a wrong combination of values would break quietly, refused at render time.
 {{- if le $grace (add $pre $delay $drain $flush) }}
 {{- fail (printf "terminationGracePeriodSeconds (%d) must exceed preStopSleepSeconds + config.shutdown_delay + config.shutdown_timeout (%d + %d + %d)%s: pods would be killed while requests, payments among them, still drain" $grace $pre $delay $drain (ternary " + 5 to flush the traces" "" (.Values.otel.enabled | default false))) }}
 {{- end }}
+{{- $payments := default dict .Values.config.payments }}
+{{- if and (get $payments "webhook_path") (not $k.paymentsWebhookSecrets) }}
+{{- fail "secrets.keys.paymentsWebhookSecrets: config.payments.webhook_path needs the upstream's signing secrets (without them every webhook would be refused)" }}
+{{- end }}
 {{- if .Values.ingress.enabled }}
 {{- $public := (urlParse (toString .Values.config.public_url)).host | lower | trimSuffix ":443" }}
 {{- if ne $public (lower .Values.ingress.host) }}
@@ -215,7 +219,7 @@ What a wrong combination of values would break quietly, refused at render time.
 {{- if or (has $name $owned) (hasPrefix "BFF_SHUTDOWN_" $name) (hasPrefix "OTEL_" $name | and $.Values.otel.enabled) }}
 {{- fail (printf "extraEnv %s: the chart sets it (or checks it) from its own values; set those instead" $name) }}
 {{- end }}
-{{- if and (hasKey . "value") (regexMatch "(?i)(SECRET|PASSWORD|PASSWD|KEYS?|TOKEN|HEADERS|DSN|CREDENTIALS|AUTH)$|(?i)^BFF_.*(REDIS|POSTGRES)_URL$" $name) }}
+{{- if and (hasKey . "value") (regexMatch "(?i)(SECRETS?|PASSWORD|PASSWD|KEYS?|TOKEN|HEADERS|DSN|CREDENTIALS|AUTH)$|(?i)^BFF_.*(REDIS|POSTGRES)_URL$" $name) }}
 {{- fail (printf "extraEnv %s: a secret setting takes valueFrom.secretKeyRef, never a value" $name) }}
 {{- end }}
 {{- end }}
