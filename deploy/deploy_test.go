@@ -72,6 +72,8 @@ var knownMetrics = map[string]metric{
 	"bff_payments_unknown_oldest_seconds":   {"gauge", nil, true},
 	"bff_limit_refusals_total":              {"counter", []string{"limit"}, true},
 	"bff_oidc_key_fetches_total":            {"counter", nil, true},
+	"bff_payment_follow_total":              {"counter", []string{"result"}, true},
+	"bff_event_streams":                     {"gauge", nil, true},
 
 	// collectors.NewGoCollector() (default set) and NewProcessCollector().
 	"go_goroutines":                 {"gauge", nil, false},

@@ -115,6 +115,9 @@ type Limits struct {
 	// every instance. Approximate when logins race on several instances;
 	// the next login converges it.
 	SessionsPerUser int `yaml:"sessions_per_user"`
+	// StreamsPerUser caps a user's open event streams (GET /bff/events) on
+	// one instance: each holds a connection and a goroutine. 0: no cap.
+	StreamsPerUser int `yaml:"streams_per_user"`
 	// BackchannelPerMinute is the budget of POST /auth/backchannel-logout
 	// per client address (the provider's), apart from AuthPerMinute so
 	// users' traffic never throttles the provider and forged logout tokens
@@ -129,9 +132,6 @@ type Limits struct {
 	// addresses must not get a budget of its own. IPv4 addresses count
 	// whole.
 	IPv6Prefix int `yaml:"ipv6_prefix"`
-	// StreamsPerUser caps a user's open event streams (GET /bff/events) on
-	// one instance: each holds a connection and a goroutine. 0: no cap.
-	StreamsPerUser int `yaml:"streams_per_user"`
 }
 
 // Payments configures how payments are followed after their answer, and

@@ -11,7 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/fintech-bff/bff/internal/events"
+	eventhub "github.com/fintech-bff/bff/internal/events"
 	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/session"
@@ -28,7 +28,7 @@ var _ PaymentChanges = (*payments.Service)(nil)
 
 // Streams configures GET /bff/events.
 type Streams struct {
-	Hub     *events.Hub
+	Hub     *eventhub.Hub
 	Changes PaymentChanges
 	// Heartbeat is the longest silence on a stream (at most 15 s: proxies
 	// and mobile networks close an idle connection after 30 to 60 s); 0:
@@ -75,7 +75,7 @@ func streamEvents(a *authn, st Streams, budget SessionBudget, observe Observer) 
 		}
 		s, err := st.Hub.Open(p.rec.UserID, session.Handle(p.id))
 		switch {
-		case errors.Is(err, events.ErrTooMany):
+		case errors.Is(err, eventhub.ErrTooMany):
 			observe.Refused("streams")
 			return problem.Later(problem.CodeRateLimited, streamRetryAfter, "this user has too many open event streams on this instance; close one, or retry in %d s")
 		case err != nil:
@@ -105,7 +105,7 @@ func streamEvents(a *authn, st Streams, budget SessionBudget, observe Observer) 
 			case <-ctx.Done():
 				return nil
 			case <-s.Ended:
-				if s.Why() == events.EndShutdown {
+				if s.Why() == eventhub.EndShutdown {
 					out.retry(shutdownRetry + rand.N(shutdownJit))
 				}
 				return nil
