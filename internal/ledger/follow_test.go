@@ -1,0 +1,161 @@
+//go:build integration
+
+package ledger_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/ledger"
+)
+
+// listener is a store that announces its changes.
+type listener interface {
+	store
+	Listen(ctx context.Context, changed func(string), resync func(), log *slog.Logger) error
+}
+
+// Following, on both ledgers: a done record with a payment id is due for a
+// poll at once; the lease is one instance's (a second Watches gets
+// nothing); a write under a lost lease is refused; a status older than the
+// stored one is not stored; a final status ends the following; every
+// streamed change moves the user's position and is announced; a webhook is
+// stored once per delivery id.
+func TestFollowing(t *testing.T) {
+	ctx := context.Background()
+	stores(t, func(t *testing.T, s store, wait func(time.Duration)) {
+		l := s.(listener)
+		user := fmt.Sprintf("follower-%d", seq.Add(1))
+		var mu sync.Mutex
+		announced := map[string]int{}
+		lctx, stop := context.WithCancel(ctx)
+		defer stop()
+		ready := make(chan struct{})
+		var once sync.Once
+		go func() {
+			_ = l.Listen(lctx, func(u string) { mu.Lock(); announced[u]++; mu.Unlock() }, func() { once.Do(func() { close(ready) }) }, slog.New(slog.DiscardHandler))
+		}()
+		<-ready
+		heard := func() int {
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				mu.Lock()
+				n := announced[user]
+				mu.Unlock()
+				if n > 0 || time.Now().After(deadline) {
+					mu.Lock()
+					announced[user] = 0
+					mu.Unlock()
+					return n
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		pos0, err := s.Position(ctx, user)
+		if err != nil || pos0 != 0 {
+			t.Fatalf("a new user's position: got %d, %v; want 0", pos0, err)
+		}
+
+		req := request("follow")
+		req.UserID = user
+		c, _, err := s.Claim(ctx, req, time.Hour)
+		if err != nil || c == nil {
+			t.Fatalf("claim: %v", err)
+		}
+		if got, _ := s.Changes(ctx, user, 0, 10); len(got) != 0 {
+			t.Fatalf("an in-flight record is streamed: %+v", got)
+		}
+		pid := fmt.Sprintf("01JFOLLOW%d", seq.Add(1))
+		if ok, err := s.Finish(ctx, c, ledger.Outcome{Ending: ledger.EndAnswered, UpstreamStatus: 201, PaymentID: pid, Response: created}); !ok || err != nil {
+			t.Fatalf("finish: %v %v", ok, err)
+		}
+		if heard() == 0 {
+			t.Fatal("the answer was not announced")
+		}
+		ch, err := s.Changes(ctx, user, 0, 10)
+		if err != nil || len(ch) != 1 || ch[0].State != ledger.StateDone || ch[0].PaymentID != pid || ch[0].Seq <= 0 {
+			t.Fatalf("changes after the answer: got %+v, %v", ch, err)
+		}
+		first := ch[0].Seq
+		if pos, _ := s.Position(ctx, user); pos != first {
+			t.Fatalf("position %d, want %d", pos, first)
+		}
+
+		var w ledger.Watch
+		deadline := time.Now().Add(5 * time.Second)
+		for w.ID == 0 {
+			ws, err := s.Watches(ctx, 1000, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range ws {
+				if x.PaymentID == pid {
+					w = x
+				}
+			}
+			if w.ID == 0 && time.Now().After(deadline) {
+				t.Fatal("the answered payment was never due for a poll")
+			}
+		}
+		// Leased: nobody else gets it.
+		ws, _ := s.Watches(ctx, 1000, 10*time.Second)
+		for _, x := range ws {
+			if x.ID == w.ID {
+				t.Fatal("a leased payment was leased twice")
+			}
+		}
+		at := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+		if ok, err := s.Watched(ctx, w, ledger.Observed{Status: "ACTC", At: at, Wait: time.Millisecond}); !ok || err != nil {
+			t.Fatalf("watched: %v %v", ok, err)
+		}
+		if heard() == 0 {
+			t.Fatal("the status change was not announced")
+		}
+		// The lease is spent: a second write under it is refused.
+		if ok, _ := s.Watched(ctx, w, ledger.Observed{Status: "RJCT", At: at.Add(time.Hour), Stop: true}); ok {
+			t.Fatal("a write under a spent lease was stored")
+		}
+		got, _ := s.Changes(ctx, user, first, 10)
+		if len(got) != 1 || got[0].PaymentStatus != "ACTC" || got[0].Seq <= first {
+			t.Fatalf("after ACTC: got %+v", got)
+		}
+		second := got[0].Seq
+
+		// A webhook, once per delivery id; an older status is not stored.
+		d, err := s.Webhook(ctx, "msg-"+pid, ledger.StatusUpdate{PaymentID: pid, Status: "ACSP", At: at.Add(time.Minute)}, time.Minute)
+		if err != nil || d != ledger.Applied {
+			t.Fatalf("webhook: got %v, %v", d, err)
+		}
+		if d, _ := s.Webhook(ctx, "msg-"+pid, ledger.StatusUpdate{PaymentID: pid, Status: "RJCT", At: at.Add(time.Hour)}, time.Minute); d != ledger.Replayed {
+			t.Fatalf("a replayed delivery: got %v, want Replayed", d)
+		}
+		if d, _ := s.Webhook(ctx, "msg-old-"+pid, ledger.StatusUpdate{PaymentID: pid, Status: "INIT", At: at.Add(-time.Hour)}, time.Minute); d != ledger.Applied {
+			t.Fatalf("a late delivery: got %v, want Applied (and ignored)", d)
+		}
+		if d, _ := s.Webhook(ctx, "msg-none-"+pid, ledger.StatusUpdate{PaymentID: "01JNOBODY", Status: "ACSC", At: at}, time.Minute); d != ledger.Unmatched {
+			t.Fatalf("a webhook of an unknown payment: got %v, want Unmatched", d)
+		}
+		got, _ = s.Changes(ctx, user, second, 10)
+		if len(got) != 1 || got[0].PaymentStatus != "ACSP" {
+			t.Fatalf("after the webhooks: got %+v, want ACSP once", got)
+		}
+		// A final status ends the following.
+		if _, err := s.Webhook(ctx, "msg-final-"+pid, ledger.StatusUpdate{PaymentID: pid, Status: "ACSC", At: at.Add(2 * time.Minute)}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		wait(time.Second)
+		ws, _ = s.Watches(ctx, 1000, 10*time.Second)
+		for _, x := range ws {
+			if x.ID == w.ID {
+				t.Fatalf("a payment in a final status is still polled: %+v", x)
+			}
+		}
+		if err := s.PruneDeliveries(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
