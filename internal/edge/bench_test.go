@@ -16,9 +16,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	eventhub "github.com/fintech-bff/bff/internal/events"
 	"github.com/fintech-bff/bff/internal/kv"
+	"github.com/fintech-bff/bff/internal/ledger"
 	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/metrics"
+	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/session"
 	"github.com/fintech-bff/bff/internal/testing/redistest"
@@ -31,6 +34,10 @@ import (
 // CSRF, route, token, header hygiene, proxying, metrics, access log.
 func BenchmarkSteadyStateRequest(b *testing.B) { benchmarkSteadyState(b, nil) }
 
+func benchmarkSteadyState(b *testing.B, budget *limits.Budget) {
+	benchmarkSteadyStateWith(b, budget, 0)
+}
+
 // BenchmarkSteadyStateRequestWithBudget is the same with the per-session
 // request budget on (a rate it never reaches: the cost of the check, and
 // no exchange with Redis for a session within its share).
@@ -38,7 +45,9 @@ func BenchmarkSteadyStateRequestWithBudget(b *testing.B) {
 	benchmarkSteadyState(b, limits.NewBudget(1e9, 1e9, nil, nil))
 }
 
-func benchmarkSteadyState(b *testing.B, budget *limits.Budget) {
+// benchmarkSteadyStateWith runs the steady-state GET with streams idle
+// event streams open on the same edge (BenchmarkIdleStreams).
+func benchmarkSteadyStateWith(b *testing.B, budget *limits.Budget, streams int) {
 	reply := strings.Repeat("x", 1000)
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -73,6 +82,26 @@ func benchmarkSteadyState(b *testing.B, budget *limits.Budget) {
 	}
 	if budget != nil {
 		d.Budget = budget
+	}
+	if streams > 0 {
+		led, err := ledger.NewMemory(nil, make([]byte, 32), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pay := payments.New(payments.Options{Ledger: led})
+		hub := eventhub.NewHub(0)
+		d.Streams = &Streams{Hub: hub, Changes: pay}
+		e := NewPublic(d)
+		srv := httptest.NewServer(e)
+		defer srv.Close()
+		hubs[srv] = hub
+		sid, _, err := sessions.Create(ctx, session.New{UserID: "stream-holder", Method: session.MethodDev})
+		if err != nil {
+			b.Fatal(err)
+		}
+		stop := holdStreams(b, srv.Listener.Addr().String(), sid, streams)
+		defer stop()
+		waitStreams(b, srv, streams)
 	}
 	e := NewPublic(d)
 	id, _, err := sessions.Create(ctx, session.New{UserID: "bench-user", Method: session.MethodDev})

@@ -1,0 +1,171 @@
+//go:build integration
+
+package edge
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	eventhub "github.com/fintech-bff/bff/internal/events"
+	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/metrics"
+	"github.com/fintech-bff/bff/internal/payments"
+	"github.com/fintech-bff/bff/internal/proxy"
+	"github.com/fintech-bff/bff/internal/session"
+)
+
+// idleStreams is how many streams the stream benchmarks hold open: the
+// issue's 10,000 on one instance.
+const idleStreams = 10000
+
+// BenchmarkIdleStreams holds idleStreams open event streams on one edge
+// (real TCP: a child process holds the client ends, so this process counts
+// only the server's) and reports what they cost at rest: heap and stack
+// per stream after a GC, goroutines per stream, and the CPU the process
+// spends per second while they idle (heartbeats every 15 s included: the
+// idle window is 16 s).
+func BenchmarkIdleStreams(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, tokens := streamServer(ctx, b, 1)
+	before := memNow()
+	g0 := runtime.NumGoroutine()
+	stop := holdStreams(b, srv.Listener.Addr().String(), tokens[0], idleStreams)
+	defer stop()
+	waitStreams(b, srv, idleStreams)
+	after := memNow()
+	g1 := runtime.NumGoroutine()
+	cpu0 := cpuNow()
+	time.Sleep(16 * time.Second)
+	cpu := cpuNow() - cpu0
+	b.ReportMetric(float64(after-before)/idleStreams, "B/stream")
+	b.ReportMetric(float64(g1-g0)/idleStreams, "goroutines/stream")
+	b.ReportMetric(float64(cpu.Microseconds())/16/1000, "cpu-ms/s-at-rest")
+	for range b.N {
+	}
+}
+
+// BenchmarkSteadyStateRequestWithIdleStreams is BenchmarkSteadyStateRequest
+// while idleStreams streams are open on the same edge: the GET path must
+// not be slower for them (compare the two in one run).
+func BenchmarkSteadyStateRequestWithIdleStreams(b *testing.B) {
+	benchmarkSteadyStateWith(b, nil, idleStreams)
+}
+
+// streamServer is an edge with a live session manager and a streams hub
+// over an in-process ledger, served on a real listener, with users
+// sessions' tokens.
+func streamServer(ctx context.Context, b *testing.B, users int) (*httptest.Server, []string) {
+	_, sessions, cookies := liveSessions(ctx, b)
+	led, err := ledger.NewMemory(nil, make([]byte, 32), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pay := payments.New(payments.Options{Ledger: led})
+	hub := eventhub.NewHub(0)
+	sessions.OnEnd(hub.SessionEnded)
+	go func() { _ = led.Listen(ctx, hub.Changed, hub.Resync, slog.New(slog.DiscardHandler)) }()
+	e := NewPublic(Deps{
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Observe: metrics.New(prometheus.NewRegistry()).Edge,
+		Sessions: sessions, Cookies: cookies, PublicOrigin: "http://bff.local", PaymentRecords: pay,
+		Forwarder: proxy.New(proxy.Options{BaseURL: &url.URL{Scheme: "http", Host: "127.0.0.1:9"}, Routes: proxy.NewRoutes(nil), Timeout: time.Second, MaxBodyBytes: 1 << 20}),
+		Streams: &Streams{Hub: hub, Changes: pay},
+	})
+	srv := httptest.NewServer(e)
+	b.Cleanup(srv.Close)
+	var tokens []string
+	for i := range users {
+		id, _, err := sessions.Create(ctx, session.New{UserID: fmt.Sprintf("stream-user-%d", i), Method: session.MethodDev})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tokens = append(tokens, id)
+	}
+	srv.Config.Handler = e
+	hubs[srv] = hub
+	return srv, tokens
+}
+
+var hubs = map[*httptest.Server]*eventhub.Hub{}
+
+func waitStreams(b *testing.B, srv *httptest.Server, n int) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for hubs[srv].Count() < n {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d streams open after 2 minutes", hubs[srv].Count(), n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// holdStreams starts a child process (this test binary) that opens n
+// streams to addr with the session token and holds them until stop.
+func holdStreams(b *testing.B, addr, token string, n int) (stop func()) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHoldStreamsProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "BFF_HOLD_STREAMS="+addr+","+token+","+strconv.Itoa(n))
+	cmd.Stderr = os.Stderr
+	in, _ := cmd.StdinPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	return func() { in.Close(); _ = cmd.Wait() }
+}
+
+// TestHoldStreamsProcess is the child of holdStreams: it does nothing
+// unless BFF_HOLD_STREAMS names what to open (addr,token,n); then it opens
+// the streams as raw connections (no goroutine each), reads each answer's
+// status line, and holds them until its stdin closes.
+func TestHoldStreamsProcess(t *testing.T) {
+	spec := os.Getenv("BFF_HOLD_STREAMS")
+	if spec == "" {
+		return // not the child: nothing to hold
+	}
+	f := strings.Split(spec, ",")
+	n, _ := strconv.Atoi(f[2])
+	conns := make([]net.Conn, 0, n)
+	for i := range n {
+		c, err := net.Dial("tcp", f[0])
+		if err != nil {
+			t.Fatalf("stream %d: %v", i, err)
+		}
+		fmt.Fprintf(c, "GET /bff/events HTTP/1.1\r\nHost: bff.local\r\nAuthorization: Bearer %s\r\n\r\n", f[1])
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil || !strings.Contains(line, " 200 ") {
+			t.Fatalf("stream %d: got %q, %v", i, line, err)
+		}
+		conns = append(conns, c)
+	}
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+func memNow() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse + m.StackInuse
+}
+
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
