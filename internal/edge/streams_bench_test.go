@@ -85,7 +85,7 @@ func streamServer(ctx context.Context, b *testing.B, users int) (*httptest.Serve
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Observe: metrics.New(prometheus.NewRegistry()).Edge,
 		Sessions: sessions, Cookies: cookies, PublicOrigin: "http://bff.local", PaymentRecords: pay,
 		Forwarder: proxy.New(proxy.Options{BaseURL: &url.URL{Scheme: "http", Host: "127.0.0.1:9"}, Routes: proxy.NewRoutes(nil), Timeout: time.Second, MaxBodyBytes: 1 << 20}),
-		Streams: &Streams{Hub: hub, Changes: pay},
+		Streams:   &Streams{Hub: hub, Changes: pay},
 	})
 	srv := httptest.NewServer(e)
 	b.Cleanup(srv.Close)

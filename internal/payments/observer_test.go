@@ -32,12 +32,6 @@ func (e *events) add(m *map[string]int, k string) {
 	(*m)[k]++
 }
 
-func (e *events) follows() map[string]int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return maps.Clone(e.followed)
-}
-
 func (e *events) get() (money, refused map[string]int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
