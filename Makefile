@@ -16,7 +16,7 @@ PKGS     := ./...
 # leaves it out, so they are not compiled and nothing reports them passed.
 TAGS     := integration
 
-.PHONY: all build run test test-unit test-deps test-client client-pack test-chart manifests lint bench bench-micro chaos fuzz check-config clean
+.PHONY: all build run test test-unit test-deps test-client client-pack test-chart manifests lint bench bench-streams bench-micro chaos fuzz check-config clean
 
 all: lint test
 
@@ -104,6 +104,14 @@ bench: build
 	@command -v wrk >/dev/null 2>&1 || apt-get install -y wrk || { apt-get update && apt-get install -y wrk; }
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/bffbench ./bench
 	./scripts/with-redis.sh ./$(BIN)/bffbench -bff $(BIN)/bff -out BENCHMARKS.md -svg bench/latency.svg $(BENCHFLAGS)
+	$(MAKE) bench-streams
+
+## bench-streams: 10,000 idle event streams on one edge (memory and
+## goroutines per stream, CPU at rest), and the steady-state GET with and
+## without them, in one run; the figures go to bench/streams.txt.
+bench-streams:
+	./scripts/with-redis.sh sh -c '$(GO) test -tags $(TAGS) -run="^$$" -bench="IdleStreams" -benchtime=1x -count=1 ./internal/edge/ && \
+	  $(GO) test -tags $(TAGS) -run="^$$" -bench="SteadyStateRequest$$|SteadyStateRequestWithIdleStreams" -benchtime=20000x -count=3 ./internal/edge/' | tee bench/streams.txt
 
 ## bench-micro: the Go micro-benchmarks on a real Redis and PostgreSQL
 bench-micro:

@@ -123,6 +123,9 @@ type app struct {
 	// streams are the open event streams: ended, with a retry hint, when
 	// the drain starts (a stream never goes idle by itself).
 	streams *events.Hub
+	// waitStreams returns once the streams have ended (their retry hints
+	// written), or its context has.
+	waitStreams func(context.Context)
 }
 
 // server is what build makes: the two handlers, readiness, the secret
@@ -254,6 +257,8 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 	a.streams = hub
 	go func() { _ = led.Listen(cacheCtx, hub.Changed, hub.Resync, log) }()
 	sessions.OnEnd(hub.SessionEnded)
+	streams := &edge.Streams{Hub: hub, Changes: pay}
+	a.waitStreams = streams.Wait
 	deps := edge.Deps{
 		AuthLimit: a.limits, AuthPerMinute: cfg.Limits.AuthPerMinute, BackchannelPerMinute: cfg.Limits.BackchannelPerMinute,
 		PendingLoginsPerAddress: cfg.Limits.PendingLoginsPerAddress, IPv6Prefix: cfg.Limits.IPv6Prefix,
@@ -402,6 +407,11 @@ func shutdown(public, admin *http.Server, a app, wg *sync.WaitGroup, delay, time
 	if err != nil {
 		log.Warn("drain timed out; closing remaining connections", slog.String("error", err.Error()))
 		_ = public.Close()
+	}
+	if a.waitStreams != nil {
+		// The event streams were taken from the server (Shutdown does not
+		// see them); Shutdown's start ended them: wait for their hints.
+		a.waitStreams(ctx)
 	}
 	_ = admin.Shutdown(ctx)
 	wg.Wait()

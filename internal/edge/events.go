@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -34,14 +38,19 @@ type Streams struct {
 	// and mobile networks close an idle connection after 30 to 60 s); 0:
 	// 15 s.
 	Heartbeat time.Duration
+	// pusher writes the streams; made by routes.
+	pusher *pusher
 }
 
 const (
 	// maxHeartbeat is the contract's bound on a stream's silence.
 	maxHeartbeat = 15 * time.Second
-	// streamWriteTimeout bounds each write: a client that reads nothing
-	// loses its stream instead of holding a goroutine and buffers.
-	streamWriteTimeout = 10 * time.Second
+	// streamWriteTimeout bounds each write of a change: a client that
+	// reads nothing loses its stream instead of holding a worker.
+	streamWriteTimeout = 5 * time.Second
+	// beatWriteTimeout bounds a heartbeat's write: a few bytes go to the
+	// kernel at once unless the client stopped reading long ago.
+	beatWriteTimeout = 500 * time.Millisecond
 	// clientRetry is the reconnection wait a stream asks for when it opens;
 	// at shutdown it asks for shutdownRetry plus a jitter, so the clients of
 	// a draining instance do not all land on one other at once.
@@ -50,6 +59,10 @@ const (
 	shutdownJit   = 2 * time.Second
 	// streamRetryAfter is the Retry-After of a refused stream (the cap).
 	streamRetryAfter = 5 * time.Second
+	// pushWorkers write the streams' changes and heartbeats; queued is how
+	// many streams may wait for one before the scan picks them up instead.
+	pushWorkers = 4
+	queued      = 1 << 14
 )
 
 // streamEvents is GET /bff/events: the caller's payment changes as
@@ -57,11 +70,14 @@ const (
 // ledger; without it the stream starts now. The stream ends when its
 // session ends (closed before the revocation is acknowledged), when the
 // instance drains (after a retry: hint), or when a write stalls.
+//
+// Once the headers and the catch-up are written, the connection is taken
+// from the HTTP server (hijacked): an idle stream is then a socket and a
+// few hundred bytes, written by the pusher's few goroutines, instead of
+// two goroutines and their buffers (BenchmarkIdleStreams measures both).
+// Where the connection cannot be taken (HTTP/2, a test recorder), the
+// handler's goroutine holds the stream until it ends.
 func streamEvents(a *authn, st Streams, budget SessionBudget, observe Observer) echo.HandlerFunc {
-	heartbeat := st.Heartbeat
-	if heartbeat <= 0 || heartbeat > maxHeartbeat {
-		heartbeat = maxHeartbeat
-	}
 	return func(c echo.Context) error {
 		p, err := authorized(c, a, budget, observe)
 		if err != nil {
@@ -73,7 +89,8 @@ func streamEvents(a *authn, st Streams, budget SessionBudget, observe Observer) 
 		if err != nil {
 			return err
 		}
-		s, err := st.Hub.Open(p.rec.UserID, session.Handle(p.id))
+		ps := &pushStream{sessionID: p.id, userID: p.rec.UserID}
+		s, err := st.Hub.Open(p.rec.UserID, session.Handle(p.id), func() { st.pusher.enqueue(ps) })
 		switch {
 		case errors.Is(err, eventhub.ErrTooMany):
 			observe.Refused("streams")
@@ -81,60 +98,75 @@ func streamEvents(a *authn, st Streams, budget SessionBudget, observe Observer) 
 		case err != nil:
 			return problem.Later(problem.CodeUpstreamUnavailable, time.Second, "this instance is shutting down; retry in %d s")
 		}
-		defer st.Hub.Close(s)
+		ps.s = s
 		// Registered before the position is read: a change after it wakes
 		// the stream, one before it is in the catch-up.
 		if after < 0 {
 			if after, err = st.Changes.Position(ctx, p.rec.UserID); err != nil {
+				st.Hub.Close(s)
 				return err
 			}
 		}
-		out := &sse{w: c.Response(), rc: http.NewResponseController(c.Response())}
+		ps.after = after
 		h := c.Response().Header()
 		h.Set(echo.HeaderContentType, "text/event-stream")
 		h.Set("X-Accel-Buffering", "no") // nginx and its kin: pass each event on at once
-		c.Response().WriteHeader(http.StatusOK)
-		out.retry(clientRetry)
-		if after, err = out.changes(ctx, st.Changes, p.rec.UserID, after); err != nil {
+		if ps.out, err = hijack(c); err != nil {
+			// Held by this goroutine: the headers go through the server.
+			rc := http.NewResponseController(c.Response())
+			c.Response().WriteHeader(http.StatusOK)
+			ps.out = &heldOut{w: c.Response(), rc: rc, done: make(chan struct{})}
+		}
+		ps.mu.Lock()
+		err = ps.retry(clientRetry)
+		if err == nil {
+			err = ps.catchUp(ctx, st.Changes)
+		}
+		ps.lastWrite = time.Now()
+		ps.mu.Unlock()
+		if err != nil {
+			st.pusher.end(ps)
 			return nil // the status is sent: the client reconnects and resumes
 		}
-		beat := time.NewTicker(heartbeat)
-		defer beat.Stop()
-		for {
+		st.pusher.add(ps)
+		if held, ok := ps.out.(*heldOut); ok {
 			select {
+			case <-held.done:
 			case <-ctx.Done():
-				return nil
-			case <-s.Ended:
-				if s.Why() == eventhub.EndShutdown {
-					out.retry(shutdownRetry + rand.N(shutdownJit))
-				}
-				return nil
-			case <-beat.C:
-				// The heartbeat also checks the session: one that timed out
-				// idle, or whose end this instance missed, ends its stream.
-				if !alive(ctx, a, p.id) {
-					return nil
-				}
-				if out.comment("keep-alive") != nil {
-					return nil
-				}
-			case <-s.Wake:
-				if s.Recheck() && !alive(ctx, a, p.id) {
-					return nil
-				}
-				if after, err = out.changes(ctx, st.Changes, p.rec.UserID, after); err != nil {
-					return nil
-				}
+				st.pusher.end(ps)
 			}
 		}
+		return nil
 	}
+}
+
+// hijack takes the connection from the HTTP server and writes the status
+// line and the headers the middleware set: the stream is the pusher's
+// from here. The access log records it as a 200 when it starts.
+func hijack(c echo.Context) (streamOut, error) {
+	conn, rw, err := http.NewResponseController(c.Response()).Hijack()
+	if err != nil {
+		return nil, err
+	}
+	h := c.Response().Header()
+	h.Set("Connection", "close") // the body ends when the connection does
+	_ = conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	_, _ = rw.WriteString("HTTP/1.1 200 OK\r\n")
+	_ = h.Write(rw)
+	_, _ = rw.WriteString("\r\n")
+	if err := rw.Flush(); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	c.Response().Status, c.Response().Committed = http.StatusOK, true
+	return &connOut{conn: conn}, nil
 }
 
 // alive reports whether the stream's session is live (without sliding its
 // idle timeout). A store that does not answer ends the stream: the client
 // reconnects and is checked afresh.
-func alive(ctx context.Context, a *authn, id string) bool {
-	ok, err := a.sessions.Alive(ctx, id)
+func alive(ctx context.Context, sessions *session.Manager, id string) bool {
+	ok, err := sessions.Alive(ctx, id)
 	return err == nil && ok
 }
 
@@ -154,51 +186,257 @@ func lastEventID(r *http.Request) (int64, error) {
 	return n, nil
 }
 
-// sse writes server-sent events, each flushed at once, each write bounded.
-type sse struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	buf []byte
+// streamOut is where a stream's bytes go: a taken connection, or the
+// server's response writer while its handler holds the stream.
+type streamOut interface {
+	write(b []byte, within time.Duration) error
+	close()
 }
 
-func (s *sse) send(b []byte) error {
+type connOut struct{ conn net.Conn }
+
+func (o *connOut) write(b []byte, within time.Duration) error {
+	_ = o.conn.SetWriteDeadline(time.Now().Add(within))
+	_, err := o.conn.Write(b)
+	return err
+}
+
+func (o *connOut) close() { _ = o.conn.Close() }
+
+type heldOut struct {
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	done chan struct{}
+	once sync.Once
+}
+
+func (o *heldOut) write(b []byte, within time.Duration) error {
 	// The server's WriteTimeout is for answers; a stream sets its own
 	// deadline per write. ErrNotSupported (a test recorder) leaves none.
-	_ = s.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-	if _, err := s.w.Write(b); err != nil {
+	_ = o.rc.SetWriteDeadline(time.Now().Add(within))
+	if _, err := o.w.Write(b); err != nil {
 		return err
 	}
-	return s.rc.Flush()
+	return o.rc.Flush()
 }
 
-func (s *sse) retry(d time.Duration) {
-	_ = s.send(append(strconv.AppendInt([]byte("retry: "), d.Milliseconds(), 10), "\n\n"...))
+func (o *heldOut) close() { o.once.Do(func() { close(o.done) }) }
+
+// pushStream is one open stream as the pusher writes it.
+type pushStream struct {
+	s         *eventhub.Stream
+	sessionID string
+	userID    string
+	out       streamOut
+	queued    atomic.Bool // in the pusher's queue (or due to the scan)
+
+	mu        sync.Mutex // one writer at a time; guards what follows
+	after     int64      // the position sent last
+	lastWrite time.Time
+	ended     bool
+	buf       []byte
 }
 
-func (s *sse) comment(text string) error { return s.send([]byte(": " + text + "\n\n")) }
+func (ps *pushStream) send(b []byte, within time.Duration) error {
+	if err := ps.out.write(b, within); err != nil {
+		return err
+	}
+	ps.lastWrite = time.Now()
+	return nil
+}
 
-// changes sends every change of the user's after position, and returns
-// the new position.
-func (s *sse) changes(ctx context.Context, ch PaymentChanges, userID string, after int64) (int64, error) {
+func (ps *pushStream) retry(d time.Duration) error {
+	return ps.send(append(strconv.AppendInt([]byte("retry: "), d.Milliseconds(), 10), "\n\n"...), streamWriteTimeout)
+}
+
+// catchUp sends every change of the user's after the stream's position.
+// The caller holds ps.mu.
+func (ps *pushStream) catchUp(ctx context.Context, ch PaymentChanges) error {
 	for {
-		list, err := ch.Changes(ctx, userID, after)
+		list, err := ch.Changes(ctx, ps.userID, ps.after)
 		if err != nil {
-			return after, err
+			return err
 		}
 		for _, c := range list {
 			data, err := json.Marshal(c.Record)
 			if err != nil {
-				return after, err
+				return err
 			}
-			s.buf = strconv.AppendInt(append(s.buf[:0], "id: "...), c.Seq, 10)
-			s.buf = append(append(append(s.buf, "\nevent: payment\ndata: "...), data...), "\n\n"...)
-			if err := s.send(s.buf); err != nil {
-				return after, err
+			ps.buf = strconv.AppendInt(append(ps.buf[:0], "id: "...), c.Seq, 10)
+			ps.buf = append(append(append(ps.buf, "\nevent: payment\ndata: "...), data...), "\n\n"...)
+			if err := ps.send(ps.buf, streamWriteTimeout); err != nil {
+				return err
 			}
-			after = c.Seq
+			ps.after = c.Seq
 		}
 		if len(list) < payments.ChangesPage {
-			return after, nil
+			ps.buf = nil // an idle stream keeps no buffer
+			return nil
+		}
+	}
+}
+
+// pusher writes the open streams: a few workers take the streams that
+// have something to do (a change, a session to check, an end) from a
+// queue, and one scan a second queues those due a heartbeat.
+type pusher struct {
+	hub       *eventhub.Hub
+	changes   PaymentChanges
+	sessions  *session.Manager
+	heartbeat time.Duration
+	log       *slog.Logger
+	queue     chan *pushStream
+
+	mu   sync.Mutex
+	open map[*pushStream]struct{}
+	idle chan struct{} // closed and replaced when open becomes empty
+}
+
+func newPusher(st Streams, sessions *session.Manager, log *slog.Logger) *pusher {
+	hb := st.Heartbeat
+	if hb <= 0 || hb > maxHeartbeat {
+		hb = maxHeartbeat
+	}
+	p := &pusher{hub: st.Hub, changes: st.Changes, sessions: sessions, heartbeat: hb, log: log,
+		queue: make(chan *pushStream, queued), open: map[*pushStream]struct{}{}}
+	for range pushWorkers {
+		go p.work()
+	}
+	go p.scan()
+	return p
+}
+
+// enqueue queues ps for a worker; it never blocks (the hub calls it under
+// its lock). A full queue leaves ps to the next scan.
+func (p *pusher) enqueue(ps *pushStream) {
+	if !ps.queued.CompareAndSwap(false, true) {
+		return
+	}
+	select {
+	case p.queue <- ps:
+	default:
+		// Still marked: the scan queues it.
+	}
+}
+
+func (p *pusher) add(ps *pushStream) {
+	p.mu.Lock()
+	p.open[ps] = struct{}{}
+	p.mu.Unlock()
+	p.enqueue(ps) // what changed between the catch-up and now
+}
+
+// end closes ps for good and unregisters it.
+func (p *pusher) end(ps *pushStream) {
+	ps.mu.Lock()
+	if !ps.ended {
+		ps.ended = true
+		ps.out.close()
+	}
+	ps.mu.Unlock()
+	p.hub.Close(ps.s)
+	p.mu.Lock()
+	delete(p.open, ps)
+	p.mu.Unlock()
+}
+
+func (p *pusher) work() {
+	for ps := range p.queue {
+		p.serve(ps)
+	}
+}
+
+// serve does what ps is queued for: end it, check its session, send its
+// changes, or a heartbeat when it has been silent for the heartbeat.
+func (p *pusher) serve(ps *pushStream) {
+	ps.queued.Store(false)
+	switch ps.s.Why() {
+	case eventhub.EndShutdown:
+		ps.mu.Lock()
+		if !ps.ended {
+			_ = ps.retry(shutdownRetry + rand.N(shutdownJit))
+		}
+		ps.mu.Unlock()
+		p.end(ps)
+	case eventhub.EndRevoked:
+		p.end(ps)
+	default:
+		if !p.step(ps) {
+			p.end(ps)
+		}
+	}
+}
+
+// step writes what ps is due; false: end it.
+func (p *pusher) step(ps *pushStream) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), streamWriteTimeout)
+	defer cancel()
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.ended {
+		return true
+	}
+	silent := time.Since(ps.lastWrite) >= p.heartbeat
+	// The heartbeat also checks the session: one that timed out idle, or
+	// whose end this instance may have missed, ends its stream.
+	if (ps.s.Recheck() || silent) && !alive(ctx, p.sessions, ps.sessionID) {
+		return false
+	}
+	if ps.s.Changed() && ps.catchUp(ctx, p.changes) != nil {
+		return false
+	}
+	if time.Since(ps.lastWrite) >= p.heartbeat && ps.send([]byte(": keep-alive\n\n"), beatWriteTimeout) != nil {
+		return false
+	}
+	return true
+}
+
+// scan queues, every tenth of the heartbeat (at most a second), the
+// streams due a heartbeat and those the queue had no room for.
+func (p *pusher) scan() {
+	t := time.NewTicker(min(p.heartbeat/10, time.Second))
+	defer t.Stop()
+	var list []*pushStream
+	for range t.C {
+		p.mu.Lock()
+		list = list[:0]
+		for ps := range p.open {
+			list = append(list, ps)
+		}
+		p.mu.Unlock()
+		now := time.Now()
+		for _, ps := range list {
+			if ps.queued.Load() {
+				select {
+				case p.queue <- ps:
+				default:
+				}
+				continue
+			}
+			ps.mu.Lock()
+			due := now.Sub(ps.lastWrite) >= p.heartbeat-p.heartbeat/10
+			ps.mu.Unlock()
+			if due {
+				p.enqueue(ps)
+			}
+		}
+	}
+}
+
+// Wait returns once every stream has ended (after Hub.Shutdown), or ctx
+// has: shutdown waits for the streams' retry hints before it exits.
+func (st *Streams) Wait(ctx context.Context) {
+	for {
+		st.pusher.mu.Lock()
+		n := len(st.pusher.open)
+		st.pusher.mu.Unlock()
+		if n == 0 || ctx.Err() != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }

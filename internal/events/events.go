@@ -27,19 +27,31 @@ const (
 	EndShutdown = "shutdown" // the instance is draining
 )
 
-// Stream is one open stream's signals. Wake receives (at most one
-// pending) when the user's payments may have changed or its session must
-// be checked again; Ended is closed when the stream must end, and Why
-// then says why.
+// Stream is one open stream's signals. Whoever writes the stream is told
+// by the signal function given to Open (it must not block), and then
+// reads what happened: Changed (the user's payments may have changed),
+// Recheck (its session must be checked again) and Why (it must end, and
+// why; Ended is then closed too).
 type Stream struct {
 	UserID string
 	Handle string // the session's public name (session.Handle)
-	Wake   chan struct{}
 	Ended  chan struct{}
+	signal func()
 
-	mu    sync.Mutex
-	why   string
-	check bool // the session must be checked again (Suspect)
+	mu      sync.Mutex
+	why     string
+	check   bool // the session must be checked again (SessionEnded(""))
+	changed bool // the user's payments may have changed
+}
+
+// Changed reports, and clears, whether the user's payments may have
+// changed since the last call.
+func (s *Stream) Changed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.changed
+	s.changed = false
+	return c
 }
 
 // Why says why Ended was closed ("" while it is not).
@@ -59,22 +71,27 @@ func (s *Stream) Recheck() bool {
 	return c
 }
 
-func (s *Stream) wake() {
-	select {
-	case s.Wake <- struct{}{}:
-	default: // one pending is enough: the stream reads from its position
-	}
+// wake marks a change (and a session check when check) and signals.
+func (s *Stream) wake(check bool) {
+	s.mu.Lock()
+	s.changed = true
+	s.check = s.check || check
+	s.mu.Unlock()
+	s.signal()
 }
 
-// end closes Ended once, with why. The caller holds the hub's lock.
+// end closes Ended once, with why, and signals. The caller holds the
+// hub's lock.
 func (s *Stream) end(why string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.why != "" {
+		s.mu.Unlock()
 		return
 	}
 	s.why = why
 	close(s.Ended)
+	s.mu.Unlock()
+	s.signal()
 }
 
 // Hub is the streams open on this instance. Safe for concurrent use; every
@@ -94,9 +111,10 @@ func NewHub(perUser int) *Hub {
 	return &Hub{perUser: perUser, byUser: map[string]map[*Stream]struct{}{}, byHand: map[string]map[*Stream]struct{}{}}
 }
 
-// Open registers a stream of the user's session (by its handle). The
-// caller must Close it.
-func (h *Hub) Open(userID, handle string) (*Stream, error) {
+// Open registers a stream of the user's session (by its handle); signal
+// is called (and must return at once) whenever there is something to
+// read of it. The caller must Close it.
+func (h *Hub) Open(userID, handle string, signal func()) (*Stream, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closing {
@@ -105,7 +123,7 @@ func (h *Hub) Open(userID, handle string) (*Stream, error) {
 	if h.perUser > 0 && len(h.byUser[userID]) >= h.perUser {
 		return nil, ErrTooMany
 	}
-	s := &Stream{UserID: userID, Handle: handle, Wake: make(chan struct{}, 1), Ended: make(chan struct{})}
+	s := &Stream{UserID: userID, Handle: handle, Ended: make(chan struct{}), signal: signal}
 	add(h.byUser, userID, s)
 	add(h.byHand, handle, s)
 	h.open++
@@ -134,7 +152,7 @@ func (h *Hub) Changed(userID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.byUser[userID] {
-		s.wake()
+		s.wake(false)
 	}
 }
 
@@ -145,7 +163,7 @@ func (h *Hub) Resync() {
 	defer h.mu.Unlock()
 	for _, set := range h.byUser {
 		for s := range set {
-			s.wake()
+			s.wake(false)
 		}
 	}
 }
@@ -164,10 +182,7 @@ func (h *Hub) SessionEnded(handle string) {
 	}
 	for _, set := range h.byHand {
 		for s := range set {
-			s.mu.Lock()
-			s.check = true
-			s.mu.Unlock()
-			s.wake()
+			s.wake(true)
 		}
 	}
 }
