@@ -63,6 +63,9 @@ const (
 	// many streams may wait for one before the scan picks them up instead.
 	pushWorkers = 4
 	queued      = 1 << 14
+	// peerCheckEvery is how often the scan looks for clients that left:
+	// their sockets and places under the per-user cap come back within it.
+	peerCheckEvery = 2 * time.Second
 )
 
 // streamEvents is GET /bff/events: the caller's payment changes as
@@ -73,8 +76,10 @@ const (
 //
 // Once the headers and the catch-up are written, the connection is taken
 // from the HTTP server (hijacked): an idle stream is then a socket and a
-// few hundred bytes, written by the pusher's few goroutines, instead of
-// two goroutines and their buffers (BenchmarkIdleStreams measures both).
+// small struct, written by the pusher's few goroutines, instead of two
+// goroutines of the server and their buffers (BenchmarkIdleStreams
+// measures it); a client that leaves is seen by a look at its socket
+// (peerGone) every peerCheckEvery.
 // Where the connection cannot be taken (HTTP/2, a test recorder), the
 // handler's goroutine holds the stream until it ends.
 func streamEvents(a *authn, st Streams, budget SessionBudget, observe Observer) echo.HandlerFunc {
@@ -89,7 +94,7 @@ func streamEvents(a *authn, st Streams, budget SessionBudget, observe Observer) 
 		if err != nil {
 			return err
 		}
-		ps := &pushStream{sessionID: p.id, userID: p.rec.UserID}
+		ps := &pushStream{sessionID: p.id, userID: p.rec.UserID, liveUntil: a.sessions.ExpiresAt(p.rec)}
 		s, err := st.Hub.Open(p.rec.UserID, session.Handle(p.id), func() { st.pusher.enqueue(ps) })
 		switch {
 		case errors.Is(err, eventhub.ErrTooMany):
@@ -162,12 +167,15 @@ func hijack(c echo.Context) (streamOut, error) {
 	return &connOut{conn: conn}, nil
 }
 
-// alive reports whether the stream's session is live (without sliding its
-// idle timeout). A store that does not answer ends the stream: the client
-// reconnects and is checked afresh.
-func alive(ctx context.Context, sessions *session.Manager, id string) bool {
-	ok, err := sessions.Alive(ctx, id)
-	return err == nil && ok
+// alive reports until when the stream's session is live (zero: it is
+// not), without sliding its idle timeout. A store that does not answer
+// ends the stream: the client reconnects and is checked afresh.
+func alive(ctx context.Context, sessions *session.Manager, id string) time.Time {
+	until, err := sessions.Alive(ctx, id)
+	if err != nil {
+		return time.Time{}
+	}
+	return until
 }
 
 // lastEventID is the position the stream resumes after: Last-Event-ID, a
@@ -233,6 +241,10 @@ type pushStream struct {
 	mu        sync.Mutex // one writer at a time; guards what follows
 	after     int64      // the position sent last
 	lastWrite time.Time
+	// liveUntil is when the session would time out, as last checked (a
+	// request since may have slid it): it is checked again only then, or
+	// when the hub asks (a revocation ends the stream without a check).
+	liveUntil time.Time
 	ended     bool
 	buf       []byte
 }
@@ -323,6 +335,16 @@ func (p *pusher) add(ps *pushStream) {
 	p.mu.Lock()
 	p.open[ps] = struct{}{}
 	p.mu.Unlock()
+	if o, ok := ps.out.(*connOut); ok && peerWatched {
+		// Where the scan cannot look (peerGone), a goroutine blocked in a
+		// one-byte read sees the client leave. A client sends nothing after
+		// its request; should it, the stream ends too.
+		go func() {
+			var b [1]byte
+			_, _ = o.conn.Read(b[:])
+			p.end(ps)
+		}()
+	}
 	p.enqueue(ps) // what changed between the catch-up and now
 }
 
@@ -376,11 +398,12 @@ func (p *pusher) step(ps *pushStream) bool {
 	if ps.ended {
 		return true
 	}
-	silent := time.Since(ps.lastWrite) >= p.heartbeat
-	// The heartbeat also checks the session: one that timed out idle, or
-	// whose end this instance may have missed, ends its stream.
-	if (ps.s.Recheck() || silent) && !alive(ctx, p.sessions, ps.sessionID) {
-		return false
+	// A session that timed out, or whose end this instance may have
+	// missed (the hub asks for a check), ends its stream.
+	if ps.s.Recheck() || !time.Now().Before(ps.liveUntil) {
+		if ps.liveUntil = alive(ctx, p.sessions, ps.sessionID); ps.liveUntil.IsZero() {
+			return false
+		}
 	}
 	if ps.s.Changed() && ps.catchUp(ctx, p.changes) != nil {
 		return false
@@ -392,11 +415,14 @@ func (p *pusher) step(ps *pushStream) bool {
 }
 
 // scan queues, every tenth of the heartbeat (at most a second), the
-// streams due a heartbeat and those the queue had no room for.
+// streams due a heartbeat and those the queue had no room for, and ends
+// every peerCheckEvery the streams whose client has left.
 func (p *pusher) scan() {
-	t := time.NewTicker(min(p.heartbeat/10, time.Second))
+	every := min(p.heartbeat/10, time.Second)
+	t := time.NewTicker(every)
 	defer t.Stop()
 	var list []*pushStream
+	lastPeek := time.Now()
 	for range t.C {
 		p.mu.Lock()
 		list = list[:0]
@@ -405,7 +431,15 @@ func (p *pusher) scan() {
 		}
 		p.mu.Unlock()
 		now := time.Now()
+		peek := now.Sub(lastPeek) >= peerCheckEvery
+		if peek {
+			lastPeek = now
+		}
 		for _, ps := range list {
+			if o, ok := ps.out.(*connOut); ok && peek && peerGone(o.conn) {
+				p.end(ps)
+				continue
+			}
 			if ps.queued.Load() {
 				select {
 				case p.queue <- ps:

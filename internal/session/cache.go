@@ -52,29 +52,45 @@ func (m *Manager) invalidate(handle string) {
 // held open must be checked again. f must not block.
 func (m *Manager) OnEnd(f func(handle string)) { m.onEnd.Store(&f) }
 
-// Alive reports whether the session named by id is live, as Lookup would,
-// without sliding its idle timeout: a long-lived stream checks its session
-// with it, and being open does not keep a session alive.
-func (m *Manager) Alive(ctx context.Context, id string) (bool, error) {
+// Alive returns until when the session named by id is live, as Lookup
+// would find it (zero: it is not), without sliding its idle timeout: a
+// long-lived stream checks its session with it, and being open does not
+// keep a session alive. The session may live longer (another request
+// slides it); it never ends sooner unless revoked, which OnEnd reports.
+func (m *Manager) Alive(ctx context.Context, id string) (time.Time, error) {
 	if id == "" {
-		return false, nil
+		return time.Time{}, nil
 	}
 	handle := Handle(id)
+	seen := m.local.Version(handle)
 	now := m.now()
 	if k, ok := m.local.Get(handle); ok {
 		c := k.cached()
 		if m.local.Live() && m.member() && (m.Tracked() || now.Sub(c.fetched) < localTTL) {
-			return now.Before(m.ExpiresAt(c.rec)), nil
+			return until(now, m.ExpiresAt(c.rec)), nil
 		}
 	}
 	rec, err := m.get(ctx, handle)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return false, nil
+		m.local.Drop(handle)
+		return time.Time{}, nil
 	case err != nil:
-		return false, err
+		return time.Time{}, err
 	}
-	return now.Before(m.ExpiresAt(rec)), nil
+	// Kept as Lookup keeps what it reads (unless a change came meanwhile):
+	// the next check of a stream's session costs no round trip.
+	c := cached{rec: rec, handle: handle, fetched: now}
+	m.local.Keep(handle, c.compact(), seen)
+	return until(now, m.ExpiresAt(rec)), nil
+}
+
+// until is expires when it is after now, else zero.
+func until(now, expires time.Time) time.Time {
+	if now.Before(expires) {
+		return expires
+	}
+	return time.Time{}
 }
 
 // Live reports whether the invalidation subscription is up.
