@@ -264,7 +264,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		PendingLoginsPerAddress: cfg.Limits.PendingLoginsPerAddress, IPv6Prefix: cfg.Limits.IPv6Prefix,
 		Budget: sessionBudget(cacheCtx, cfg, a, log),
 		Logger: log, Observe: obs.Edge, Sessions: sessions, Cookies: cookies, Forwarder: fwd, Payments: pay, PaymentRecords: pay,
-		Streams:      &edge.Streams{Hub: hub, Changes: pay},
+		Streams:      streams,
 		PublicOrigin: cfg.PublicOrigin(), AllowedOrigins: cfg.CORS.AllowedOrigins,
 		TrustedProxies: cfg.TrustedProxyPrefixes(), TraceparentFrom: cfg.TraceparentPrefixes(), TrustClientTraceparent: cfg.TrustClientTraceparent, DevLogin: cfg.Auth.Mode == config.AuthModeDev, Development: cfg.Env != config.EnvProduction, Tokens: cache,
 		MobileRedirectURIs: cfg.Auth.MobileRedirectURIs,

@@ -460,6 +460,9 @@ func (p *pusher) scan() {
 // Wait returns once every stream has ended (after Hub.Shutdown), or ctx
 // has: shutdown waits for the streams' retry hints before it exits.
 func (st *Streams) Wait(ctx context.Context) {
+	if st.pusher == nil {
+		return // never routed: no stream was opened
+	}
 	for {
 		st.pusher.mu.Lock()
 		n := len(st.pusher.open)
