@@ -75,11 +75,11 @@ const (
 // instance drains (after a retry: hint), or when a write stalls.
 //
 // Once the headers and the catch-up are written, the connection is taken
-// from the HTTP server (hijacked): an idle stream is then a socket and a
-// small struct, written by the pusher's few goroutines, instead of two
-// goroutines of the server and their buffers (BenchmarkIdleStreams
-// measures it); a client that leaves is seen by a look at its socket
-// (peerGone) every peerCheckEvery.
+// from the HTTP server (hijacked) and, on Linux, kept as a bare socket
+// (peer_linux.go): an idle stream is then a descriptor and a small struct,
+// written by the pusher's few goroutines, instead of two goroutines of the
+// server and their buffers (BenchmarkIdleStreams measures it); a client
+// that leaves is seen by a look at its socket every peerCheckEvery.
 // Where the connection cannot be taken (HTTP/2, a test recorder), the
 // handler's goroutine holds the stream until it ends.
 func streamEvents(a *authn, st Streams, budget SessionBudget, observe Observer) echo.HandlerFunc {
@@ -94,8 +94,9 @@ func streamEvents(a *authn, st Streams, budget SessionBudget, observe Observer) 
 		if err != nil {
 			return err
 		}
-		ps := &pushStream{sessionID: p.id, userID: p.rec.UserID, liveUntil: a.sessions.ExpiresAt(p.rec)}
-		s, err := st.Hub.Open(p.rec.UserID, session.Handle(p.id), func() { st.pusher.enqueue(ps) })
+		ps := &pushStream{p: st.pusher, fd: -1, sessionID: p.id, liveUntil: a.sessions.ExpiresAt(p.rec)}
+		ps.UserID, ps.Handle, ps.Signaler = p.rec.UserID, session.Handle(p.id), ps
+		err = st.Hub.Add(&ps.Stream)
 		switch {
 		case errors.Is(err, eventhub.ErrTooMany):
 			observe.Refused("streams")
@@ -103,12 +104,11 @@ func streamEvents(a *authn, st Streams, budget SessionBudget, observe Observer) 
 		case err != nil:
 			return problem.Later(problem.CodeUpstreamUnavailable, time.Second, "this instance is shutting down; retry in %d s")
 		}
-		ps.s = s
 		// Registered before the position is read: a change after it wakes
 		// the stream, one before it is in the catch-up.
 		if after < 0 {
 			if after, err = st.Changes.Position(ctx, p.rec.UserID); err != nil {
-				st.Hub.Close(s)
+				st.Hub.Close(&ps.Stream)
 				return err
 			}
 		}
@@ -199,6 +199,9 @@ func lastEventID(r *http.Request) (int64, error) {
 type streamOut interface {
 	write(b []byte, within time.Duration) error
 	close()
+	// gone reports, without blocking, that the client has left; false
+	// when it cannot tell.
+	gone() bool
 }
 
 type connOut struct{ conn net.Conn }
@@ -210,6 +213,8 @@ func (o *connOut) write(b []byte, within time.Duration) error {
 }
 
 func (o *connOut) close() { _ = o.conn.Close() }
+
+func (o *connOut) gone() bool { return false }
 
 type heldOut struct {
 	w    http.ResponseWriter
@@ -230,15 +235,19 @@ func (o *heldOut) write(b []byte, within time.Duration) error {
 
 func (o *heldOut) close() { o.once.Do(func() { close(o.done) }) }
 
-// pushStream is one open stream as the pusher writes it.
+func (o *heldOut) gone() bool { return false }
+
+// pushStream is one open stream as the pusher writes it: one object,
+// the hub's Stream embedded, and on Linux its socket a bare descriptor.
 type pushStream struct {
-	s         *eventhub.Stream
+	eventhub.Stream
+	p         *pusher
 	sessionID string
-	userID    string
-	out       streamOut
 	queued    atomic.Bool // in the pusher's queue (or due to the scan)
 
 	mu        sync.Mutex // one writer at a time; guards what follows
+	fd        int        // the bare socket (peer_linux.go); -1: out
+	out       streamOut  // the taken connection, or the server's writer
 	after     int64      // the position sent last
 	lastWrite time.Time
 	// liveUntil is when the session would time out, as last checked (a
@@ -249,12 +258,44 @@ type pushStream struct {
 	buf       []byte
 }
 
+// Signal implements eventhub.Signaler: the stream has something to read.
+func (ps *pushStream) Signal() { ps.p.enqueue(ps) }
+
+// gone reports whether ps is a bare socket whose client has left.
+func (ps *pushStream) gone() bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.ended {
+		return false
+	}
+	if ps.fd >= 0 {
+		return fdGone(ps.fd)
+	}
+	return ps.out.gone()
+}
+
 func (ps *pushStream) send(b []byte, within time.Duration) error {
-	if err := ps.out.write(b, within); err != nil {
+	var err error
+	if ps.fd >= 0 {
+		err = fdWrite(ps.fd, b)
+	} else {
+		err = ps.out.write(b, within)
+	}
+	if err != nil {
 		return err
 	}
 	ps.lastWrite = time.Now()
 	return nil
+}
+
+// shut closes the stream's socket. The caller holds ps.mu.
+func (ps *pushStream) shut() {
+	if ps.fd >= 0 {
+		fdClose(ps.fd)
+		ps.fd = -1
+		return
+	}
+	ps.out.close()
 }
 
 func (ps *pushStream) retry(d time.Duration) error {
@@ -265,7 +306,7 @@ func (ps *pushStream) retry(d time.Duration) error {
 // The caller holds ps.mu.
 func (ps *pushStream) catchUp(ctx context.Context, ch PaymentChanges) error {
 	for {
-		list, err := ch.Changes(ctx, ps.userID, ps.after)
+		list, err := ch.Changes(ctx, ps.UserID, ps.after)
 		if err != nil {
 			return err
 		}
@@ -298,10 +339,6 @@ type pusher struct {
 	heartbeat time.Duration
 	log       *slog.Logger
 	queue     chan *pushStream
-
-	mu   sync.Mutex
-	open map[*pushStream]struct{}
-	idle chan struct{} // closed and replaced when open becomes empty
 }
 
 func newPusher(st Streams, sessions *session.Manager, log *slog.Logger) *pusher {
@@ -310,7 +347,7 @@ func newPusher(st Streams, sessions *session.Manager, log *slog.Logger) *pusher 
 		hb = maxHeartbeat
 	}
 	p := &pusher{hub: st.Hub, changes: st.Changes, sessions: sessions, heartbeat: hb, log: log,
-		queue: make(chan *pushStream, queued), open: map[*pushStream]struct{}{}}
+		queue: make(chan *pushStream, queued)}
 	for range pushWorkers {
 		go p.work()
 	}
@@ -331,19 +368,23 @@ func (p *pusher) enqueue(ps *pushStream) {
 	}
 }
 
+// add hands ps, its catch-up written, to the pusher.
 func (p *pusher) add(ps *pushStream) {
-	p.mu.Lock()
-	p.open[ps] = struct{}{}
-	p.mu.Unlock()
-	if o, ok := ps.out.(*connOut); ok && peerWatched {
-		// Where the scan cannot look (peerGone), a goroutine blocked in a
-		// one-byte read sees the client leave. A client sends nothing after
-		// its request; should it, the stream ends too.
-		go func() {
-			var b [1]byte
-			_, _ = o.conn.Read(b[:])
-			p.end(ps)
-		}()
+	if o, ok := ps.out.(*connOut); ok {
+		ps.mu.Lock()
+		if fd, ok := bare(o.conn); ok {
+			ps.fd, ps.out = fd, nil
+		} else {
+			// A goroutine blocked in a one-byte read sees the client
+			// leave. A client sends nothing after its request; should it,
+			// the stream ends too.
+			go func() {
+				var b [1]byte
+				_, _ = o.conn.Read(b[:])
+				p.end(ps)
+			}()
+		}
+		ps.mu.Unlock()
 	}
 	p.enqueue(ps) // what changed between the catch-up and now
 }
@@ -353,13 +394,10 @@ func (p *pusher) end(ps *pushStream) {
 	ps.mu.Lock()
 	if !ps.ended {
 		ps.ended = true
-		ps.out.close()
+		ps.shut()
 	}
 	ps.mu.Unlock()
-	p.hub.Close(ps.s)
-	p.mu.Lock()
-	delete(p.open, ps)
-	p.mu.Unlock()
+	p.hub.Close(&ps.Stream)
 }
 
 func (p *pusher) work() {
@@ -372,7 +410,7 @@ func (p *pusher) work() {
 // changes, or a heartbeat when it has been silent for the heartbeat.
 func (p *pusher) serve(ps *pushStream) {
 	ps.queued.Store(false)
-	switch ps.s.Why() {
+	switch ps.Why() {
 	case eventhub.EndShutdown:
 		ps.mu.Lock()
 		if !ps.ended {
@@ -400,12 +438,12 @@ func (p *pusher) step(ps *pushStream) bool {
 	}
 	// A session that timed out, or whose end this instance may have
 	// missed (the hub asks for a check), ends its stream.
-	if ps.s.Recheck() || !time.Now().Before(ps.liveUntil) {
+	if ps.Recheck() || !time.Now().Before(ps.liveUntil) {
 		if ps.liveUntil = alive(ctx, p.sessions, ps.sessionID); ps.liveUntil.IsZero() {
 			return false
 		}
 	}
-	if ps.s.Changed() && ps.catchUp(ctx, p.changes) != nil {
+	if ps.Changed() && ps.catchUp(ctx, p.changes) != nil {
 		return false
 	}
 	if time.Since(ps.lastWrite) >= p.heartbeat && ps.send([]byte(": keep-alive\n\n"), beatWriteTimeout) != nil {
@@ -424,19 +462,19 @@ func (p *pusher) scan() {
 	var list []*pushStream
 	lastPeek := time.Now()
 	for range t.C {
-		p.mu.Lock()
 		list = list[:0]
-		for ps := range p.open {
-			list = append(list, ps)
-		}
-		p.mu.Unlock()
+		p.hub.Each(func(s *eventhub.Stream) {
+			if ps, ok := s.Signaler.(*pushStream); ok {
+				list = append(list, ps)
+			}
+		})
 		now := time.Now()
 		peek := now.Sub(lastPeek) >= peerCheckEvery
 		if peek {
 			lastPeek = now
 		}
 		for _, ps := range list {
-			if o, ok := ps.out.(*connOut); ok && peek && peerGone(o.conn) {
+			if peek && ps.gone() {
 				p.end(ps)
 				continue
 			}
@@ -464,10 +502,7 @@ func (st *Streams) Wait(ctx context.Context) {
 		return // never routed: no stream was opened
 	}
 	for {
-		st.pusher.mu.Lock()
-		n := len(st.pusher.open)
-		st.pusher.mu.Unlock()
-		if n == 0 || ctx.Err() != nil {
+		if st.Hub.Count() == 0 || ctx.Err() != nil {
 			return
 		}
 		select {

@@ -48,18 +48,20 @@ func BenchmarkIdleStreams(b *testing.B) {
 	base0 := cpuNow()
 	time.Sleep(8 * time.Second)
 	base := cpuNow() - base0
-	before := memNow()
+	before, objs0 := memNow(), objects()
 	g0 := runtime.NumGoroutine()
 	stop := holdStreams(b, srv.Listener.Addr().String(), tokens[0], idleStreams)
 	defer stop()
 	waitStreams(b, srv, idleStreams)
-	after := memNow()
+	after, objs1 := memNow(), objects()
 	g1 := runtime.NumGoroutine()
 	cpu0 := cpuNow()
 	time.Sleep(16 * time.Second)
 	cpu := cpuNow() - cpu0
 	b.ReportMetric(float64(after-before)/idleStreams, "B/stream")
 	b.ReportMetric(float64(g1-g0)/idleStreams, "goroutines/stream")
+	// What each collection marks for them.
+	b.ReportMetric(float64(objs1-objs0)/idleStreams, "objects/stream")
 	b.ReportMetric(float64(cpu.Microseconds())/16/1000, "cpu-ms/s-at-rest")
 	b.ReportMetric(float64(base.Microseconds())/8/1000, "cpu-ms/s-without-streams")
 	for range b.N {
@@ -170,6 +172,12 @@ func memNow() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapInuse + m.StackInuse
+}
+
+func objects() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapObjects
 }
 
 func cpuNow() time.Duration {

@@ -5,6 +5,11 @@
 // from the ledger itself, from its own position, so a wake-up lost or
 // doubled costs a read and never an event.
 //
+// A Stream is embedded in its writer's own struct and registered with Add:
+// an open stream is then one object for the garbage collector, which marks
+// every object of every idle stream at each collection (the edge's
+// BenchmarkIdleStreams counts them).
+//
 // The package is plain Go: the edge writes the streams, the ledger's
 // announcements (PostgreSQL LISTEN/NOTIFY) and the sessions' revocations
 // call in.
@@ -12,6 +17,7 @@ package events
 
 import (
 	"errors"
+	"slices"
 	"sync"
 )
 
@@ -27,16 +33,19 @@ const (
 	EndShutdown = "shutdown" // the instance is draining
 )
 
-// Stream is one open stream's signals. Whoever writes the stream is told
-// by the signal function given to Open (it must not block), and then
-// reads what happened: Changed (the user's payments may have changed),
-// Recheck (its session must be checked again) and Why (it must end, and
-// why; Ended is then closed too).
+// Signaler is told that a stream has something to read: Signal must
+// return at once (the hub calls it under its lock) and must not call the
+// hub.
+type Signaler interface{ Signal() }
+
+// Stream is one open stream's state. Its writer sets UserID, Handle and
+// Signaler before Add; the hub signals it, and the writer reads what
+// happened: Changed (the user's payments may have changed), Recheck (its
+// session must be checked again) and Why (it must end, and why).
 type Stream struct {
-	UserID string
-	Handle string // the session's public name (session.Handle)
-	Ended  chan struct{}
-	signal func()
+	UserID   string
+	Handle   string // the session's public name (session.Handle)
+	Signaler Signaler
 
 	mu      sync.Mutex
 	why     string
@@ -54,7 +63,7 @@ func (s *Stream) Changed() bool {
 	return c
 }
 
-// Why says why Ended was closed ("" while it is not).
+// Why says why the stream must end ("" while it need not).
 func (s *Stream) Why() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -77,11 +86,10 @@ func (s *Stream) wake(check bool) {
 	s.changed = true
 	s.check = s.check || check
 	s.mu.Unlock()
-	s.signal()
+	s.Signaler.Signal()
 }
 
-// end closes Ended once, with why, and signals. The caller holds the
-// hub's lock.
+// end marks the stream ended, once, with why, and signals.
 func (s *Stream) end(why string) {
 	s.mu.Lock()
 	if s.why != "" {
@@ -89,9 +97,8 @@ func (s *Stream) end(why string) {
 		return
 	}
 	s.why = why
-	close(s.Ended)
 	s.mu.Unlock()
-	s.signal()
+	s.Signaler.Signal()
 }
 
 // Hub is the streams open on this instance. Safe for concurrent use; every
@@ -99,8 +106,10 @@ func (s *Stream) end(why string) {
 type Hub struct {
 	perUser int
 	mu      sync.Mutex
-	byUser  map[string]map[*Stream]struct{}
-	byHand  map[string]map[*Stream]struct{}
+	// A user holds a few streams (perUser), a session fewer: slices, not
+	// maps, so a stream costs the collector no map entry of its own.
+	byUser  map[string][]*Stream
+	byHand  map[string][]*Stream
 	open    int
 	closing bool
 }
@@ -108,29 +117,27 @@ type Hub struct {
 // NewHub returns a Hub that lets a user hold perUser streams at once (0:
 // no limit).
 func NewHub(perUser int) *Hub {
-	return &Hub{perUser: perUser, byUser: map[string]map[*Stream]struct{}{}, byHand: map[string]map[*Stream]struct{}{}}
+	return &Hub{perUser: perUser, byUser: map[string][]*Stream{}, byHand: map[string][]*Stream{}}
 }
 
-// Open registers a stream of the user's session (by its handle); signal
-// is called (and must return at once) whenever there is something to
-// read of it. The caller must Close it.
-func (h *Hub) Open(userID, handle string, signal func()) (*Stream, error) {
+// Add registers s, whose UserID, Handle and Signaler are set. The caller
+// must Close it.
+func (h *Hub) Add(s *Stream) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closing {
-		return nil, ErrClosing
+		return ErrClosing
 	}
-	if h.perUser > 0 && len(h.byUser[userID]) >= h.perUser {
-		return nil, ErrTooMany
+	if h.perUser > 0 && len(h.byUser[s.UserID]) >= h.perUser {
+		return ErrTooMany
 	}
-	s := &Stream{UserID: userID, Handle: handle, Ended: make(chan struct{}), signal: signal}
-	add(h.byUser, userID, s)
-	add(h.byHand, handle, s)
+	h.byUser[s.UserID] = append(h.byUser[s.UserID], s)
+	h.byHand[s.Handle] = append(h.byHand[s.Handle], s)
 	h.open++
-	return s, nil
+	return nil
 }
 
-// Close unregisters s.
+// Close unregisters s; twice is harmless.
 func (h *Hub) Close(s *Stream) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -147,43 +154,43 @@ func (h *Hub) Count() int {
 	return h.open
 }
 
+// Each calls f with every open stream (under the hub's lock: f must
+// return at once and must not call the hub).
+func (h *Hub) Each(f func(*Stream)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, list := range h.byUser {
+		for _, s := range list {
+			f(s)
+		}
+	}
+}
+
 // Changed wakes the user's streams: the ledger announced a change.
 func (h *Hub) Changed(userID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for s := range h.byUser[userID] {
+	for _, s := range h.byUser[userID] {
 		s.wake(false)
 	}
 }
 
 // Resync wakes every stream: announcements may have been lost (the
 // ledger's listener reconnected).
-func (h *Hub) Resync() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, set := range h.byUser {
-		for s := range set {
-			s.wake(false)
-		}
-	}
-}
+func (h *Hub) Resync() { h.Each(func(s *Stream) { s.wake(false) }) }
 
 // SessionEnded ends the streams of the session with this handle; "" means
 // any session may have ended (the instance dropped every copy): every
 // stream checks its session again before it sends anything more.
 func (h *Hub) SessionEnded(handle string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if handle != "" {
-		for s := range h.byHand[handle] {
-			s.end(EndRevoked)
-		}
+	if handle == "" {
+		h.Each(func(s *Stream) { s.wake(true) })
 		return
 	}
-	for _, set := range h.byHand {
-		for s := range set {
-			s.wake(true)
-		}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range h.byHand[handle] {
+		s.end(EndRevoked)
 	}
 }
 
@@ -191,32 +198,22 @@ func (h *Hub) SessionEnded(handle string) {
 // reconnect, through the load balancer, to an instance that stays.
 func (h *Hub) Shutdown() {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.closing = true
-	for _, set := range h.byUser {
-		for s := range set {
-			s.end(EndShutdown)
-		}
-	}
+	h.mu.Unlock()
+	h.Each(func(s *Stream) { s.end(EndShutdown) })
 }
 
-func add(m map[string]map[*Stream]struct{}, k string, s *Stream) {
-	set := m[k]
-	if set == nil {
-		set = map[*Stream]struct{}{}
-		m[k] = set
-	}
-	set[s] = struct{}{}
-}
-
-func remove(m map[string]map[*Stream]struct{}, k string, s *Stream) bool {
-	set := m[k]
-	if _, ok := set[s]; !ok {
+func remove(m map[string][]*Stream, k string, s *Stream) bool {
+	list := m[k]
+	i := slices.Index(list, s)
+	if i < 0 {
 		return false
 	}
-	delete(set, s)
-	if len(set) == 0 {
+	list = slices.Delete(list, i, i+1)
+	if len(list) == 0 {
 		delete(m, k)
+	} else {
+		m[k] = list
 	}
 	return true
 }

@@ -6,9 +6,13 @@ import (
 	"testing"
 )
 
-func counter() (func(), func() int64) {
-	var n atomic.Int64
-	return func() { n.Add(1) }, n.Load
+// signals counts what a stream is told.
+type signals struct{ n atomic.Int64 }
+
+func (s *signals) Signal() { s.n.Add(1) }
+
+func stream(user, handle string, sig Signaler) *Stream {
+	return &Stream{UserID: user, Handle: handle, Signaler: sig}
 }
 
 // A change wakes only that user's streams; a session's end ends only its
@@ -16,15 +20,14 @@ func counter() (func(), func() int64) {
 // shutdown ends every stream and refuses new ones; Close unregisters.
 func TestHub(t *testing.T) {
 	h := NewHub(2)
-	sigA, nA := counter()
-	sigB, nB := counter()
-	a1, err := h.Open("alice", "ha1", sigA)
-	if err != nil {
-		t.Fatal(err)
+	var sigA, sigB signals
+	a1, a2, b := stream("alice", "ha1", &sigA), stream("alice", "ha2", &sigA), stream("bob", "hb", &sigB)
+	for _, s := range []*Stream{a1, a2, b} {
+		if err := h.Add(s); err != nil {
+			t.Fatal(err)
+		}
 	}
-	a2, _ := h.Open("alice", "ha2", sigA)
-	b, _ := h.Open("bob", "hb", sigB)
-	if _, err := h.Open("alice", "ha3", sigA); !errors.Is(err, ErrTooMany) {
+	if err := h.Add(stream("alice", "ha3", &sigA)); !errors.Is(err, ErrTooMany) {
 		t.Fatalf("a third stream of alice: got %v, want ErrTooMany", err)
 	}
 	if got := h.Count(); got != 3 {
@@ -32,8 +35,8 @@ func TestHub(t *testing.T) {
 	}
 
 	h.Changed("alice")
-	if nA() != 2 || nB() != 0 || !a1.Changed() || !a2.Changed() || b.Changed() {
-		t.Fatalf("alice's change: signals %d/%d, want 2/0, and only alice's streams changed", nA(), nB())
+	if sigA.n.Load() != 2 || sigB.n.Load() != 0 || !a1.Changed() || !a2.Changed() || b.Changed() {
+		t.Fatalf("alice's change: signals %d/%d, want 2/0, and only alice's streams changed", sigA.n.Load(), sigB.n.Load())
 	}
 	if a1.Changed() {
 		t.Fatal("Changed did not clear")
@@ -42,11 +45,6 @@ func TestHub(t *testing.T) {
 	h.SessionEnded("ha1")
 	if a1.Why() != EndRevoked || a2.Why() != "" || b.Why() != "" {
 		t.Fatalf("ending ha1: got %q %q %q, want revoked, open, open", a1.Why(), a2.Why(), b.Why())
-	}
-	select {
-	case <-a1.Ended:
-	default:
-		t.Fatal("Ended not closed")
 	}
 
 	h.SessionEnded("")
@@ -59,15 +57,20 @@ func TestHub(t *testing.T) {
 	if got := h.Count(); got != 2 {
 		t.Fatalf("after Close: got %d, want 2", got)
 	}
-	if _, err := h.Open("alice", "ha4", sigA); err != nil {
+	if err := h.Add(stream("alice", "ha4", &sigA)); err != nil {
 		t.Fatalf("a closed stream still counts against the cap: %v", err)
+	}
+	seen := 0
+	h.Each(func(*Stream) { seen++ })
+	if seen != 3 {
+		t.Fatalf("Each: got %d streams, want 3", seen)
 	}
 
 	h.Shutdown()
 	if a2.Why() != EndShutdown || b.Why() != EndShutdown {
 		t.Fatalf("shutdown: got %q %q", a2.Why(), b.Why())
 	}
-	if _, err := h.Open("carol", "hc", sigB); !errors.Is(err, ErrClosing) {
-		t.Fatalf("open after shutdown: got %v, want ErrClosing", err)
+	if err := h.Add(stream("carol", "hc", &sigB)); !errors.Is(err, ErrClosing) {
+		t.Fatalf("add after shutdown: got %v, want ErrClosing", err)
 	}
 }
