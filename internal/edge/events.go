@@ -96,18 +96,26 @@ func streamEvents(a *authn, st Streams, budget SessionBudget, observe Observer) 
 		}
 		ps := &pushStream{p: st.pusher, fd: -1, sessionID: p.id, liveUntil: a.sessions.ExpiresAt(p.rec)}
 		ps.UserID, ps.Handle, ps.Signaler = p.rec.UserID, session.Handle(p.id), ps
+		// Held until the catch-up is written: a signal that comes before
+		// (a change, a revocation) is served after it, never on a stream
+		// that has no connection yet.
+		ps.mu.Lock()
 		err = st.Hub.Add(&ps.Stream)
 		switch {
 		case errors.Is(err, eventhub.ErrTooMany):
+			ps.mu.Unlock()
 			observe.Refused("streams")
 			return problem.Later(problem.CodeRateLimited, streamRetryAfter, "this user has too many open event streams on this instance; close one, or retry in %d s")
 		case err != nil:
+			ps.mu.Unlock()
 			return problem.Later(problem.CodeUpstreamUnavailable, time.Second, "this instance is shutting down; retry in %d s")
 		}
 		// Registered before the position is read: a change after it wakes
 		// the stream, one before it is in the catch-up.
 		if after < 0 {
 			if after, err = st.Changes.Position(ctx, p.rec.UserID); err != nil {
+				ps.ended = true // nothing to close: no connection was taken
+				ps.mu.Unlock()
 				st.Hub.Close(&ps.Stream)
 				return err
 			}
@@ -122,7 +130,6 @@ func streamEvents(a *authn, st Streams, budget SessionBudget, observe Observer) 
 			c.Response().WriteHeader(http.StatusOK)
 			ps.out = &heldOut{w: c.Response(), rc: rc, done: make(chan struct{})}
 		}
-		ps.mu.Lock()
 		err = ps.retry(clientRetry)
 		if err == nil {
 			err = ps.catchUp(ctx, st.Changes)
@@ -159,10 +166,8 @@ func hijack(c echo.Context) (streamOut, error) {
 	_, _ = rw.WriteString("HTTP/1.1 200 OK\r\n")
 	_ = h.Write(rw)
 	_, _ = rw.WriteString("\r\n")
-	if err := rw.Flush(); err != nil {
-		conn.Close()
-		return nil, err
-	}
+	// A failed flush is the stream's first failed write: it ends there.
+	_ = rw.Flush()
 	c.Response().Status, c.Response().Committed = http.StatusOK, true
 	return &connOut{conn: conn}, nil
 }
