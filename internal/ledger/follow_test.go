@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/testing/pgtest"
 )
 
 // listener is a store that announces its changes.
@@ -158,4 +161,57 @@ func TestFollowing(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// The listener's connection killed at the database: Listen connects again,
+// calls resync (announcements meanwhile are lost, so streams must read
+// again), and hears the changes after.
+func TestListenSurvivesItsConnectionKilled(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Database(t)
+	p := openPostgres(t, url, key32())
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	user := fmt.Sprintf("listener-%d", seq.Add(1))
+	heard := make(chan string, 10)
+	resyncs := make(chan struct{}, 10)
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		_ = p.Listen(lctx, func(u string) { heard <- u }, func() { resyncs <- struct{}{} }, slog.New(slog.DiscardHandler))
+	}()
+	<-resyncs
+	var killed int
+	if err := admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+WHERE datname = current_database() AND query = 'LISTEN `+ledger.NotifyChannel+`'`).Scan(&killed); err != nil || killed != 1 {
+		t.Fatalf("terminated %d listeners (%v), want 1", killed, err)
+	}
+	select {
+	case <-resyncs:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no resync after the listener's connection was killed")
+	}
+	req := request("after the kill")
+	req.UserID = user
+	c, _, err := p.Claim(ctx, req, time.Hour)
+	if err != nil || c == nil {
+		t.Fatalf("claim: %v", err)
+	}
+	if ok, err := p.Finish(ctx, c, ledger.Outcome{Ending: ledger.EndAnswered, UpstreamStatus: 201, PaymentID: "01JAFTERKILL", Response: created}); !ok || err != nil {
+		t.Fatalf("finish: %v %v", ok, err)
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case u := <-heard:
+			if u == user {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the change after the reconnect was not heard")
+		}
+	}
 }
