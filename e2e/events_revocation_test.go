@@ -3,13 +3,17 @@
 package e2e
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/fintech-bff/bff/internal/upstreamsim"
 	"github.com/fintech-bff/bff/internal/webhooks"
@@ -205,4 +209,63 @@ func idOf(t *testing.T, e *env, tok string) string {
 		t.Fatalf("record: %d %s", r.status, r.body)
 	}
 	return rec.PaymentID
+}
+
+// An instance frozen while another revokes (the revocation answers once
+// the frozen one's lease has run out): woken, it sends the ended session's
+// stream nothing more, not the payment change that reached it meanwhile,
+// and closes it.
+func TestFrozenInstanceSendsAnEndedSessionNothing(t *testing.T) {
+	a := start(t, options{extraYAML: "payments: { watch_interval: 200ms, watch_max_interval: 200ms }"})
+	c := a.another(options{extraYAML: "payments: { watch_interval: 0s }"})
+	tok := a.browser().login("frozen-stream")
+	id := pay(t, a, tok, "frozen-1")
+	s := openStream(t, c.public, tok, "")
+	s.until(t, "INIT", 5*time.Second)
+	if err := c.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	woken := false
+	defer func() {
+		if !woken {
+			_ = c.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}()
+	if r := a.app(tok).do("POST", "/auth/logout", ""); r.status != 204 {
+		t.Fatalf("logout: got %d %s", r.status, r.body)
+	}
+	// A change of the user's payment while the instance is frozen: the
+	// other instance polls it into the ledger, and its announcement waits
+	// in the frozen instance's socket.
+	if err := a.sim.SetPaymentStatus("frozen-stream", id, "ACTC"); err != nil {
+		t.Fatal(err)
+	}
+	db, err := pgx.Connect(context.Background(), a.ledgerURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var st *string
+		if err := db.QueryRow(context.Background(), `SELECT payment_status FROM money_requests WHERE idem_key = 'frozen-1'`).Scan(&st); err != nil {
+			t.Fatal(err)
+		}
+		if st != nil && *st == "ACTC" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the ledger never learned ACTC")
+		}
+	}
+	woken = true
+	if err := c.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-s.events:
+		t.Fatalf("the woken instance sent an ended session's stream %+v", ev)
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the woken instance kept the ended session's stream open")
+	}
 }

@@ -442,8 +442,10 @@ func (p *pusher) step(ps *pushStream) bool {
 		return true
 	}
 	// A session that timed out, or whose end this instance may have
-	// missed (the hub asks for a check), ends its stream.
-	if ps.Recheck() || !time.Now().Before(ps.liveUntil) {
+	// missed (the hub asks for a check, or this instance's lease in the
+	// sessions' group does not hold: a revocation may have answered
+	// without it), ends its stream before anything more is sent.
+	if ps.Recheck() || !p.sessions.Member() || !time.Now().Before(ps.liveUntil) {
 		if ps.liveUntil = alive(ctx, p.sessions, ps.sessionID); ps.liveUntil.IsZero() {
 			return false
 		}
