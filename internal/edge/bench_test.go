@@ -100,7 +100,14 @@ func benchmarkSteadyStateWith(b *testing.B, budget *limits.Budget, streams int) 
 			b.Fatal(err)
 		}
 		stop := holdStreams(b, srv.Listener.Addr().String(), sid, streams)
-		defer stop()
+		defer func() {
+			// Closed before the next run begins: their teardown is not
+			// the next run's cost.
+			stop()
+			for deadline := time.Now().Add(10 * time.Second); hub.Count() > 0 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}()
 		waitStreams(b, srv, streams)
 	}
 	e := NewPublic(d)
