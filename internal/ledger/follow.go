@@ -121,13 +121,14 @@ RETURNING m.id, m.user_id, m.request_id, m.payment_id, coalesce(m.payment_status
 // reports false, writing nothing, when w's lease is no longer held (it ran
 // out and another instance took the payment): the fence. A status older
 // than the stored one (a webhook brought a newer one meanwhile) is not
-// stored.
+// stored, and a final status stored meanwhile ends the following.
 func (p *Postgres) Watched(ctx context.Context, w Watch, o Observed) (bool, error) {
 	return p.exec(ctx, `
 UPDATE money_requests SET
   payment_status = CASE WHEN $3 <> '' AND (status_at IS NULL OR $4 >= status_at) THEN $3 ELSE payment_status END,
   status_at = CASE WHEN $3 <> '' AND (status_at IS NULL OR $4 >= status_at) THEN $4 ELSE status_at END,
-  watch_next = CASE WHEN $5 THEN NULL ELSE now() + $6 * interval '1 millisecond' END,
+  watch_next = CASE WHEN $5 OR coalesce(payment_status, '') IN ('ACSC', 'ACCC', 'RJCT', 'CANC', 'ERROR') THEN NULL
+                    ELSE now() + $6 * interval '1 millisecond' END,
   watch_wait_ms = $6, watch_owner = NULL
 WHERE id = $1 AND watch_owner = $2`, w.ID, w.Owner, o.Status, nullTime(o.At), o.Stop, o.Wait.Milliseconds())
 }

@@ -13,7 +13,7 @@ import (
 // memFollow is the in-process ledger's share of following: the stream's
 // sequence, the announcements' listeners and the delivery ids seen.
 type memFollow struct {
-	seq        int64
+	seq        map[string]int64 // each user's last position
 	deliveries map[string]time.Time
 	lmu        sync.Mutex // guards listeners, apart from m.mu: announcing runs unlocked
 	listeners  map[int]func(string)
@@ -30,8 +30,11 @@ func (m *Memory) changed(before, r *memRecord) bool {
 	if r.State == StateDone || r.State == StateUnknown {
 		if before.State != r.State || before.PaymentID != r.PaymentID || before.paymentStatus != r.paymentStatus ||
 			!bytes.Equal(before.response, r.response) {
-			m.follow.seq++
-			r.seq = m.follow.seq
+			if m.follow.seq == nil {
+				m.follow.seq = map[string]int64{}
+			}
+			m.follow.seq[r.UserID]++
+			r.seq = m.follow.seq[r.UserID]
 			moved = true
 		}
 	}
@@ -102,7 +105,7 @@ func (m *Memory) Watched(_ context.Context, w Watch, o Observed) (bool, error) {
 			r.paymentStatus, r.statusAt = o.Status, o.At
 		}
 		r.watchNext, r.watchOwner, r.watchWait = time.Time{}, "", o.Wait.Truncate(time.Millisecond)
-		if !o.Stop {
+		if !o.Stop && !Final(r.paymentStatus) {
 			r.watchNext = now.Add(o.Wait)
 		}
 	}), nil

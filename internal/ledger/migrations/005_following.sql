@@ -7,11 +7,16 @@
 -- brings it first.
 --
 -- change_seq is the row's position in its user's stream of changes: a
--- trigger takes it from one sequence whenever a listed field of a row that
--- is done or unknown changes (released and in-flight rows are not streamed),
--- and tells every instance with pg_notify, after the commit. A trigger,
--- so that every writer (this version's, an earlier one's during a rolling
--- upgrade, an operator's UPDATE) moves the stream.
+-- trigger takes the next one of the user's counter (money_request_positions)
+-- whenever a listed field of a row that is done or unknown changes
+-- (released and in-flight rows are not streamed), and tells every instance
+-- with pg_notify, after the commit. A trigger, so that every writer (this
+-- version's, an earlier one's during a rolling upgrade, an operator's
+-- UPDATE) moves the stream. A counter row per user, not a sequence: its row
+-- lock, held to the commit, makes a user's positions commit in their order,
+-- so a reader that has seen position n has seen every position below it
+-- (with a sequence, a transaction holding 3 could commit after one holding
+-- 4 was read, and 3 would never be streamed).
 --
 -- watch_next is when the row's payment is polled next (NULL: not
 -- followed); watch_owner the random fence of the instance that leased the
@@ -21,7 +26,10 @@
 --
 -- webhook_deliveries are the webhook-ids received lately: a replay within
 -- the signature's window is refused.
-CREATE SEQUENCE money_request_changes;
+CREATE TABLE money_request_positions (
+    user_id text PRIMARY KEY,
+    seq     bigint NOT NULL
+);
 
 ALTER TABLE money_requests
     ADD COLUMN payment_status text,
@@ -48,7 +56,9 @@ BEGIN
         OR OLD.payment_id IS DISTINCT FROM NEW.payment_id
         OR OLD.payment_status IS DISTINCT FROM NEW.payment_status
         OR OLD.response IS DISTINCT FROM NEW.response) THEN
-        NEW.change_seq := nextval('money_request_changes');
+        INSERT INTO money_request_positions AS p (user_id, seq) VALUES (NEW.user_id, 1)
+            ON CONFLICT (user_id) DO UPDATE SET seq = p.seq + 1
+            RETURNING p.seq INTO NEW.change_seq;
         PERFORM pg_notify('money_request_changes', NEW.user_id);
     END IF;
     IF NEW.state = 'done' AND NEW.payment_id IS NOT NULL AND NEW.watch_next IS NULL
@@ -74,4 +84,4 @@ DROP INDEX money_requests_changes;
 ALTER TABLE money_requests
     DROP COLUMN payment_status, DROP COLUMN status_at, DROP COLUMN change_seq,
     DROP COLUMN watch_next, DROP COLUMN watch_owner, DROP COLUMN watch_wait_ms;
-DROP SEQUENCE money_request_changes;
+DROP TABLE money_request_positions;
