@@ -94,7 +94,7 @@ func streamEvents(a *authn, st Streams, budget SessionBudget, observe Observer) 
 		if err != nil {
 			return err
 		}
-		ps := &pushStream{p: st.pusher, fd: -1, sessionID: p.id, liveUntil: a.sessions.ExpiresAt(p.rec)}
+		ps := &pushStream{p: st.pusher, fd: -1, sessionID: p.id, liveUntil: a.sessions.ExpiresAt(p.rec), lastWrite: time.Now()}
 		ps.UserID, ps.Handle, ps.Signaler = p.rec.UserID, session.Handle(p.id), ps
 		// Held until the catch-up is written: a signal that comes before
 		// (a change, a revocation) is served after it, never on a stream
@@ -110,6 +110,14 @@ func streamEvents(a *authn, st Streams, budget SessionBudget, observe Observer) 
 			ps.mu.Unlock()
 			return problem.Later(problem.CodeUpstreamUnavailable, time.Second, "this instance is shutting down; retry in %d s")
 		}
+		// Registered, the session is checked again: a revocation from now
+		// on ends the stream (SessionEnded), one before it is seen here.
+		if alive(ctx, a.sessions, p.id).IsZero() {
+			ps.ended = true // nothing to close: no connection was taken
+			ps.mu.Unlock()
+			st.Hub.Close(&ps.Stream)
+			return sessionRequired("the session has ended; log in again")
+		}
 		// Registered before the position is read: a change after it wakes
 		// the stream, one before it is in the catch-up.
 		if after < 0 {
@@ -124,12 +132,14 @@ func streamEvents(a *authn, st Streams, budget SessionBudget, observe Observer) 
 		h := c.Response().Header()
 		h.Set(echo.HeaderContentType, "text/event-stream")
 		h.Set("X-Accel-Buffering", "no") // nginx and its kin: pass each event on at once
-		if ps.out, err = hijack(c); err != nil {
+		out, err := hijack(c)
+		if err != nil {
 			// Held by this goroutine: the headers go through the server.
 			rc := http.NewResponseController(c.Response())
 			c.Response().WriteHeader(http.StatusOK)
-			ps.out = &heldOut{w: c.Response(), rc: rc, done: make(chan struct{})}
+			out = &heldOut{w: c.Response(), rc: rc, done: make(chan struct{})}
 		}
+		ps.setOut(out)
 		err = ps.retry(clientRetry)
 		if err == nil {
 			err = ps.catchUp(ctx, st.Changes)
@@ -250,6 +260,14 @@ type pushStream struct {
 	sessionID string
 	queued    atomic.Bool // in the pusher's queue (or due to the scan)
 
+	ready atomic.Bool // handed to the pusher (add): its catch-up is written
+
+	// cutMu guards cut and every change of fd and out, so that Cut (called
+	// by the hub, never blocking) can make the socket's writes fail while a
+	// writer holds mu.
+	cutMu sync.Mutex
+	cut   bool
+
 	mu        sync.Mutex // one writer at a time; guards what follows
 	fd        int        // the bare socket (peer_linux.go); -1: out
 	out       streamOut  // the taken connection, or the server's writer
@@ -266,6 +284,44 @@ type pushStream struct {
 // Signal implements eventhub.Signaler: the stream has something to read.
 func (ps *pushStream) Signal() { ps.p.enqueue(ps) }
 
+// Cut implements eventhub.Signaler: its session ended, so every later
+// write fails (the socket is shut down; closed by the pusher later), and
+// nothing more reaches the client once the revocation answers.
+func (ps *pushStream) Cut() {
+	ps.cutMu.Lock()
+	defer ps.cutMu.Unlock()
+	ps.cut = true
+	switch o := ps.out.(type) {
+	case nil:
+		if ps.fd >= 0 {
+			fdShutdown(ps.fd)
+		}
+	case *connOut:
+		_ = o.conn.Close()
+	}
+	// A held stream (no connection of its own) checks cut before each
+	// write (send).
+}
+
+// setOut sets where the stream writes. The caller holds mu.
+func (ps *pushStream) setOut(o streamOut) {
+	ps.cutMu.Lock()
+	defer ps.cutMu.Unlock()
+	ps.out = o
+	if c, ok := o.(*connOut); ok && ps.cut {
+		_ = c.conn.Close()
+	}
+}
+
+func (ps *pushStream) isCut() bool {
+	ps.cutMu.Lock()
+	defer ps.cutMu.Unlock()
+	return ps.cut
+}
+
+// errCut: the stream's session ended.
+var errCut = errors.New("the stream's session ended")
+
 // gone reports whether ps is a bare socket whose client has left.
 func (ps *pushStream) gone() bool {
 	ps.mu.Lock()
@@ -280,6 +336,9 @@ func (ps *pushStream) gone() bool {
 }
 
 func (ps *pushStream) send(b []byte, within time.Duration) error {
+	if ps.isCut() {
+		return errCut
+	}
 	var err error
 	if ps.fd >= 0 {
 		err = fdWrite(ps.fd, b)
@@ -295,6 +354,11 @@ func (ps *pushStream) send(b []byte, within time.Duration) error {
 
 // shut closes the stream's socket. The caller holds ps.mu.
 func (ps *pushStream) shut() {
+	ps.cutMu.Lock()
+	defer ps.cutMu.Unlock()
+	if ps.out == nil && ps.fd < 0 {
+		return // never connected
+	}
 	if ps.fd >= 0 {
 		fdClose(ps.fd)
 		ps.fd = -1
@@ -377,9 +441,16 @@ func (p *pusher) enqueue(ps *pushStream) {
 func (p *pusher) add(ps *pushStream) {
 	if o, ok := ps.out.(*connOut); ok {
 		ps.mu.Lock()
-		if fd, ok := bare(o.conn); ok {
+		ps.cutMu.Lock()
+		fd, ok := -1, false
+		if !ps.cut {
+			fd, ok = bare(o.conn)
+		}
+		if ok {
 			ps.fd, ps.out = fd, nil
-		} else {
+		}
+		ps.cutMu.Unlock()
+		if !ok {
 			// A goroutine blocked in a one-byte read sees the client
 			// leave. A client sends nothing after its request; should it,
 			// the stream ends too.
@@ -391,6 +462,7 @@ func (p *pusher) add(ps *pushStream) {
 		}
 		ps.mu.Unlock()
 	}
+	ps.ready.Store(true)
 	p.enqueue(ps) // what changed between the catch-up and now
 }
 
@@ -415,6 +487,9 @@ func (p *pusher) work() {
 // changes, or a heartbeat when it has been silent for the heartbeat.
 func (p *pusher) serve(ps *pushStream) {
 	ps.queued.Store(false)
+	if !ps.ready.Load() {
+		return // add queues it once its catch-up is written
+	}
 	switch ps.Why() {
 	case eventhub.EndShutdown:
 		ps.mu.Lock()
@@ -481,6 +556,9 @@ func (p *pusher) scan() {
 			lastPeek = now
 		}
 		for _, ps := range list {
+			if !ps.ready.Load() {
+				continue // opening: its handler holds it
+			}
 			if peek && ps.gone() {
 				p.end(ps)
 				continue

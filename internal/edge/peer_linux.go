@@ -83,3 +83,8 @@ func fdGone(fd int) bool {
 		return true
 	}
 }
+
+// fdShutdown makes every later write of the socket fail and tells the
+// client the stream ended (FIN), without closing the descriptor, whose
+// number must not be reused before its writer closes it.
+func fdShutdown(fd int) { _ = syscall.Shutdown(fd, syscall.SHUT_RDWR) }

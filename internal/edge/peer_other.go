@@ -12,3 +12,4 @@ func bare(net.Conn) (int, bool) { return -1, false }
 func fdWrite(int, []byte) error { return nil }
 func fdClose(int)               {}
 func fdGone(int) bool           { return false }
+func fdShutdown(int)            {}

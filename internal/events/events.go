@@ -33,10 +33,14 @@ const (
 	EndShutdown = "shutdown" // the instance is draining
 )
 
-// Signaler is told that a stream has something to read: Signal must
-// return at once (the hub calls it under its lock) and must not call the
-// hub.
-type Signaler interface{ Signal() }
+// Signaler is told that a stream has something to read (Signal), and, when
+// its session ended, to make every later write of it fail (Cut) before the
+// revocation is acknowledged: both must return at once (the hub calls them
+// under its lock) and must not call the hub.
+type Signaler interface {
+	Signal()
+	Cut()
+}
 
 // Stream is one open stream's state. Its writer sets UserID, Handle and
 // Signaler before Add; the hub signals it, and the writer reads what
@@ -98,6 +102,9 @@ func (s *Stream) end(why string) {
 	}
 	s.why = why
 	s.mu.Unlock()
+	if why == EndRevoked {
+		s.Signaler.Cut()
+	}
 	s.Signaler.Signal()
 }
 

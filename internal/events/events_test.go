@@ -7,9 +7,10 @@ import (
 )
 
 // signals counts what a stream is told.
-type signals struct{ n atomic.Int64 }
+type signals struct{ n, cuts atomic.Int64 }
 
 func (s *signals) Signal() { s.n.Add(1) }
+func (s *signals) Cut()    { s.cuts.Add(1) }
 
 func stream(user, handle string, sig Signaler) *Stream {
 	return &Stream{UserID: user, Handle: handle, Signaler: sig}
@@ -46,6 +47,9 @@ func TestHub(t *testing.T) {
 	if a1.Why() != EndRevoked || a2.Why() != "" || b.Why() != "" {
 		t.Fatalf("ending ha1: got %q %q %q, want revoked, open, open", a1.Why(), a2.Why(), b.Why())
 	}
+	if sigA.cuts.Load() != 1 || sigB.cuts.Load() != 0 {
+		t.Fatalf("ending ha1 cut %d of alice's and %d of bob's, want 1 and 0", sigA.cuts.Load(), sigB.cuts.Load())
+	}
 
 	h.SessionEnded("")
 	if !a2.Recheck() || !b.Recheck() || a2.Recheck() {
@@ -69,6 +73,9 @@ func TestHub(t *testing.T) {
 	h.Shutdown()
 	if a2.Why() != EndShutdown || b.Why() != EndShutdown {
 		t.Fatalf("shutdown: got %q %q", a2.Why(), b.Why())
+	}
+	if sigA.cuts.Load() != 1 || sigB.cuts.Load() != 0 {
+		t.Fatal("shutdown cut a stream: its retry hint must still be written")
 	}
 	if err := h.Add(stream("carol", "hc", &sigB)); !errors.Is(err, ErrClosing) {
 		t.Fatalf("add after shutdown: got %v, want ErrClosing", err)

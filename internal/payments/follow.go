@@ -89,11 +89,17 @@ func (f Follow) next(w ledger.Watch, status string, failed bool) time.Duration {
 }
 
 // RunFollow follows payments until ctx ends: every instance runs it.
+// Without an interval it follows nothing, and still forgets old webhook
+// ids (webhooks may be received all the same).
 func (s *Service) RunFollow(ctx context.Context) {
-	if s.follower == nil || s.follow.Interval <= 0 {
+	if s.follower == nil {
 		return
 	}
-	t := time.NewTicker(s.follow.tick())
+	every := time.Second
+	if s.follow.Interval > 0 {
+		every = s.follow.tick()
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	prune := time.Now()
 	for {
@@ -102,7 +108,9 @@ func (s *Service) RunFollow(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		s.followDue(ctx)
+		if s.follow.Interval > 0 {
+			s.followDue(ctx)
+		}
 		if time.Since(prune) > time.Minute {
 			prune = time.Now()
 			lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
