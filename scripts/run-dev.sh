@@ -53,8 +53,10 @@ fi
 
 # The example app's return pages, on both names a browser may use.
 redirects="$PUBLIC/payment-done,$PUBLIC/connection-done,http://127.0.0.1:$PORT/payment-done,http://127.0.0.1:$PORT/connection-done"
+# Payment-status webhooks to the BFF (config.dev.yaml's webhook_path), signed
+# with the simulator's public development secret.
 "$RUN_SIM_BIN" -listen "127.0.0.1:$SIM_PORT" -control -client-id dev-client -client-secret dev-secret \
-  -allowed-redirect-urls "$redirects" &
+  -allowed-redirect-urls "$redirects" -webhook-url "http://127.0.0.1:$PORT/webhooks/payments" &
 sim=$!
 trap 'kill $sim 2>/dev/null || true' EXIT INT TERM
 
