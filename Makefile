@@ -106,12 +106,13 @@ bench: build
 	./scripts/with-redis.sh ./$(BIN)/bffbench -bff $(BIN)/bff -out BENCHMARKS.md -svg bench/latency.svg $(BENCHFLAGS)
 	$(MAKE) bench-streams
 
-## bench-streams: 10,000 idle event streams on one edge (memory and
-## goroutines per stream, CPU at rest), and the steady-state GET with and
-## without them, in one run; the figures go to bench/streams.txt.
+## bench-streams: 10,000 idle event streams on one edge (memory, objects
+## and goroutines per stream, CPU at rest), and the steady-state GET without
+## them, with them, and with 10,000 plain idle sockets instead, in one run;
+## the figures go to bench/streams.txt.
 bench-streams:
-	./scripts/with-redis.sh sh -c '$(GO) test -tags $(TAGS) -run="^$$" -bench="IdleStreams" -benchtime=1x -count=1 ./internal/edge/ && \
-	  $(GO) test -tags $(TAGS) -run="^$$" -bench="SteadyStateRequest$$|SteadyStateRequestWithIdleStreams" -benchtime=20000x -count=3 ./internal/edge/' | tee bench/streams.txt
+	./scripts/with-redis.sh sh -c '$(GO) test -tags $(TAGS) -run="^$$" -bench="^BenchmarkIdleStreams$$" -benchtime=1x -count=1 ./internal/edge/ && \
+	  $(GO) test -tags $(TAGS) -run="^$$" -bench="SteadyStateRequest$$|SteadyStateRequestWithIdle" -benchtime=30000x -count=5 ./internal/edge/' | tee bench/streams.txt
 
 ## bench-micro: the Go micro-benchmarks on a real Redis and PostgreSQL
 bench-micro:

@@ -46,7 +46,8 @@ func BenchmarkSteadyStateRequestWithBudget(b *testing.B) {
 }
 
 // benchmarkSteadyStateWith runs the steady-state GET with streams idle
-// event streams open on the same edge (BenchmarkIdleStreams).
+// event streams open on the same edge (BenchmarkIdleStreams), or with
+// -streams plain idle sockets.
 func benchmarkSteadyStateWith(b *testing.B, budget *limits.Budget, streams int) {
 	reply := strings.Repeat("x", 1000)
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -83,6 +84,13 @@ func benchmarkSteadyStateWith(b *testing.B, budget *limits.Budget, streams int) 
 	if budget != nil {
 		d.Budget = budget
 	}
+	if streams < 0 {
+		stop := holdSockets(b, -streams)
+		defer func() {
+			b.StopTimer() // the teardown is not the requests' time
+			stop()
+		}()
+	}
 	if streams > 0 {
 		led, err := ledger.NewMemory(nil, make([]byte, 32), nil)
 		if err != nil {
@@ -101,8 +109,9 @@ func benchmarkSteadyStateWith(b *testing.B, budget *limits.Budget, streams int) 
 		}
 		stop := holdStreams(b, srv.Listener.Addr().String(), sid, streams)
 		defer func() {
-			// Closed before the next run begins: their teardown is not
-			// the next run's cost.
+			// Closed before the next run begins, and off the clock: their
+			// teardown is neither this run's time nor the next run's.
+			b.StopTimer()
 			stop()
 			for deadline := time.Now().Add(10 * time.Second); hub.Count() > 0 && time.Now().Before(deadline); {
 				time.Sleep(10 * time.Millisecond)

@@ -75,6 +75,49 @@ func BenchmarkSteadyStateRequestWithIdleStreams(b *testing.B) {
 	benchmarkSteadyStateWith(b, nil, idleStreams)
 }
 
+// BenchmarkSteadyStateRequestWithIdleSockets is the same GET with
+// idleStreams plain idle TCP connections held open in the process instead
+// of streams: what the sockets cost by themselves (the kernel's and the
+// runtime's share), apart from what the streams add.
+func BenchmarkSteadyStateRequestWithIdleSockets(b *testing.B) {
+	benchmarkSteadyStateWith(b, nil, -idleStreams)
+}
+
+// holdSockets accepts n connections on a listener of its own and holds
+// them, answering each with a status line (what holdStreams waits for).
+func holdSockets(b *testing.B, n int) (stop func()) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	conns := make(chan net.Conn, n)
+	go func() {
+		for range n {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+			conns <- c
+		}
+	}()
+	stopChild := holdStreams(b, ln.Addr().String(), "none", n)
+	for deadline := time.Now().Add(2 * time.Minute); len(conns) < n; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d sockets after 2 minutes", len(conns), n)
+		}
+	}
+	time.Sleep(time.Second)
+	return func() {
+		stopChild()
+		ln.Close()
+		close(conns)
+		for c := range conns {
+			c.Close()
+		}
+	}
+}
+
 // streamServer is an edge with a live session manager and a streams hub
 // over an in-process ledger, served on a real listener, with users
 // sessions' tokens.
