@@ -278,3 +278,41 @@ func TestPositionsCommitInOrder(t *testing.T) {
 		t.Fatalf("after both: got %+v, want A at %d then B at %d", got, pos+1, pos+2)
 	}
 }
+
+// An unknown outcome is streamed, and so is its settling: the user's apps
+// learn the payment the settler found, and it is followed from then on.
+func TestSettledUnknownIsStreamed(t *testing.T) {
+	ctx := context.Background()
+	stores(t, func(t *testing.T, s store, _ func(time.Duration)) {
+		user := fmt.Sprintf("settled-%d", seq.Add(1))
+		req := request("settle")
+		req.UserID = user
+		c, _, err := s.Claim(ctx, req, time.Hour)
+		if err != nil || c == nil {
+			t.Fatalf("claim: %v", err)
+		}
+		if ok, err := s.Unknown(ctx, c, ledger.Outcome{Ending: ledger.EndAmbiguous}); !ok || err != nil {
+			t.Fatalf("unknown: %v %v", ok, err)
+		}
+		got, _ := s.Changes(ctx, user, 0, 10)
+		if len(got) != 1 || got[0].State != ledger.StateUnknown {
+			t.Fatalf("after the unknown outcome: got %+v", got)
+		}
+		pid := fmt.Sprintf("01JSETTLED%d", seq.Add(1))
+		if ok, err := s.Settle(ctx, c.ID, ledger.Outcome{PaymentID: pid, Response: created}); !ok || err != nil {
+			t.Fatalf("settle: %v %v", ok, err)
+		}
+		again, _ := s.Changes(ctx, user, got[0].Seq, 10)
+		if len(again) != 1 || again[0].State != ledger.StateDone || again[0].PaymentID != pid || again[0].Seq <= got[0].Seq {
+			t.Fatalf("after settling: got %+v", again)
+		}
+		ws, _ := s.Watches(ctx, 1000, time.Second)
+		found := false
+		for _, w := range ws {
+			found = found || w.PaymentID == pid
+		}
+		if !found {
+			t.Fatal("the settled payment is not followed")
+		}
+	})
+}
