@@ -44,7 +44,10 @@ type hookBudget struct{ f func(id string) }
 
 func (b hookBudget) Allow(id string) (bool, time.Duration) { b.f(id); return true, 0 }
 
-func streamsServer(t *testing.T, ch func(PaymentChanges) PaymentChanges, budget SessionBudget) (*httptest.Server, *session.Manager, *eventhub.Hub) {
+// streamsServer is an edge serving GET /bff/events over an in-process
+// ledger, with a live session manager on the test Redis, on a real
+// listener; ch wraps what it reads changes from.
+func streamsServer(t testing.TB, ch func(PaymentChanges) PaymentChanges, budget SessionBudget, heartbeat time.Duration) (*httptest.Server, *session.Manager, *eventhub.Hub) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	_, sessions, cookies := liveSessions(ctx, t)
@@ -57,7 +60,7 @@ func streamsServer(t *testing.T, ch func(PaymentChanges) PaymentChanges, budget 
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Observe: metrics.New(prometheus.NewRegistry()).Edge,
 		Sessions: sessions, Cookies: cookies, PublicOrigin: "http://bff.local", PaymentRecords: pay, Budget: budget,
 		Forwarder: proxy.New(proxy.Options{BaseURL: &url.URL{Scheme: "http", Host: "127.0.0.1:9"}, Routes: proxy.NewRoutes(nil), Timeout: time.Second, MaxBodyBytes: 1 << 20}),
-		Streams:   &Streams{Hub: hub, Changes: ch(pay), Heartbeat: 2 * time.Second},
+		Streams:   &Streams{Hub: hub, Changes: ch(pay), Heartbeat: heartbeat},
 	})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
@@ -81,7 +84,7 @@ func dialStream(t *testing.T, addr, token string) (net.Conn, *bufio.Reader) {
 // to it before it has a connection (found in review: a worker wrote to a
 // nil connection and the process died).
 func TestStreamSignalledWhileOpening(t *testing.T) {
-	srv, sessions, hub := streamsServer(t, func(p PaymentChanges) PaymentChanges { return slowPosition{p, 2500 * time.Millisecond} }, nil)
+	srv, sessions, hub := streamsServer(t, func(p PaymentChanges) PaymentChanges { return slowPosition{p, 2500 * time.Millisecond} }, nil, 2*time.Second)
 	id, _, err := sessions.Create(context.Background(), session.New{UserID: "opening", Method: session.MethodDev})
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +115,7 @@ func TestStreamOfASessionRevokedWhileOpening(t *testing.T) {
 			panic(err)
 		}
 	}}
-	srv, s, hub := streamsServer(t, func(p PaymentChanges) PaymentChanges { return p }, budget)
+	srv, s, hub := streamsServer(t, func(p PaymentChanges) PaymentChanges { return p }, budget, 2*time.Second)
 	sessions = s
 	id, _, err := sessions.Create(context.Background(), session.New{UserID: "revoked-opening", Method: session.MethodDev})
 	if err != nil {
@@ -132,7 +135,7 @@ func TestStreamOfASessionRevokedWhileOpening(t *testing.T) {
 // A revocation cuts the stream before it returns: the client reads the
 // end of the stream at once after Delete, and nothing after it.
 func TestStreamCutBeforeTheRevocationReturns(t *testing.T) {
-	srv, sessions, hub := streamsServer(t, func(p PaymentChanges) PaymentChanges { return p }, nil)
+	srv, sessions, hub := streamsServer(t, func(p PaymentChanges) PaymentChanges { return p }, nil, 2*time.Second)
 	id, _, err := sessions.Create(context.Background(), session.New{UserID: "cut", Method: session.MethodDev})
 	if err != nil {
 		t.Fatal(err)

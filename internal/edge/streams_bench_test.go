@@ -7,10 +7,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"runtime"
@@ -20,13 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	eventhub "github.com/fintech-bff/bff/internal/events"
-	"github.com/fintech-bff/bff/internal/ledger"
-	"github.com/fintech-bff/bff/internal/metrics"
-	"github.com/fintech-bff/bff/internal/payments"
-	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/session"
 )
 
@@ -41,9 +33,7 @@ const idleStreams = 10000
 // spends per second while they idle (heartbeats every 15 s included: the
 // idle window is 16 s), against the same edge without streams (8 s).
 func BenchmarkIdleStreams(b *testing.B) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	srv, tokens := streamServer(ctx, b, 1)
+	srv, tokens := streamServer(b, 1)
 	// The same edge at rest without streams: the baseline of the CPU.
 	base0 := cpuNow()
 	time.Sleep(8 * time.Second)
@@ -118,36 +108,18 @@ func holdSockets(b *testing.B, n int) (stop func()) {
 	}
 }
 
-// streamServer is an edge with a live session manager and a streams hub
-// over an in-process ledger, served on a real listener, with users
-// sessions' tokens.
-func streamServer(ctx context.Context, b *testing.B, users int) (*httptest.Server, []string) {
-	_, sessions, cookies := liveSessions(ctx, b)
-	led, err := ledger.NewMemory(nil, make([]byte, 32), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pay := payments.New(payments.Options{Ledger: led})
-	hub := eventhub.NewHub(0)
-	sessions.OnEnd(hub.SessionEnded)
-	go func() { _ = led.Listen(ctx, hub.Changed, hub.Resync, slog.New(slog.DiscardHandler)) }()
-	e := NewPublic(Deps{
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Observe: metrics.New(prometheus.NewRegistry()).Edge,
-		Sessions: sessions, Cookies: cookies, PublicOrigin: "http://bff.local", PaymentRecords: pay,
-		Forwarder: proxy.New(proxy.Options{BaseURL: &url.URL{Scheme: "http", Host: "127.0.0.1:9"}, Routes: proxy.NewRoutes(nil), Timeout: time.Second, MaxBodyBytes: 1 << 20}),
-		Streams:   &Streams{Hub: hub, Changes: pay},
-	})
-	srv := httptest.NewServer(e)
-	b.Cleanup(srv.Close)
+// streamServer is streamsServer with the real heartbeat, its hub kept for
+// waitStreams, and users sessions' tokens.
+func streamServer(b *testing.B, users int) (*httptest.Server, []string) {
+	srv, sessions, hub := streamsServer(b, func(p PaymentChanges) PaymentChanges { return p }, nil, 0)
 	var tokens []string
 	for i := range users {
-		id, _, err := sessions.Create(ctx, session.New{UserID: fmt.Sprintf("stream-user-%d", i), Method: session.MethodDev})
+		id, _, err := sessions.Create(context.Background(), session.New{UserID: fmt.Sprintf("stream-user-%d", i), Method: session.MethodDev})
 		if err != nil {
 			b.Fatal(err)
 		}
 		tokens = append(tokens, id)
 	}
-	srv.Config.Handler = e
 	hubs[srv] = hub
 	return srv, tokens
 }

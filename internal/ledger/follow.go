@@ -188,16 +188,7 @@ WHERE user_id = $1 AND change_seq > $2 ORDER BY change_seq LIMIT $3`, userID, af
 	if err != nil {
 		return nil, unavailable(err)
 	}
-	defer rows.Close()
-	var out []Entry
-	for rows.Next() {
-		e, err := p.scanEntry(rows)
-		if err != nil {
-			return nil, unavailable(err)
-		}
-		out = append(out, e)
-	}
-	return out, unavailable(rows.Err())
+	return p.entries(rows)
 }
 
 // Position is the user's latest stream position (0: none yet): a stream

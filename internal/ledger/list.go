@@ -97,6 +97,11 @@ ORDER BY created_at DESC, id DESC LIMIT $4`, userID, after.CreatedAt, after.ID, 
 	if err != nil {
 		return nil, unavailable(err)
 	}
+	return p.entries(rows)
+}
+
+// entries reads every row of a query of entryColumns and closes rows.
+func (p *Postgres) entries(rows pgx.Rows) ([]Entry, error) {
 	defer rows.Close()
 	var out []Entry
 	for rows.Next() {
