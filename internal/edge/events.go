@@ -112,10 +112,13 @@ func streamEvents(a *authn, st Streams, budget SessionBudget, observe Observer) 
 		}
 		// Registered, the session is checked again: a revocation from now
 		// on ends the stream (SessionEnded), one before it is seen here.
-		if alive(ctx, a.sessions, p.id).IsZero() {
+		if until, err := a.sessions.Alive(ctx, p.id); err != nil || until.IsZero() {
 			ps.ended = true // nothing to close: no connection was taken
 			ps.mu.Unlock()
 			st.Hub.Close(&ps.Stream)
+			if err != nil {
+				return problem.Wrap(problem.CodeSessionStoreUnavailable, "sessions cannot be checked right now", err)
+			}
 			return sessionRequired("the session has ended; log in again")
 		}
 		// Registered before the position is read: a change after it wakes
