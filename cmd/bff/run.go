@@ -121,11 +121,9 @@ type app struct {
 	ledger         interface{ Close() }
 	stopBackground func() // ends subscriptions before the store closes
 	// streams are the open event streams: ended, with a retry hint, when
-	// the drain starts (a stream never goes idle by itself).
-	streams *events.Hub
-	// waitStreams returns once the streams have ended (their retry hints
-	// written), or its context has.
-	waitStreams func(context.Context)
+	// the drain starts (a stream never goes idle by itself), and waited for
+	// before the stores close.
+	streams *edge.Streams
 }
 
 // server is what build makes: the two handlers, readiness, the secret
@@ -254,11 +252,10 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 	// The event streams: the ledger's announcements wake the streams of
 	// the user whose payments changed; a session's end (here or announced
 	// by another instance) ends its streams before it is acknowledged.
-	a.streams = hub
 	go func() { _ = led.Listen(cacheCtx, hub.Changed, hub.Resync, log) }()
 	sessions.OnEnd(hub.SessionEnded)
 	streams := &edge.Streams{Hub: hub, Changes: pay}
-	a.waitStreams = streams.Wait
+	a.streams = streams
 	deps := edge.Deps{
 		AuthLimit: a.limits, AuthPerMinute: cfg.Limits.AuthPerMinute, BackchannelPerMinute: cfg.Limits.BackchannelPerMinute,
 		PendingLoginsPerAddress: cfg.Limits.PendingLoginsPerAddress, IPv6Prefix: cfg.Limits.IPv6Prefix,
@@ -342,7 +339,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		MaxHeaderBytes: 64 << 10, ErrorLog: errLog,
 	}
 	if sv.streams != nil {
-		publicSrv.RegisterOnShutdown(sv.streams.Shutdown)
+		publicSrv.RegisterOnShutdown(sv.streams.Hub.Shutdown)
 	}
 	adminSrv := &http.Server{
 		Handler: admin, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
@@ -408,10 +405,10 @@ func shutdown(public, admin *http.Server, a app, wg *sync.WaitGroup, delay, time
 		log.Warn("drain timed out; closing remaining connections", slog.String("error", err.Error()))
 		_ = public.Close()
 	}
-	if a.waitStreams != nil {
+	if a.streams != nil {
 		// The event streams were taken from the server (Shutdown does not
 		// see them); Shutdown's start ended them: wait for their hints.
-		a.waitStreams(ctx)
+		a.streams.Wait(ctx)
 	}
 	_ = admin.Shutdown(ctx)
 	wg.Wait()

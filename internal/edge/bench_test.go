@@ -102,7 +102,6 @@ func benchmarkSteadyStateWith(b *testing.B, budget *limits.Budget, streams int) 
 		e := NewPublic(d)
 		srv := httptest.NewServer(e)
 		defer srv.Close()
-		hubs[srv] = hub
 		sid, _, err := sessions.Create(ctx, session.New{UserID: "stream-holder", Method: session.MethodDev})
 		if err != nil {
 			b.Fatal(err)
@@ -117,7 +116,7 @@ func benchmarkSteadyStateWith(b *testing.B, budget *limits.Budget, streams int) 
 				time.Sleep(10 * time.Millisecond)
 			}
 		}()
-		waitStreams(b, srv, streams)
+		waitStreams(b, hub, streams)
 	}
 	e := NewPublic(d)
 	id, _, err := sessions.Create(ctx, session.New{UserID: "bench-user", Method: session.MethodDev})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -409,16 +408,15 @@ type pusher struct {
 	changes   PaymentChanges
 	sessions  *session.Manager
 	heartbeat time.Duration
-	log       *slog.Logger
 	queue     chan *pushStream
 }
 
-func newPusher(st Streams, sessions *session.Manager, log *slog.Logger) *pusher {
+func newPusher(st Streams, sessions *session.Manager) *pusher {
 	hb := st.Heartbeat
 	if hb <= 0 || hb > maxHeartbeat {
 		hb = maxHeartbeat
 	}
-	p := &pusher{hub: st.Hub, changes: st.Changes, sessions: sessions, heartbeat: hb, log: log,
+	p := &pusher{hub: st.Hub, changes: st.Changes, sessions: sessions, heartbeat: hb,
 		queue: make(chan *pushStream, queued)}
 	for range pushWorkers {
 		go p.work()

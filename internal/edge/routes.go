@@ -43,7 +43,7 @@ func routes(e *echo.Echo, d Deps) {
 		e.GET("/bff/payments/:key", getPayment(a, d.PaymentRecords, d.Budget, d.Observe))
 	}
 	if d.Streams != nil {
-		d.Streams.pusher = newPusher(*d.Streams, d.Sessions, d.Logger)
+		d.Streams.pusher = newPusher(*d.Streams, d.Sessions)
 		e.GET("/bff/events", streamEvents(a, *d.Streams, d.Budget, d.Observe))
 	}
 	if d.Webhooks != nil {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"runtime"
@@ -33,16 +32,20 @@ const idleStreams = 10000
 // spends per second while they idle (heartbeats every 15 s included: the
 // idle window is 16 s), against the same edge without streams (8 s).
 func BenchmarkIdleStreams(b *testing.B) {
-	srv, tokens := streamServer(b, 1)
+	srv, sessions, hub := streamsServer(b, func(p PaymentChanges) PaymentChanges { return p }, nil, 0)
+	token, _, err := sessions.Create(context.Background(), session.New{UserID: "stream-holder", Method: session.MethodDev})
+	if err != nil {
+		b.Fatal(err)
+	}
 	// The same edge at rest without streams: the baseline of the CPU.
 	base0 := cpuNow()
 	time.Sleep(8 * time.Second)
 	base := cpuNow() - base0
 	before, objs0 := memNow(), objects()
 	g0 := runtime.NumGoroutine()
-	stop := holdStreams(b, srv.Listener.Addr().String(), tokens[0], idleStreams)
+	stop := holdStreams(b, srv.Listener.Addr().String(), token, idleStreams)
 	defer stop()
-	waitStreams(b, srv, idleStreams)
+	waitStreams(b, hub, idleStreams)
 	after, objs1 := memNow(), objects()
 	g1 := runtime.NumGoroutine()
 	cpu0 := cpuNow()
@@ -108,31 +111,13 @@ func holdSockets(b *testing.B, n int) (stop func()) {
 	}
 }
 
-// streamServer is streamsServer with the real heartbeat, its hub kept for
-// waitStreams, and users sessions' tokens.
-func streamServer(b *testing.B, users int) (*httptest.Server, []string) {
-	srv, sessions, hub := streamsServer(b, func(p PaymentChanges) PaymentChanges { return p }, nil, 0)
-	var tokens []string
-	for i := range users {
-		id, _, err := sessions.Create(context.Background(), session.New{UserID: fmt.Sprintf("stream-user-%d", i), Method: session.MethodDev})
-		if err != nil {
-			b.Fatal(err)
-		}
-		tokens = append(tokens, id)
-	}
-	hubs[srv] = hub
-	return srv, tokens
-}
-
-var hubs = map[*httptest.Server]*eventhub.Hub{}
-
 // waitStreams waits until n streams are open and idle: the pusher has
 // written what each was queued for when it opened, and a second more.
-func waitStreams(b *testing.B, srv *httptest.Server, n int) {
+func waitStreams(b *testing.B, hub *eventhub.Hub, n int) {
 	deadline := time.Now().Add(2 * time.Minute)
-	for hubs[srv].Count() < n {
+	for hub.Count() < n {
 		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d streams open after 2 minutes", hubs[srv].Count(), n)
+			b.Fatalf("%d of %d streams open after 2 minutes", hub.Count(), n)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

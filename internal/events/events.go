@@ -59,13 +59,7 @@ type Stream struct {
 
 // Changed reports, and clears, whether the user's payments may have
 // changed since the last call.
-func (s *Stream) Changed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.changed
-	s.changed = false
-	return c
-}
+func (s *Stream) Changed() bool { return s.take(&s.changed) }
 
 // Why says why the stream must end ("" while it need not).
 func (s *Stream) Why() string {
@@ -76,11 +70,14 @@ func (s *Stream) Why() string {
 
 // Recheck reports, and clears, whether the stream's session must be
 // checked again before anything more is sent.
-func (s *Stream) Recheck() bool {
+func (s *Stream) Recheck() bool { return s.take(&s.check) }
+
+// take reports and clears one of the stream's flags.
+func (s *Stream) take(flag *bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.check
-	s.check = false
+	c := *flag
+	*flag = false
 	return c
 }
 

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,18 +25,12 @@ import (
 //	Listen   the announcements: which user's stream moved.
 
 // FinalStatuses are the upstream's payment statuses after which nothing
-// changes: a payment in one is no longer followed.
+// changes: a payment in one is no longer followed. The trigger of
+// migration 005 lists them too (a migration cannot read Go).
 var FinalStatuses = []string{"ACSC", "ACCC", "RJCT", "CANC", "ERROR"}
 
 // Final reports whether status is one of FinalStatuses.
-func Final(status string) bool {
-	for _, f := range FinalStatuses {
-		if status == f {
-			return true
-		}
-	}
-	return false
-}
+func Final(status string) bool { return slices.Contains(FinalStatuses, status) }
 
 // Watch is a followed payment leased for one poll.
 type Watch struct {
@@ -127,10 +122,10 @@ func (p *Postgres) Watched(ctx context.Context, w Watch, o Observed) (bool, erro
 UPDATE money_requests SET
   payment_status = CASE WHEN $3 <> '' AND (status_at IS NULL OR $4 >= status_at) THEN $3 ELSE payment_status END,
   status_at = CASE WHEN $3 <> '' AND (status_at IS NULL OR $4 >= status_at) THEN $4 ELSE status_at END,
-  watch_next = CASE WHEN $5 OR coalesce(payment_status, '') IN ('ACSC', 'ACCC', 'RJCT', 'CANC', 'ERROR') THEN NULL
+  watch_next = CASE WHEN $5 OR coalesce(payment_status, '') = ANY($7) THEN NULL
                     ELSE now() + $6 * interval '1 millisecond' END,
   watch_wait_ms = $6, watch_owner = NULL
-WHERE id = $1 AND watch_owner = $2`, w.ID, w.Owner, o.Status, nullTime(o.At), o.Stop, o.Wait.Milliseconds())
+WHERE id = $1 AND watch_owner = $2`, w.ID, w.Owner, o.Status, nullTime(o.At), o.Stop, o.Wait.Milliseconds(), FinalStatuses)
 }
 
 // Webhook stores a status the upstream pushed, in the delivery's name: a

@@ -178,7 +178,11 @@ func (s *Service) poll(ctx context.Context, w ledger.Watch) {
 		o.Status, o.At = got.Status, got.UpdatedAt
 		o.Wait = s.follow.next(w, got.Status, false)
 		o.Stop = ledger.Final(got.Status)
-		s.observe.Followed(map[bool]string{true: "changed", false: "unchanged"}[got.Status != w.Status])
+		if got.Status != w.Status {
+			s.observe.Followed("changed")
+		} else {
+			s.observe.Followed("unchanged")
+		}
 	case p == nil && rep.Status == http.StatusNotFound:
 		// The upstream does not know the payment (deleted, or another
 		// organization's): nothing more will come of polling it.
@@ -219,8 +223,14 @@ func (s *Service) StatusPushed(ctx context.Context, deliveryID string, u ledger.
 	if err != nil {
 		return 0, problem.Wrap(problem.CodeLedgerUnavailable, "the webhook cannot be stored right now; send it again", err)
 	}
-	s.observe.Followed(map[ledger.Delivery]string{ledger.Applied: "webhook_applied", ledger.Replayed: "webhook_replayed",
-		ledger.Unmatched: "webhook_unmatched"}[d])
+	switch d {
+	case ledger.Applied:
+		s.observe.Followed("webhook_applied")
+	case ledger.Replayed:
+		s.observe.Followed("webhook_replayed")
+	case ledger.Unmatched:
+		s.observe.Followed("webhook_unmatched")
+	}
 	return d, nil
 }
 

@@ -585,14 +585,7 @@ func (s *Server) Promote() {
 // QueryRow runs one query on the server's database postgres, within limit,
 // and scans its one row into dest.
 func (s *Server) QueryRow(limit time.Duration, sql string, dest ...any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	c, err := pgx.Connect(ctx, s.URL())
-	if err != nil {
-		return err
-	}
-	defer c.Close(context.Background())
-	return c.QueryRow(ctx, sql).Scan(dest...)
+	return s.queryRowArgs(limit, sql, nil, dest...)
 }
 
 // WaitReplayed waits until every standby of the primary s has replayed the
