@@ -419,9 +419,18 @@ func TestBrowserJourney(t *testing.T) {
 		browsertest.Do(t, tab, "ending the other session",
 			chromedp.Click(chromedp.CSS(`#sessions tr[data-session-id]:not([data-current]) button.revoke`)))
 		waitCount(t, tab, "#sessions tr[data-session-id]", 1)
+		probes := strings.Count(e.logs.String(), `"route":"/*","status":405`)
 		browsertest.Do(t, other, "reloading the other device",
 			chromedp.Reload(),
 			chromedp.WaitVisible(chromedp.ID("oidc-login")))
+		// The sign-in page asked how to sign in (POST /auth/dev/login: 405
+		// with OpenID Connect). Its log line is written after the answer:
+		// wait for it, so the next step counts only its own POSTs.
+		for deadline := time.Now().Add(5 * time.Second); strings.Count(e.logs.String(), `"route":"/*","status":405`) <= probes; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the other device's sign-in page asked nothing of the BFF")
+			}
+		}
 	})
 
 	step("an attacker's page changes nothing and reads nothing", func(t *testing.T) {

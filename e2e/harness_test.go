@@ -175,6 +175,9 @@ func start(t *testing.T, o options) *env {
 	bearers := &bearerTap{next: sim}
 	srv := httptest.NewServer(bearers)
 	t.Cleanup(srv.Close)
+	// Its webhook retries stop with the test: the BFF they were for is gone,
+	// and its port may be another test's BFF by then.
+	t.Cleanup(sim.Close)
 	e := &env{t: t, sim: sim, simURL: srv.URL, bearers: bearers, prefix: prefix, secret: o.sim.ClientSecret,
 		encKey: randomB64(32), cookieKey: randomB64(32), ledgerURL: pgtest.Database(t), adminTok: randomB64(24)}
 	e.launch(o)
