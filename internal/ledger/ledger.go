@@ -67,6 +67,7 @@ const (
 	EndOwnerLost = "owner_lost" // the owning instance died or hung past its deadline, after its send mark
 	EndNeverSent = "never_sent" // the owner died or hung before its send mark: given back
 	EndSettled   = "settled"    // the outcome was learned from the upstream afterwards
+	EndNotMade   = "not_made"   // settling proved, after the outcome was unknown, that the upstream made nothing: given back
 )
 
 // Events of the audit trail, one per HTTP request on a key.
@@ -77,6 +78,7 @@ const (
 	EventReused     = "key_reused"
 	EventUnknown    = "outcome_unknown"
 	EventSettled    = "settled"
+	EventNotMade    = "not_made" // an unknown outcome proved not made: given back
 )
 
 // ErrUnavailable wraps every failure to reach the ledger's database.
@@ -91,9 +93,6 @@ type Request struct {
 	Route       string // the money route's prefix: keys are scoped to user and route
 	Key         string // the Idempotency-Key
 	Fingerprint []byte // SHA-256 of method, path, query and body
-	// Match identifies the payment's content (a hash the caller makes of
-	// what the upstream's payment list shows), for records without Content.
-	Match []byte
 	// Content is what settling compares of a payment (JSON; sealed at
 	// rest); nil when the request carries none.
 	Content    []byte
@@ -123,7 +122,6 @@ type Record struct {
 	UserID         string
 	Route          string
 	Key            string
-	Match          []byte
 	RequestID      string // the request that claimed it
 	State          State
 	Fingerprint    []byte
@@ -173,17 +171,23 @@ type Send struct {
 	WindowEnd time.Time
 }
 
-// Neighbours are what the user's other money-moving requests, on every
-// route, tell settling.
-type Neighbours struct {
-	Taken map[string]bool // of the payment ids asked about, those another record owns
-	// Contents are the contents of the other records whose deadline is
-	// after the time asked about and which are in flight or unknown: a
-	// payment one of them matches could be that record's.
-	Contents [][]byte
-	// Open: such a record has no content and the same Match (or none), so
-	// any payment could be its.
-	Open bool
+// Other is another money-moving request of the same user, as settling
+// reads it: what it asked for, and what became of it.
+type Other struct {
+	Route          string
+	Key            string
+	State          State
+	Ending         string
+	UpstreamStatus int
+	PaymentID      string
+	// Sent: it may have reached the upstream (it marked a send, or was
+	// claimed by a version that writes no mark).
+	Sent bool
+	// Content is what it asked the upstream to create (nil: nothing).
+	Content []byte
+	// Opaque: its content does not open under the configured keys, so it
+	// could have asked for anything.
+	Opaque bool
 }
 
 // sealer seals stored answers: they hold payment data (ids, consent URLs).

@@ -261,47 +261,67 @@ func TestProtocol(t *testing.T) {
 			}
 		})
 
-		t.Run("neighbours name other records' payments and open requests, on every route", func(t *testing.T) {
+		t.Run("others are the user's other records, on every route and in every state, that may have met the upstream after a time", func(t *testing.T) {
 			since := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 			base := request("g")
-			base.UserID = fmt.Sprintf("neighbour-%d", seq.Add(1))
-			base.Match = []byte("content-1")
+			base.UserID = fmt.Sprintf("others-%d", seq.Add(1))
 			a := base
 			a.Key = "a"
 			ca, _, _ := s.Claim(ctx, a, time.Hour)
-			other := base
-			other.Key, other.Match = "other-content", []byte("content-2")
-			if _, _, err := s.Claim(ctx, other, time.Hour); err != nil {
-				t.Fatal(err)
-			}
-			if n, err := s.Neighbours(ctx, a.UserID, ca.ID, a.Match, since, nil); err != nil || n.Open {
-				t.Fatalf("an open request with other content: got %+v, %v; want not open", n, err)
-			}
 			b := base
-			b.Key, b.Route = "b", "/v2/pay"
+			b.Key, b.Route, b.Content = "b", "/v2/pay", []byte(`{"paymentInformation":{"amount":3}}`)
 			cb, _, _ := s.Claim(ctx, b, time.Hour)
-			n, err := s.Neighbours(ctx, a.UserID, ca.ID, a.Match, since, []string{"01JB"})
-			if err != nil || !n.Open || len(n.Taken) != 0 {
-				t.Fatalf("an open request with the same content on another route: got %+v, %v; want open, nothing taken", n, err)
+			if ok, err := s.Sending(ctx, cb, ledger.Send{Snapshot: true}); !ok || err != nil {
+				t.Fatal(ok, err)
 			}
-			if n, _ := s.Neighbours(ctx, a.UserID, ca.ID, a.Match, time.Now().Add(2*time.Hour), nil); n.Open {
-				t.Fatal("a request whose deadline is before the time asked about counted as open")
+			c := base
+			c.Key = "c"
+			cc, _, _ := s.Claim(ctx, c, time.Hour)
+			_, _ = s.Release(ctx, cc, ledger.Outcome{Ending: ledger.EndNotSent})
+			got, err := s.Others(ctx, a.UserID, ca.ID, since, nil)
+			if err != nil || len(got) != 2 {
+				t.Fatalf("got %+v, %v; want the two other records (one released)", got, err)
 			}
-			withContent := base
-			withContent.Key, withContent.Match, withContent.Content = "c", []byte("content-3"), []byte(`{"paymentInformation":{"amount":3}}`)
-			cc, _, _ := s.Claim(ctx, withContent, time.Hour)
-			n, _ = s.Neighbours(ctx, a.UserID, ca.ID, a.Match, since, nil)
-			if len(n.Contents) != 1 || string(n.Contents[0]) != string(withContent.Content) {
-				t.Fatalf("an open request with content: got contents %q, want its content", n.Contents)
+			byKey := map[string]ledger.Other{}
+			for _, o := range got {
+				byKey[o.Key] = o
 			}
-			_, _ = s.Finish(ctx, cc, ledger.Outcome{Ending: ledger.EndAnswered, Response: created})
-			_, _ = s.Finish(ctx, cb, ledger.Outcome{Ending: ledger.EndAnswered, PaymentID: "01JB", Response: created})
-			n, _ = s.Neighbours(ctx, a.UserID, ca.ID, a.Match, since, []string{"01JB", "01JC"})
-			if n.Open || !n.Taken["01JB"] || n.Taken["01JC"] {
-				t.Fatalf("got %+v, want not open, 01JB taken (on another route), 01JC not", n)
+			if o := byKey["b"]; o.Route != "/v2/pay" || !o.Sent || string(o.Content) != string(b.Content) || o.State != ledger.StateInFlight {
+				t.Fatalf("got %+v, want b in flight, sent, with its content", o)
 			}
-			if n, _ := s.Neighbours(ctx, "someone-else", 0, a.Match, since, []string{"01JB"}); n.Open || len(n.Taken) != 0 {
-				t.Fatalf("another user's neighbours: got %+v, want none", n)
+			if o := byKey["c"]; o.Sent || o.State != ledger.StateReleased || o.Ending != ledger.EndNotSent || o.Content != nil {
+				t.Fatalf("got %+v, want c released, never sent", o)
+			}
+			if got, _ := s.Others(ctx, a.UserID, ca.ID, time.Now().Add(2*time.Hour), nil); len(got) != 0 {
+				t.Fatalf("records whose deadline is before the time asked about: got %+v, want none", got)
+			}
+			_, _ = s.Finish(ctx, cb, ledger.Outcome{Ending: ledger.EndAnswered, UpstreamStatus: 200, PaymentID: "01JB", Response: created})
+			got, _ = s.Others(ctx, a.UserID, ca.ID, time.Now().Add(2*time.Hour), []string{"01JB", "01JC"})
+			if len(got) != 1 || got[0].PaymentID != "01JB" || got[0].UpstreamStatus != 200 {
+				t.Fatalf("got %+v, want the record that owns 01JB, whatever its deadline", got)
+			}
+			if got, _ := s.Others(ctx, "someone-else", 0, since, []string{"01JB"}); len(got) != 0 {
+				t.Fatalf("another user's others: got %+v, want none", got)
+			}
+		})
+
+		t.Run("an unknown record proved not made is given back, once", func(t *testing.T) {
+			req := request("gb")
+			c, _, _ := s.Claim(ctx, req, time.Hour)
+			if ok, _ := s.GiveBack(ctx, c.ID); ok {
+				t.Fatal("a record in flight was given back")
+			}
+			_, _ = s.Sending(ctx, c, ledger.Send{Snapshot: true})
+			_, _ = s.Unknown(ctx, c, ledger.Outcome{Ending: ledger.EndAmbiguous})
+			if ok, err := s.GiveBack(ctx, c.ID); !ok || err != nil {
+				t.Fatalf("got %v, %v; want the unknown record given back", ok, err)
+			}
+			if ok, _ := s.GiveBack(ctx, c.ID); ok {
+				t.Fatal("a record was given back twice")
+			}
+			again, rec, err := s.Claim(ctx, req, time.Hour)
+			if err != nil || again == nil {
+				t.Fatalf("got %+v, %v; want the given-back key claimed again", rec, err)
 			}
 		})
 

@@ -3,6 +3,7 @@ package ledger
 import (
 	"bytes"
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -84,7 +85,7 @@ func (m *Memory) Claim(_ context.Context, req Request, bound time.Duration) (*Cl
 		rec, err := m.view(r, now)
 		return nil, rec, err
 	}
-	r.State, r.owner, r.Match, r.RequestID = StateInFlight, newOwner(), bytes.Clone(req.Match), req.RequestID
+	r.State, r.owner, r.RequestID = StateInFlight, newOwner(), req.RequestID
 	r.content = m.sealContent(req.UserID, req.Route, req.Key, req.Content)
 	r.ClaimedAt, r.Deadline = now, now.Add(bound)
 	r.UpstreamStatus, r.Ending = 0, ""
@@ -95,7 +96,7 @@ func (m *Memory) Claim(_ context.Context, req Request, bound time.Duration) (*Cl
 // view copies r as a caller sees it. The caller holds m.mu.
 func (m *Memory) view(r *memRecord, now time.Time) (*Record, error) {
 	rec := r.Record
-	rec.Expired = rec.State == StateInFlight && now.After(rec.Deadline)
+	rec.Expired = now.After(rec.Deadline)
 	var err error
 	if rec.Response, err = m.open(r.ID, r.response); err != nil {
 		return nil, err
@@ -230,36 +231,35 @@ func (m *Memory) Settle(_ context.Context, id int64, o Outcome) (bool, error) {
 	return m.update(id, func(r *memRecord) bool { return r.State == StateUnknown }, m.end(StateDone, o, sealed)), nil
 }
 
-// Neighbours is Postgres.Neighbours.
-func (m *Memory) Neighbours(_ context.Context, userID string, except int64, match []byte, since time.Time, ids []string) (Neighbours, error) {
+// GiveBack is Postgres.GiveBack.
+func (m *Memory) GiveBack(_ context.Context, id int64) (bool, error) {
+	return m.update(id, func(r *memRecord) bool { return r.State == StateUnknown }, func(r *memRecord) {
+		m.end(StateReleased, Outcome{Ending: EndNotMade}, nil)(r)
+		r.settleNext = time.Time{}
+	}), nil
+}
+
+// Others is Postgres.Others.
+func (m *Memory) Others(_ context.Context, userID string, except int64, since time.Time, ids []string) ([]Other, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n := Neighbours{Taken: map[string]bool{}}
-	want := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		want[id] = true
-	}
+	var out []Other
 	for _, r := range m.byID {
 		if r.ID == except || r.key.user != userID {
 			continue
 		}
-		if r.PaymentID != "" && want[r.PaymentID] {
-			n.Taken[r.PaymentID] = true
-		}
-		if (r.State != StateInFlight && r.State != StateUnknown) || !r.Deadline.After(since) {
+		if !r.Deadline.After(since) && (r.PaymentID == "" || !slices.Contains(ids, r.PaymentID)) {
 			continue
 		}
-		content, err := m.openContent(r.UserID, r.Route, r.Key, r.content)
-		switch {
-		case err != nil:
-			n.Open = true
-		case content != nil:
-			n.Contents = append(n.Contents, content)
-		case r.Match == nil || match == nil || bytes.Equal(r.Match, match):
-			n.Open = true
+		o := Other{Route: r.Route, Key: r.Key, State: r.State, Ending: r.Ending, UpstreamStatus: r.UpstreamStatus,
+			PaymentID: r.PaymentID, Sent: r.Sent}
+		var err error
+		if o.Content, err = m.openContent(r.UserID, r.Route, r.Key, r.content); err != nil {
+			o.Opaque = true
 		}
+		out = append(out, o)
 	}
-	return n, nil
+	return out, nil
 }
 
 // Event does nothing: the in-process ledger keeps no audit trail (it is

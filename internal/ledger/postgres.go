@@ -109,10 +109,10 @@ func (p *Postgres) Claim(ctx context.Context, req Request, bound time.Duration) 
 	err := p.pool.QueryRow(ctx, `
 WITH c AS (
   INSERT INTO money_requests AS m
-    (user_id, route, idem_key, fingerprint, session_ref, client_ip, request_id, state, owner, deadline, match_key, content)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, 'in_flight', $8, now() + $9 * interval '1 microsecond', $10, $12)
+    (user_id, route, idem_key, fingerprint, session_ref, client_ip, request_id, state, owner, deadline, content)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, 'in_flight', $8, now() + $9 * interval '1 microsecond', $11)
   ON CONFLICT ON CONSTRAINT money_requests_key DO UPDATE
-    SET state = 'in_flight', owner = excluded.owner, attempts = m.attempts + 1, claimed_at = now(), match_key = excluded.match_key,
+    SET state = 'in_flight', owner = excluded.owner, attempts = m.attempts + 1, claimed_at = now(), match_key = NULL,
         deadline = excluded.deadline, finished_at = NULL, ending = NULL, upstream_status = NULL,
         session_ref = excluded.session_ref, client_ip = excluded.client_ip, request_id = excluded.request_id,
         sending_at = NULL, content = excluded.content, snapshot = false, seen_before = NULL, seen_from = NULL,
@@ -121,11 +121,11 @@ WITH c AS (
   RETURNING id, claimed_at
 ), e AS (
   INSERT INTO money_request_events (money_request, what, session_ref, client_ip, request_id)
-  SELECT id, $11, $5, $6, $7 FROM c
+  SELECT id, $10, $5, $6, $7 FROM c
 )
 SELECT id, claimed_at FROM c`,
 		req.UserID, req.Route, req.Key, req.Fingerprint, req.SessionRef, req.ClientIP, req.RequestID,
-		owner, bound.Microseconds(), req.Match, EventClaimed, p.sealContent(req.UserID, req.Route, req.Key, req.Content)).Scan(&c.ID, &c.ClaimedAt)
+		owner, bound.Microseconds(), EventClaimed, p.sealContent(req.UserID, req.Route, req.Key, req.Content)).Scan(&c.ID, &c.ClaimedAt)
 	if err == nil {
 		c.Owner = owner
 		return &c, nil, nil
@@ -138,7 +138,7 @@ SELECT id, claimed_at FROM c`,
 }
 
 // recordColumns are the columns scanRecord reads, in its order.
-const recordColumns = `id, user_id, route, idem_key, match_key, request_id, state, fingerprint, claimed_at, deadline,
+const recordColumns = `id, user_id, route, idem_key, request_id, state, fingerprint, claimed_at, deadline,
   now() > deadline, upstream_status, payment_id, ending, response, sending_at IS NOT NULL, content,
   snapshot, seen_before, seen_from, seen_cut, window_end, starts_with(owner, '` + markingOwner + `')`
 
@@ -150,7 +150,7 @@ func (p *Postgres) scanRecord(row pgx.Row) (*Record, error) {
 	var resp, content []byte
 	var seenFrom, seenCut, windowEnd *time.Time
 	var marking bool
-	err := row.Scan(&r.ID, &r.UserID, &r.Route, &r.Key, &r.Match, &r.RequestID, &state, &r.Fingerprint, &r.ClaimedAt, &r.Deadline,
+	err := row.Scan(&r.ID, &r.UserID, &r.Route, &r.Key, &r.RequestID, &state, &r.Fingerprint, &r.ClaimedAt, &r.Deadline,
 		&r.Expired, &status, &paymentID, &ending, &resp, &r.Sent, &content,
 		&r.Send.Snapshot, &r.Send.SeenBefore, &seenFrom, &seenCut, &windowEnd, &marking)
 	if err != nil {
@@ -275,54 +275,47 @@ UPDATE money_requests SET state = 'done', ending = 'settled', upstream_status = 
 WHERE id = $1 AND state = 'unknown'`, id, nullInt(o.UpstreamStatus), nullString(o.PaymentID), sealed)
 }
 
-// Neighbours tells settling what the user's other records, on every route,
-// say: which of ids they own, and, of those whose deadline is after since
-// and which are still in flight or unknown, their contents (and whether one
-// without content has the same match, or none).
-func (p *Postgres) Neighbours(ctx context.Context, userID string, except int64, match []byte, since time.Time, ids []string) (Neighbours, error) {
-	n := Neighbours{Taken: map[string]bool{}}
+// GiveBack ends an unknown record whose settling proved that the upstream
+// made nothing (released, ending not_made): the next request with the key
+// claims it again. It reports false when the record was no longer unknown.
+func (p *Postgres) GiveBack(ctx context.Context, id int64) (bool, error) {
+	return p.exec(ctx, `
+UPDATE money_requests SET state = 'released', ending = 'not_made', finished_at = now(), settle_next = NULL
+WHERE id = $1 AND state = 'unknown'`, id)
+}
+
+// Others are the user's money requests other than except, on every route
+// and in every state, whose deadline is after since (they may have been at
+// the upstream after it), or whose payment id is one of ids.
+func (p *Postgres) Others(ctx context.Context, userID string, except int64, since time.Time, ids []string) ([]Other, error) {
 	if ids == nil {
 		ids = []string{}
 	}
 	rows, err := p.pool.Query(ctx, `
-SELECT route, idem_key, payment_id, state IN ('in_flight', 'unknown') AND deadline > $4, content,
-  match_key IS NULL OR $3::bytea IS NULL OR match_key = $3
+SELECT route, idem_key, state, coalesce(ending, ''), coalesce(upstream_status, 0), coalesce(payment_id, ''),
+  sending_at IS NOT NULL OR NOT starts_with(owner, '`+markingOwner+`'), content
 FROM money_requests
-WHERE user_id = $1 AND id <> $2 AND (payment_id = ANY($5) OR (state IN ('in_flight', 'unknown') AND deadline > $4))`,
-		userID, except, match, since, ids)
+WHERE user_id = $1 AND id <> $2 AND (deadline > $3 OR payment_id = ANY($4))`, userID, except, since, ids)
 	if err != nil {
-		return n, unavailable(err)
+		return nil, unavailable(err)
 	}
 	defer rows.Close()
-	want := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		want[id] = true
-	}
+	var out []Other
 	for rows.Next() {
-		var route, key string
-		var pid *string
-		var open, same bool
+		var o Other
+		var state string
+		var status int32
 		var sealed []byte
-		if err := rows.Scan(&route, &key, &pid, &open, &sealed, &same); err != nil {
-			return n, unavailable(err)
+		if err := rows.Scan(&o.Route, &o.Key, &state, &o.Ending, &status, &o.PaymentID, &o.Sent, &sealed); err != nil {
+			return nil, unavailable(err)
 		}
-		if pid != nil && want[*pid] {
-			n.Taken[*pid] = true
+		o.State, o.UpstreamStatus = State(state), int(status)
+		if o.Content, err = p.openContent(userID, o.Route, o.Key, sealed); err != nil {
+			o.Opaque = true
 		}
-		if !open {
-			continue
-		}
-		content, err := p.openContent(userID, route, key, sealed)
-		switch {
-		case err != nil:
-			n.Open = true // unreadable: it could be anything
-		case content != nil:
-			n.Contents = append(n.Contents, content)
-		case same:
-			n.Open = true
-		}
+		out = append(out, o)
 	}
-	return n, unavailable(rows.Err())
+	return out, unavailable(rows.Err())
 }
 
 // Event appends one entry to a record's audit trail.

@@ -5,10 +5,16 @@ import "context"
 // SettleDue runs one look of the background settler, for tests.
 func (s *Service) SettleDue(ctx context.Context) { s.settleDue(ctx) }
 
-// Fingerprint and MatchKey are what pay records of a request, for tests
-// that claim a key as a dead owner would have.
-var (
-	Fingerprint    = fingerprint
-	MatchKey       = matchKey
-	PaymentContent = paymentContent
-)
+// Fingerprint is what pay records of a request, for tests that claim a key
+// as a dead owner would have.
+var Fingerprint = fingerprint
+
+// PaymentContent is the content pay records of a body (nil when it creates
+// no payment), likewise.
+func PaymentContent(body []byte) []byte {
+	c, ok := creates(body)
+	if !ok {
+		return nil
+	}
+	return c.Encode()
+}

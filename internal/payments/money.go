@@ -40,9 +40,14 @@ var replayHeaders = []string{"Content-Type", "Location", "Retry-After", "Allow",
 // specification: "Unexpected server or provider failure").
 var upstreamFailure = map[string]bool{"INTERNAL_ERROR": true, "INTERNAL_SERVER_ERROR": true}
 
-// refused are upstream answers that say it did not act: the key is given
-// back and a repeat with it runs again.
-var refused = map[string]bool{problem.CodeProviderUnavailable: true, problem.CodeResourceLocked: true}
+// refusedBeforeActing are the upstream's typed answers that say it did not
+// act on the request (its specification: the provider down, a lock, the
+// caller not verified or not allowed): the key is given back and a repeat
+// with it runs again.
+var refusedBeforeActing = map[string]bool{
+	problem.CodeProviderUnavailable: true, problem.CodeResourceLocked: true,
+	problem.CodeMCPTemporarilyUnavail: true, problem.CodeMCPForbidden: true, problem.CodeMCPNoServiceOrg: true,
+}
 
 // ValidKey reports whether an Idempotency-Key is acceptable: 1 to 255
 // printable ASCII characters, no comma (a comma-joined header is several
@@ -94,14 +99,13 @@ type served struct {
 
 // moneyCall is one money-moving request that won its claim.
 type moneyCall struct {
-	call   proxy.Call
-	target proxy.Target
-	r      *http.Request
-	req    ledger.Request
-	claim  *ledger.Claim
-	body   []byte
-
-	detached context.Context // the request's values, never its cancellation
+	call    proxy.Call
+	target  proxy.Target
+	r       *http.Request
+	req     ledger.Request
+	claim   *ledger.Claim
+	body    []byte
+	creates bool // it asks the upstream to create a payment: settled from its list
 }
 
 // pay runs a money-moving POST at most once per key: claimed in the ledger
@@ -121,27 +125,42 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 		}
 		return served{}, p
 	}
+	path, ok := canonicalPath(t.Path)
+	if !ok {
+		s.observe.MoneyRequest("route_refused")
+		return served{}, problem.New(problem.CodeRouteNotFound, "the upstream defines no money-moving endpoint at this path; nothing was sent")
+	}
+	t.Path = path
+	if p := checkBody(body); p != nil {
+		s.observe.MoneyRequest("body_refused")
+		return served{}, p
+	}
+	content, creates := creates(body)
 	req := ledger.Request{
 		UserID: c.UserID, Route: route, Key: key, Fingerprint: fingerprint(r.Method, t.Path, r.URL.RawQuery, body),
-		Match: matchKey(body), Content: paymentContent(body), SessionRef: c.SessionRef, ClientIP: c.ClientIP, RequestID: c.RequestID,
+		SessionRef: c.SessionRef, ClientIP: c.ClientIP, RequestID: c.RequestID,
+	}
+	if creates {
+		req.Content = content.Encode()
 	}
 	// The payment is detached from the client: a mobile app that loses its
 	// connection mid-payment finds the outcome stored when it retries. Its
 	// deadline starts before the claim, so the claim's deadline (the same
 	// timeout plus ownerMargin, on the database's clock) comes later.
-	detached := context.WithoutCancel(r.Context())
-	ctx, cancel := context.WithTimeout(detached, s.timeout)
+	bg := context.WithoutCancel(r.Context())
+	ctx, cancel := context.WithTimeout(bg, s.timeout)
 	defer cancel()
-	m := &moneyCall{call: c, target: t, r: r, req: req, body: body, detached: detached}
-	claim, rec, err := s.claim(detached, req)
+	m := &moneyCall{call: c, target: t, r: r, req: req, body: body,
+		creates: creates && (path == creationPath || path == initPath)}
+	claim, rec, err := s.claim(bg, req)
 	switch {
 	case err != nil:
 		return served{}, s.ledgerFailed(c, err)
 	case rec != nil:
-		return s.repeat(ctx, w, m, rec)
+		return s.repeat(ctx, bg, w, m, rec)
 	}
 	m.claim = claim
-	return s.own(ctx, w, m)
+	return s.own(ctx, bg, w, m)
 }
 
 func (s *Service) claim(ctx context.Context, req ledger.Request) (*ledger.Claim, *ledger.Record, error) {
@@ -152,24 +171,25 @@ func (s *Service) claim(ctx context.Context, req ledger.Request) (*ledger.Claim,
 
 // own sends the claimed request: a snapshot of the user's payments first
 // (what settling must never take for this request's), the durable mark,
-// then the one send, and its conclusion. After an upstream 401 it settles,
-// and sends once more only when the upstream shows it made nothing.
-func (s *Service) own(ctx context.Context, w http.ResponseWriter, m *moneyCall) (served, *problem.Problem) {
-	// Only a payment creation is settled from the upstream's list: the
-	// open-banking init's payment may exist before it.
-	settleable := m.target.Path == settlePath && m.req.Content != nil
-	var ev ledger.Send
-	if settleable {
-		ev = s.snapshot(ctx, m.call, m.req.Content)
+// then the one send, and its conclusion. ctx bounds the upstream work; bg
+// (the request's values, never its cancellation) the ledger writes after
+// it. After an upstream 401 it settles, and sends once more only when
+// settling concludes that the upstream made nothing.
+func (s *Service) own(ctx, bg context.Context, w http.ResponseWriter, m *moneyCall) (served, *problem.Problem) {
+	var snap ledger.Send
+	if m.creates {
+		want, _ := ParseContent(m.req.Content)
+		snap = s.snapshot(ctx, m.call, want)
 	}
-	mine := func() settling {
-		return settling{id: m.claim.ID, match: m.req.Match, content: m.req.Content, since: m.claim.ClaimedAt, ev: ev}
+	// answered: the upstream answered the send, so it is no longer acting.
+	subjectNow := func(answered bool) subject {
+		return subject{id: m.claim.ID, content: m.req.Content, claimedAt: m.claim.ClaimedAt, snapshot: snap, answered: answered}
 	}
 	for sends := 1; ; sends++ {
 		lost := false
 		rep, p := s.up.Exchange(ctx, proxy.Exchange{
 			Call: m.call, Target: m.target, Method: http.MethodPost, RawQuery: m.r.URL.RawQuery,
-			Header: m.r.Header, Body: m.body, Once: true, BeforeSend: s.mark(m.claim, ev, &lost),
+			Header: m.r.Header, Body: m.body, Once: true, BeforeSend: s.mark(m.claim, snap, &lost),
 		})
 		out := served{status: rep.Status}
 		code := ""
@@ -183,30 +203,30 @@ func (s *Service) own(ctx context.Context, w http.ResponseWriter, m *moneyCall) 
 			s.observe.MoneyRequest("claim_lost")
 			return out, p
 		case !rep.Sent:
-			s.conclude(m, "released", ledger.Outcome{Ending: ledger.EndNotSent, UpstreamStatus: rep.Status}, s.ledger.Release)
+			s.conclude(bg, m, "released", ledger.Outcome{Ending: ledger.EndNotSent, UpstreamStatus: rep.Status}, s.ledger.Release)
 			return out, p
 		case rep.Answered() && rep.Status == http.StatusUnauthorized:
-			o, v := s.settle(m.detached, m.call, mine())
+			res := s.settle(bg, m.call, subjectNow(true))
 			switch {
-			case v == made:
-				return out, s.settled(w, m, o, rep.Status)
-			case v == none && sends == 1 && ctx.Err() == nil:
-				// The upstream refused the token and shows no payment this
-				// request could have made: one more send, with a fresh
-				// token (the transport dropped the refused one), a fresh
-				// snapshot and a fresh mark.
+			case res.Conclusion == Made:
+				return out, s.settled(bg, w, m, madeOutcome(m.target.Path, res.Payment), rep.Status)
+			case res.Conclusion == NotMade && sends == 1 && ctx.Err() == nil:
+				// The upstream refused the token and made nothing: one more
+				// send, with a fresh token (the transport dropped the
+				// refused one), a fresh snapshot and a fresh mark.
 				s.observe.MoneyRequest("resent_after_401")
-				if ev = s.snapshot(ctx, m.call, m.req.Content); !ev.Snapshot {
-					return out, s.unknown(m, rep.Status, code)
+				want, _ := ParseContent(m.req.Content)
+				if snap = s.snapshot(ctx, m.call, want); !snap.Snapshot {
+					return out, s.unknown(bg, m, rep.Status, code)
 				}
 				continue
-			case v == none:
-				s.conclude(m, "released", ledger.Outcome{Ending: ledger.EndRefused, UpstreamStatus: rep.Status}, s.ledger.Release)
+			case res.Conclusion == NotMade:
+				s.conclude(bg, m, "released", ledger.Outcome{Ending: ledger.EndRefused, UpstreamStatus: rep.Status}, s.ledger.Release)
 				return out, p
 			}
-			return out, s.unknown(m, rep.Status, code)
-		case rep.Answered() && refused[code]:
-			s.conclude(m, "released", ledger.Outcome{Ending: ledger.EndRefused, UpstreamStatus: rep.Status}, s.ledger.Release)
+			return out, s.unknown(bg, m, rep.Status, code)
+		case rep.Answered() && refusedBeforeActing[code]:
+			s.conclude(bg, m, "released", ledger.Outcome{Ending: ledger.EndRefused, UpstreamStatus: rep.Status}, s.ledger.Release)
 			return out, p
 		case rep.Answered() && rep.Status < 500:
 			answer := &recorder{header: http.Header{}}
@@ -221,35 +241,39 @@ func (s *Service) own(ctx context.Context, w http.ResponseWriter, m *moneyCall) 
 				o.PaymentID = paymentID(rep.Body)
 			}
 			o.Response = answer.response()
-			s.conclude(m, "answered", o, s.ledger.Finish)
+			s.conclude(bg, m, "answered", o, s.ledger.Finish)
 			if p == nil {
 				answer.copyTo(w)
 			}
 			return out, p
 		case rep.Answered() && rep.Status == http.StatusInternalServerError && upstreamFailure[rep.Type]:
 			// The upstream's own error body (its documented 500): by its
-			// specification an HTTP error means the request failed. Unless
-			// its payment list shows otherwise, the key is given back. A
-			// gateway's 5xx, whatever its body, is no such word.
-			o, v := s.settle(m.detached, m.call, mine())
-			switch {
-			case v == made:
-				return out, s.settled(w, m, o, rep.Status)
-			case v == none || !settleable:
-				// No payment this request could have made is listed, or the
-				// request is one settling never checks, the open-banking
-				// init (then the upstream's word is all there is).
-				s.conclude(m, "released", ledger.Outcome{Ending: ledger.EndFailed, UpstreamStatus: rep.Status}, s.ledger.Release)
+			// specification an HTTP error means the request failed. A
+			// creation is given back only when settling concludes "not
+			// made"; an init of an existing payment creates nothing, and
+			// rests on the upstream's word. A gateway's 5xx, whatever its
+			// body, is no such word.
+			if !m.creates {
+				s.conclude(bg, m, "released", ledger.Outcome{Ending: ledger.EndFailed, UpstreamStatus: rep.Status}, s.ledger.Release)
 				return out, p
 			}
-			return out, s.unknown(m, rep.Status, code)
+			res := s.settle(bg, m.call, subjectNow(true))
+			switch res.Conclusion {
+			case Made:
+				return out, s.settled(bg, w, m, madeOutcome(m.target.Path, res.Payment), rep.Status)
+			case NotMade:
+				s.conclude(bg, m, "released", ledger.Outcome{Ending: ledger.EndFailed, UpstreamStatus: rep.Status}, s.ledger.Release)
+				return out, p
+			}
+			return out, s.unknown(bg, m, rep.Status, code)
 		}
 		// A timeout, a hang-up, a gateway's 5xx, a reply cut or too large
-		// to keep: only the upstream's payment list can tell.
-		if o, v := s.settle(m.detached, m.call, mine()); v == made {
-			return out, s.settled(w, m, o, rep.Status)
+		// to keep: the upstream may still be acting; only its payment list
+		// can tell, and only "made" can be concluded now.
+		if res := s.settle(bg, m.call, subjectNow(false)); res.Conclusion == Made {
+			return out, s.settled(bg, w, m, madeOutcome(m.target.Path, res.Payment), rep.Status)
 		}
-		return out, s.unknown(m, rep.Status, code)
+		return out, s.unknown(bg, m, rep.Status, code)
 	}
 }
 
@@ -276,17 +300,17 @@ func (s *Service) mark(claim *ledger.Claim, ev ledger.Send, lost *bool) func(con
 }
 
 // settled stores an outcome settling proved and writes it.
-func (s *Service) settled(w http.ResponseWriter, m *moneyCall, o ledger.Outcome, status int) *problem.Problem {
+func (s *Service) settled(bg context.Context, w http.ResponseWriter, m *moneyCall, o ledger.Outcome, status int) *problem.Problem {
 	o.UpstreamStatus = status
-	s.conclude(m, "settled", o, s.ledger.Finish)
+	s.conclude(bg, m, "settled", o, s.ledger.Finish)
 	fromResponse(o.Response).copyTo(w)
 	return nil
 }
 
 // unknown records that the outcome cannot be known now: the key is never
 // sent again, and the settler keeps looking.
-func (s *Service) unknown(m *moneyCall, status int, code string) *problem.Problem {
-	s.conclude(m, "unknown", ledger.Outcome{Ending: ledger.EndAmbiguous, UpstreamStatus: status}, s.ledger.Unknown)
+func (s *Service) unknown(bg context.Context, m *moneyCall, status int, code string) *problem.Problem {
+	s.conclude(bg, m, "unknown", ledger.Outcome{Ending: ledger.EndAmbiguous, UpstreamStatus: status}, s.ledger.Unknown)
 	return outcomeUnknown(code, status)
 }
 
@@ -294,9 +318,9 @@ func (s *Service) unknown(m *moneyCall, status int, code string) *problem.Proble
 // ledger does not answer within ownerMargin. Should it never land, the
 // claim stays in flight, the settler ends it at its deadline (unknown: it
 // was marked) and settles it from the upstream: never run twice.
-func (s *Service) conclude(m *moneyCall, result string, o ledger.Outcome, write func(context.Context, *ledger.Claim, ledger.Outcome) (bool, error)) {
+func (s *Service) conclude(bg context.Context, m *moneyCall, result string, o ledger.Outcome, write func(context.Context, *ledger.Claim, ledger.Outcome) (bool, error)) {
 	s.observe.MoneyRequest(result)
-	ctx, cancel := context.WithTimeout(m.detached, ownerMargin)
+	ctx, cancel := context.WithTimeout(bg, ownerMargin)
 	defer cancel()
 	delay := 100 * time.Millisecond
 	for {
@@ -326,17 +350,33 @@ func (s *Service) conclude(m *moneyCall, result string, o ledger.Outcome, write 
 
 // repeat answers a request whose key another request already claimed: the
 // stored answer written to w, or the failure. A claim whose owner died
-// before its send mark is given back and run here.
-func (s *Service) repeat(ctx context.Context, w http.ResponseWriter, m *moneyCall, rec *ledger.Record) (served, *problem.Problem) {
+// before its send mark, or an unknown outcome that settling now concludes
+// was not made, is given back and run here.
+func (s *Service) repeat(ctx, bg context.Context, w http.ResponseWriter, m *moneyCall, rec *ledger.Record) (served, *problem.Problem) {
 	event := func(id int64, what string) {
 		s.observe.MoneyRequest(what)
-		ectx, cancel := context.WithTimeout(m.detached, ledgerTimeout)
+		ectx, cancel := context.WithTimeout(bg, ledgerTimeout)
 		defer cancel()
 		if err := s.ledger.Event(ectx, id, m.req, what); err != nil {
 			s.log.Warn("a payment's audit event could not be written", slog.String("requestId", m.call.RequestID), slog.String("error", err.Error()))
 		}
 	}
-	for again := true; ; again = false {
+	// runAgain claims the given-back key and runs it; rec is what stands
+	// instead when another request claimed it first.
+	runAgain := func() (bool, served, *problem.Problem) {
+		claim, next, err := s.claim(bg, m.req)
+		if err != nil {
+			return true, served{}, s.ledgerFailed(m.call, err)
+		}
+		if claim != nil {
+			m.claim = claim
+			out, p := s.own(ctx, bg, w, m)
+			return true, out, p
+		}
+		rec = next
+		return false, served{}, nil
+	}
+	for tries := 0; tries < 3; tries++ {
 		switch {
 		case !bytes.Equal(rec.Fingerprint, m.req.Fingerprint):
 			event(rec.ID, ledger.EventReused)
@@ -344,10 +384,10 @@ func (s *Service) repeat(ctx context.Context, w http.ResponseWriter, m *moneyCal
 		case rec.State == ledger.StateDone:
 			event(rec.ID, ledger.EventReplayed)
 			return served{code: replay(w, rec.Response)}, nil
-		case rec.State == ledger.StateInFlight && rec.Expired && again:
+		case rec.State == ledger.StateInFlight && rec.Expired:
 			// The owner is past its deadline: it died or hung, and can no
 			// longer reach the upstream.
-			lctx, cancel := context.WithTimeout(m.detached, ledgerTimeout)
+			lctx, cancel := context.WithTimeout(bg, ledgerTimeout)
 			state, err := s.ledger.Abandon(lctx, rec.ID)
 			cancel()
 			if err != nil {
@@ -358,48 +398,61 @@ func (s *Service) repeat(ctx context.Context, w http.ResponseWriter, m *moneyCal
 			}
 			if state == ledger.StateUnknown {
 				rec.State = ledger.StateUnknown
-				break
+				continue
 			}
 			// Given back (the owner never marked its send), or moved on
 			// meanwhile: claim again.
-			claim, next, err := s.claim(m.detached, m.req)
-			if err != nil {
-				return served{}, s.ledgerFailed(m.call, err)
+			if done, out, p := runAgain(); done {
+				return out, p
 			}
-			if claim != nil {
-				m.claim = claim
-				return s.own(ctx, w, m)
-			}
-			rec = next
 			continue
-		case rec.State != ledger.StateUnknown: // in flight (or released, for a moment)
+		case rec.State == ledger.StateReleased:
+			if done, out, p := runAgain(); done {
+				return out, p
+			}
+			continue
+		case rec.State == ledger.StateInFlight:
 			event(rec.ID, ledger.EventInProgress)
 			p := problem.New(problem.CodeIdempotencyInProgress, "a request with this Idempotency-Key is still being processed; retry shortly")
 			p.RetryAfter = "1"
 			return served{}, p
 		}
-		break
-	}
-	o, v := s.settle(m.detached, m.call, settlingOf(rec))
-	if v != made {
-		event(rec.ID, ledger.EventUnknown)
-		return served{}, outcomeUnknown("", rec.UpstreamStatus)
-	}
-	lctx, cancel := context.WithTimeout(m.detached, ledgerTimeout)
-	applied, err := s.ledger.Settle(lctx, rec.ID, o)
-	cancel()
-	if err != nil {
-		return served{}, s.ledgerFailed(m.call, err)
-	}
-	if !applied { // settled by another request meanwhile: replay what it stored
-		_, stored, err := s.claim(m.detached, m.req)
-		if err != nil || stored == nil || stored.State != ledger.StateDone {
-			return served{}, s.ledgerFailed(m.call, errors.Join(err, errors.New("the settled record could not be read back")))
+		// Unknown: settle it now.
+		res := s.settle(bg, m.call, subjectOf(rec))
+		lctx, cancel := context.WithTimeout(bg, ledgerTimeout)
+		var applied bool
+		var err error
+		switch res.Conclusion {
+		case Made:
+			applied, err = s.ledger.Settle(lctx, rec.ID, madeOutcome(m.target.Path, res.Payment))
+		case NotMade:
+			applied, err = s.ledger.GiveBack(lctx, rec.ID)
 		}
-		o.Response = stored.Response
+		cancel()
+		switch {
+		case err != nil:
+			return served{}, s.ledgerFailed(m.call, err)
+		case res.Conclusion == Unknown:
+			event(rec.ID, ledger.EventUnknown)
+			return served{}, outcomeUnknown("", rec.UpstreamStatus)
+		case res.Conclusion == NotMade && applied:
+			event(rec.ID, ledger.EventNotMade)
+			if done, out, p := runAgain(); done {
+				return out, p
+			}
+			continue
+		case res.Conclusion == Made && applied:
+			event(rec.ID, ledger.EventSettled)
+			o := madeOutcome(m.target.Path, res.Payment)
+			return served{code: replay(w, o.Response)}, nil
+		}
+		// Another request or the settler ended it meanwhile: read it again
+		// (and run it, when it was given back).
+		if done, out, p := runAgain(); done {
+			return out, p
+		}
 	}
-	event(rec.ID, ledger.EventSettled)
-	return served{code: replay(w, o.Response)}, nil
+	return served{}, s.ledgerFailed(m.call, errors.New("a repeated payment's record kept changing under it"))
 }
 
 // ledgerFailed is 503 LEDGER_UNAVAILABLE: nothing was sent upstream.

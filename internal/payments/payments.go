@@ -34,7 +34,8 @@ type Ledger interface {
 	Unknown(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
 	Abandon(ctx context.Context, id int64) (ledger.State, error)
 	Settle(ctx context.Context, id int64, o ledger.Outcome) (bool, error)
-	Neighbours(ctx context.Context, userID string, except int64, match []byte, since time.Time, ids []string) (ledger.Neighbours, error)
+	GiveBack(ctx context.Context, id int64) (bool, error)
+	Others(ctx context.Context, userID string, except int64, since time.Time, ids []string) ([]ledger.Other, error)
 	Event(ctx context.Context, id int64, req ledger.Request, what string) error
 	Due(ctx context.Context, limit int, lease, maxLease, giveUp time.Duration) ([]*ledger.Record, error)
 	Unknowns(ctx context.Context) (int64, time.Time, error)
@@ -104,10 +105,12 @@ type Observer interface {
 	// how the settler ended one: answered, released, unknown (502
 	// PAYMENT_OUTCOME_UNKNOWN to the request that sent it), settled (by
 	// the owner, or a repeat of a settled key), replayed, in_progress,
-	// outcome_unknown (a repeat of an unknown key), key_reused,
-	// key_required, key_invalid, ledger_unavailable, claim_lost,
-	// snapshot_failed, resent_after_401, released_unsent (an owner that
-	// died before its send mark), settled_background.
+	// outcome_unknown (a repeat of an unknown key), not_made (a repeat
+	// of an unknown key proved not made, then run), key_reused,
+	// key_required, key_invalid, route_refused, body_refused,
+	// ledger_unavailable, claim_lost, snapshot_failed, resent_after_401,
+	// released_unsent (an owner that died before its send mark),
+	// settled_background, not_made_background.
 	MoneyRequest(result string)
 	// Followed reports a poll of a followed payment: changed, unchanged,
 	// not_found, failed, lease_lost; or a webhook: webhook_applied,

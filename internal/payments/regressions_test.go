@@ -83,8 +83,8 @@ func TestSettlementNeverAdoptsAnOpenRequestsPayment(t *testing.T) {
 	bodyA := `{"paymentInformation":{"amount":"12.50","currency":"ILS","creditorAccount":{"iban":"IL620108000000099999999"}}}`
 	bodyB := `{"paymentInformation":{"amount":"12.50","currency":"ILS","creditorAccount":{"iban":"IL620108000000099999999"},"remittanceInformation":"Order 9"}}`
 	reqB := ledger.Request{UserID: "alice", Route: "/v2/payments", Key: "kB",
-		Fingerprint: payments.Fingerprint("POST", "/v2/payments", "", []byte(bodyB)), Match: payments.MatchKey([]byte(bodyB)),
-		Content: payments.PaymentContent([]byte(bodyB)), SessionRef: "h", ClientIP: "203.0.113.7", RequestID: "rB"}
+		Fingerprint: payments.Fingerprint("POST", "/v2/payments", "", []byte(bodyB)),
+		Content:     payments.PaymentContent([]byte(bodyB)), SessionRef: "h", ClientIP: "203.0.113.7", RequestID: "rB"}
 	cB, _, err := f.ledger.Claim(context.Background(), reqB, time.Minute)
 	if err != nil || cB == nil {
 		t.Fatal(err)

@@ -2,14 +2,11 @@ package payments
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/fintech-bff/bff/internal/ledger"
@@ -17,34 +14,22 @@ import (
 	"github.com/fintech-bff/bff/internal/proxy"
 )
 
-// Settling learns from the upstream whether a payment whose answer was
-// lost exists. The upstream takes no idempotency key, so the only evidence
-// is its payment list, read against what the owner recorded with its send
-// mark (ledger.Send):
-//
-//   - before the send, the owner read the newest page of the user's
-//     payments: the ones with the same content listed there existed
-//     before the send and are never this request's (SeenBefore, bounded
-//     by SeenCut when the page was not the whole list);
-//   - from the upstream's Date header on that read, against the owner's
-//     own clock, the latest upstream time at which this request could
-//     still have made a payment (WindowEnd), and the earliest a payment
-//     made after the read can show (SeenFrom);
-//   - the ledger: a payment any other record of the user owns, on any
-//     route, is never this request's; another request with the same
-//     content that may still be making its payment makes a match
-//     ambiguous.
-//
-// A payment is this request's only when exactly one listed payment passes
-// all of that. docs/payments.md gives the argument and its one assumption.
+// Settling gathers the evidence about a money request whose answer was
+// lost, or that the upstream refused after it may have acted, and hands it
+// to Conclude (settlement.go), where the rules live: the snapshot the owner
+// recorded with its send mark, the upstream's payment list now, and the
+// user's other money requests in the ledger.
 const (
-	// settlePath is the creation route settling understands; the
-	// open-banking init is not settled (its payment may exist before it).
-	settlePath = "/v2/payments"
+	// creationPath and initPath are the money endpoints the upstream
+	// defines: a payment's creation, and the open-banking init (a
+	// creation when it carries paymentInformation and no paymentId).
+	creationPath = "/v2/payments"
+	initPath     = "/v2/pay/open-banking-init"
 	// listLimit is the page size of every payment list read.
 	listLimit = 100
-	// settlePages bounds the list pages one settling reads.
-	settlePages = 5
+	// listPages bounds the pages a snapshot or a settling reads: a user
+	// with more payments than that is never concluded "not made".
+	listPages = 5
 	// settleTimeout bounds one settling.
 	settleTimeout = 10 * time.Second
 	// dateSlack: the upstream's Date is to the second, and stamped a moment
@@ -52,53 +37,12 @@ const (
 	dateSlack = 2 * time.Second
 )
 
-// verdict is what settling concluded.
-type verdict int
-
-const (
-	unsure verdict = iota // the evidence proves nothing: the outcome stays unknown
-	none                  // no payment this request could have made exists
-	made                  // exactly one payment is this request's
-)
-
-// content is what settling compares of a payment request.
-type content struct {
-	Info        map[string]any `json:"paymentInformation"`
-	RedirectURL string         `json:"redirectUrl,omitempty"`
-}
-
-// paymentContent is what settling compares of a money request, as JSON:
-// its paymentInformation and redirectUrl; nil when it has no
-// paymentInformation (it makes no new payment settling could mistake).
-func paymentContent(body []byte) []byte {
-	var c content
-	if json.Unmarshal(body, &c) != nil || len(c.Info) == 0 {
-		return nil
-	}
-	b, _ := json.Marshal(c)
-	return b
-}
-
-func (c content) matches(p listedPayment) bool {
-	return sameInformation(c.Info, p.Info) && (c.RedirectURL == "" || c.RedirectURL == p.RedirectURL)
-}
-
-type listedPayment struct {
-	ID          string         `json:"id"`
-	PayURL      string         `json:"payUrl"`
-	RedirectURL string         `json:"redirectUrl"`
-	CreatedAt   time.Time      `json:"createdAt"`
-	Info        map[string]any `json:"paymentInformation"`
-}
-
-// snapshot reads the newest page of the user's payments just before a
-// send, and returns the evidence to record with the mark. It is the zero
-// Send (the send will not be settled) when the list cannot be read.
-func (s *Service) snapshot(ctx context.Context, c proxy.Call, raw []byte) ledger.Send {
-	var ct content
-	_ = json.Unmarshal(raw, &ct)
+// snapshot reads the user's payments just before a send, and returns the
+// evidence to record with the mark. It is the zero Send (the send will
+// never be settled) when the list cannot be read.
+func (s *Service) snapshot(ctx context.Context, c proxy.Call, want Content) ledger.Send {
 	start := time.Now()
-	items, next, date, err := s.listPage(ctx, c, "")
+	l, err := s.listing(ctx, c, time.Time{})
 	if err != nil {
 		s.observe.MoneyRequest("snapshot_failed")
 		s.log.Warn("a payment is sent without a snapshot of the user's payments: should its answer be lost, it stays unknown",
@@ -106,15 +50,15 @@ func (s *Service) snapshot(ctx context.Context, c proxy.Call, raw []byte) ledger
 		return ledger.Send{}
 	}
 	ev := ledger.Send{Snapshot: true}
-	for _, p := range items {
-		if p.ID != "" && ct.matches(p) {
+	for _, p := range l.Payments {
+		if p.ID != "" && want.Similar(p) {
 			ev.SeenBefore = append(ev.SeenBefore, p.ID)
 		}
 	}
-	if next != "" {
-		// Only the newest page was read: the older payments are excluded
-		// by time instead, so every item must tell its time.
-		for _, p := range items {
+	if !l.Whole {
+		// The oldest payments were not read: they are excluded by time
+		// instead, so every item read must tell its time.
+		for _, p := range l.Payments {
 			if p.CreatedAt.IsZero() {
 				return ledger.Send{}
 			}
@@ -123,157 +67,142 @@ func (s *Service) snapshot(ctx context.Context, c proxy.Call, raw []byte) ledger
 			}
 		}
 	}
-	if !date.IsZero() {
-		ev.SeenFrom = date.Add(-dateSlack)
+	if !l.Date.IsZero() {
+		ev.SeenFrom = l.Date.Add(-dateSlack)
 		if dl, ok := ctx.Deadline(); ok {
-			// The upstream's clock reads date somewhere in [date, date+1s)
+			// The upstream's clock reads Date somewhere in [Date, Date+1s)
 			// at a local moment after start, so at the local deadline,
 			// after which this request can no longer reach the upstream,
-			// it reads less than date + 1s + (deadline - start). The
+			// it reads less than Date + 1s + (deadline - start). The
 			// upstream then has ownerMargin to make the payment.
-			ev.WindowEnd = date.Add(time.Second + dl.Sub(start) + ownerMargin)
+			ev.WindowEnd = l.Date.Add(time.Second + dl.Sub(start) + ownerMargin)
 		}
 	}
 	return ev
 }
 
-// candidate reports whether listed payment p could be the one the send
-// recorded in ev made.
-func candidate(ev ledger.Send, ct content, p listedPayment) bool {
-	if p.ID == "" || !ct.matches(p) || slices.Contains(ev.SeenBefore, p.ID) {
-		return false
-	}
-	if p.CreatedAt.IsZero() {
-		// No time to judge it by: only a snapshot of the whole list can
-		// say it was not there before.
-		return ev.SeenCut.IsZero()
-	}
-	switch {
-	case !ev.SeenCut.IsZero() && !p.CreatedAt.After(ev.SeenCut):
-		return false // older than what the snapshot read: it existed before
-	case !ev.SeenFrom.IsZero() && p.CreatedAt.Before(ev.SeenFrom):
-		return false // created before the snapshot was read
-	case !ev.WindowEnd.IsZero() && p.CreatedAt.After(ev.WindowEnd):
-		return false // created after this request could have reached the upstream
-	}
-	return true
+// subject is what settling needs of a record: its id, what it asked to
+// create, when it was claimed (the ledger's clock), and the evidence its
+// send mark recorded.
+type subject struct {
+	id        int64
+	content   []byte
+	claimedAt time.Time
+	snapshot  ledger.Send
+	// answered: the upstream answered its send, so it no longer acts on it.
+	answered bool
+	// expired: its deadline has passed (the ledger's clock), after which no
+	// send of it can reach the upstream.
+	expired bool
 }
 
-// settling is what settle needs of a record: its id, its content and
-// match, when its claim was made, and the evidence its send mark recorded.
-type settling struct {
-	id      int64
-	match   []byte
-	content []byte
-	since   time.Time
-	ev      ledger.Send
+func subjectOf(rec *ledger.Record) subject {
+	return subject{id: rec.ID, content: rec.Content, claimedAt: rec.ClaimedAt, snapshot: rec.Send, expired: rec.Expired}
 }
 
-func settlingOf(rec *ledger.Record) settling {
-	return settling{id: rec.ID, match: rec.Match, content: rec.Content, since: rec.ClaimedAt, ev: rec.Send}
-}
-
-// settle looks for the payment the send of record r may have made, for
-// user c.UserID.
-func (s *Service) settle(ctx context.Context, c proxy.Call, r settling) (ledger.Outcome, verdict) {
-	ev := r.ev
-	if r.content == nil || !ev.Snapshot || ev.WindowEnd.IsZero() {
-		// No snapshot, or no window (the upstream sent no Date): a payment
-		// made through another channel at any later time could pass.
-		return ledger.Outcome{}, unsure
-	}
-	var ct content
-	if json.Unmarshal(r.content, &ct) != nil {
-		return ledger.Outcome{}, unsure
+// settle gathers the evidence about record r, acting for user c.UserID,
+// and concludes.
+func (s *Service) settle(ctx context.Context, c proxy.Call, r subject) Result {
+	want, ok := ParseContent(r.content)
+	if !ok || !r.snapshot.Snapshot {
+		return unknownBecause("the request was sent without a snapshot, or creates no payment")
 	}
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
-	lower := ev.SeenFrom
-	if ev.SeenCut.After(lower) {
-		lower = ev.SeenCut
+	lower := r.snapshot.SeenFrom
+	if r.snapshot.SeenCut.After(lower) {
+		lower = r.snapshot.SeenCut
 	}
-	var found []listedPayment
-	complete := false
-	next := ""
-	for page := 0; page < settlePages && !complete; page++ {
-		items, cursor, _, err := s.listPage(ctx, c, next)
-		if err != nil {
-			s.log.Warn("settling a payment: the payment list could not be read", slog.String("requestId", c.RequestID), slog.String("error", problem.CauseText(err)))
-			return ledger.Outcome{}, unsure
+	l, err := s.listing(ctx, c, lower)
+	if err != nil {
+		s.log.Warn("settling a payment: the payment list could not be read", slog.String("requestId", c.RequestID), slog.String("error", problem.CauseText(err)))
+		return unknownBecause("the payment list could not be read")
+	}
+	var ids []string
+	for _, p := range l.Payments {
+		if want.Equal(p) {
+			ids = append(ids, p.ID)
 		}
-		for _, p := range items {
-			if !lower.IsZero() && !p.CreatedAt.IsZero() && p.CreatedAt.Before(lower) {
-				complete = true // newest first: the rest are older still
-				continue
-			}
-			if candidate(ev, ct, p) {
-				found = append(found, p)
-			}
-		}
-		complete = complete || cursor == ""
-		next = cursor
-	}
-	if !complete {
-		return ledger.Outcome{}, unsure
-	}
-	ids := make([]string, len(found))
-	for i, p := range found {
-		ids[i] = p.ID
 	}
 	lctx, lcancel := context.WithTimeout(ctx, ledgerTimeout)
-	n, err := s.ledger.Neighbours(lctx, c.UserID, r.id, r.match, r.since, ids)
+	others, err := s.ledger.Others(lctx, c.UserID, r.id, r.claimedAt, ids)
 	lcancel()
 	if err != nil {
-		return ledger.Outcome{}, unsure
+		return unknownBecause("the ledger could not be read")
 	}
-	var mine []listedPayment
-	for _, p := range found {
-		if !n.Taken[p.ID] {
-			mine = append(mine, p)
-		}
+	// Quiet: answered, or past its deadline and, when the upstream's clock
+	// is known, past its window on that clock too.
+	quiet := r.answered || (r.expired && (l.Date.IsZero() || r.snapshot.WindowEnd.IsZero() || l.Date.After(r.snapshot.WindowEnd)))
+	res := Conclude(Evidence{Request: want, Snapshot: r.snapshot, Listing: l, Quiet: quiet, Others: others})
+	if res.Conclusion == Unknown {
+		s.log.Info("settling a payment: the outcome stays unknown", slog.String("requestId", c.RequestID), slog.String("reason", res.Reason))
 	}
-	switch {
-	case len(mine) == 0:
-		return ledger.Outcome{}, none
-	case len(mine) > 1:
-		s.log.Warn("settling a payment: several payments match; leaving the outcome unknown", slog.String("requestId", c.RequestID), slog.Int("matches", len(mine)))
-		return ledger.Outcome{}, unsure
-	case n.Open || matchedByAnother(mine[0], n.Contents):
-		return ledger.Outcome{}, unsure // another open request may have made that payment
-	}
-	p := mine[0]
-	reply, _ := json.Marshal(struct {
-		ID     string `json:"id"`
-		PayURL string `json:"payUrl,omitempty"`
-	}{p.ID, p.PayURL})
-	return ledger.Outcome{
-		Ending: ledger.EndSettled, PaymentID: p.ID,
-		Response: &ledger.Response{Status: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}}, Body: reply},
-	}, made
+	return res
 }
 
-// matchedByAnother reports whether payment p has the content of one of the
-// other open requests: then it could be that request's.
-func matchedByAnother(p listedPayment, others [][]byte) bool {
-	for _, raw := range others {
-		var ct content
-		if json.Unmarshal(raw, &ct) != nil || ct.matches(p) {
-			return true
-		}
+// madeOutcome is the answer settling stores for a payment it proved, in
+// the shape of the endpoint's own answer as far as the list tells it: a
+// creation's 201 {id, payUrl}, an open-banking init's 200 {paymentId,
+// providerId, status, authorizationUrl}.
+func madeOutcome(path string, p Listed) ledger.Outcome {
+	status, reply := http.StatusCreated, []byte(nil)
+	if path == initPath {
+		status = http.StatusOK
+		reply, _ = json.Marshal(struct {
+			PaymentID        string `json:"paymentId"`
+			ProviderID       string `json:"providerId,omitempty"`
+			Status           string `json:"status,omitempty"`
+			AuthorizationURL string `json:"authorizationUrl,omitempty"`
+		}{p.ID, p.ProviderID, p.Status, p.PayURL})
+	} else {
+		reply, _ = json.Marshal(struct {
+			ID     string `json:"id"`
+			PayURL string `json:"payUrl,omitempty"`
+		}{p.ID, p.PayURL})
 	}
-	return false
+	return ledger.Outcome{
+		Ending: ledger.EndSettled, PaymentID: p.ID,
+		Response: &ledger.Response{Status: status, Header: http.Header{"Content-Type": {"application/json"}}, Body: reply},
+	}
+}
+
+// listing reads the user's payments, newest first, page by page: to the
+// end of the list, or (with a non-zero lower) until a page reaches payments
+// created before lower, at most listPages pages.
+func (s *Service) listing(ctx context.Context, c proxy.Call, lower time.Time) (Listing, error) {
+	var l Listing
+	next := ""
+	for page := 0; page < listPages; page++ {
+		items, cursor, date, err := s.listPage(ctx, c, next)
+		if err != nil {
+			return Listing{}, err
+		}
+		if page == 0 {
+			l.Date = date
+		}
+		l.Payments = append(l.Payments, items...)
+		if cursor == "" {
+			l.Whole = true
+			return l, nil
+		}
+		if !lower.IsZero() && len(items) > 0 && items[len(items)-1].CreatedAt.Before(lower) {
+			return l, nil // newest first: the rest are older still
+		}
+		next = cursor
+	}
+	return l, nil
 }
 
 // listPage reads one page of the user's payments, newest first, through
 // the upstream exchange (the user's token; a GET, so the 401 re-mint and
 // the retries apply), and the upstream's Date.
-func (s *Service) listPage(ctx context.Context, c proxy.Call, cursor string) ([]listedPayment, string, time.Time, error) {
+func (s *Service) listPage(ctx context.Context, c proxy.Call, cursor string) ([]Listed, string, time.Time, error) {
 	q := url.Values{"limit": {strconv.Itoa(listLimit)}, "sort": {"-1"}}
 	if cursor != "" {
 		q.Set("nextPage", cursor)
 	}
 	rep, p := s.up.Exchange(ctx, proxy.Exchange{
-		Call: proxy.Call{UserID: c.UserID, RequestID: c.RequestID}, Target: proxy.Target{Path: settlePath, Route: settlePath},
+		Call: proxy.Call{UserID: c.UserID, RequestID: c.RequestID}, Target: proxy.Target{Path: creationPath, Route: creationPath},
 		Method: http.MethodGet, RawQuery: q.Encode(), Header: http.Header{"Accept": {"application/json"}},
 	})
 	if p != nil {
@@ -283,8 +212,8 @@ func (s *Service) listPage(ctx context.Context, c proxy.Call, cursor string) ([]
 		return nil, "", time.Time{}, problem.Newf(problem.CodeUpstreamError, "the payment list answered %d", rep.Status)
 	}
 	var page struct {
-		Items    []listedPayment `json:"items"`
-		NextPage any             `json:"nextPage"`
+		Items    []Listed `json:"items"`
+		NextPage any      `json:"nextPage"`
 	}
 	if err := json.Unmarshal(rep.Body, &page); err != nil {
 		return nil, "", time.Time{}, problem.Wrap(problem.CodeUpstreamError, "the payment list is not JSON", err)
@@ -298,93 +227,3 @@ func (s *Service) listPage(ctx context.Context, c proxy.Call, cursor string) ([]
 	}
 	return page.Items, next, rep.Date, nil
 }
-
-// matchKey hashes what settling compares of a payment request: its
-// paymentInformation and redirectUrl, normalised as sameInformation
-// compares them (numbers by value, IBANs without spaces or case). Two
-// requests with the same key are the ones settling could confuse. nil when
-// the body is not a JSON object.
-func matchKey(body []byte) []byte {
-	var v content
-	if json.Unmarshal(body, &v) != nil {
-		return nil
-	}
-	b, _ := json.Marshal([]any{normalizeInfo(v.Info), v.RedirectURL}) // maps marshal with sorted keys
-	sum := sha256.Sum256(b)
-	return sum[:]
-}
-
-func normalizeInfo(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		switch x := v.(type) {
-		case map[string]any:
-			out[k] = normalizeInfo(x)
-		case string:
-			if strings.EqualFold(k, "iban") {
-				out[k] = normIBAN(x)
-			} else if f, ok := number(x); ok {
-				out[k] = f
-			} else {
-				out[k] = x
-			}
-		default:
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// sameInformation reports whether every field the client sent in
-// paymentInformation is in the listed payment with the same value; numbers
-// compare by value whether sent as a number or a string, IBANs without
-// spaces or case.
-func sameInformation(sent, listed map[string]any) bool {
-	if listed == nil {
-		return false
-	}
-	for k, v := range sent {
-		if !sameValue(strings.EqualFold(k, "iban"), v, listed[k]) {
-			return false
-		}
-	}
-	return true
-}
-
-func sameValue(iban bool, a, b any) bool {
-	switch av := a.(type) {
-	case map[string]any:
-		bv, ok := b.(map[string]any)
-		return ok && sameInformation(av, bv)
-	case float64, string:
-		if af, ok := number(a); ok && !iban {
-			bf, ok := number(b)
-			return ok && af == bf
-		}
-		as, _ := a.(string)
-		bs, ok := b.(string)
-		if iban {
-			return ok && normIBAN(as) == normIBAN(bs)
-		}
-		return ok && as == bs
-	case nil:
-		return b == nil
-	default:
-		ab, _ := json.Marshal(a)
-		bb, _ := json.Marshal(b)
-		return string(ab) == string(bb)
-	}
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case string:
-		f, err := strconv.ParseFloat(strings.TrimSpace(n), 64)
-		return f, err == nil
-	}
-	return 0, false
-}
-
-func normIBAN(s string) string { return strings.ToUpper(strings.ReplaceAll(s, " ", "")) }

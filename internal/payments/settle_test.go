@@ -106,10 +106,24 @@ func TestPaymentAfter401(t *testing.T) {
 		}
 	})
 
-	t.Run("the open-banking init, which cannot be settled, is never resent after a 401", func(t *testing.T) {
+	t.Run("an open-banking init that creates a payment is settled as a creation", func(t *testing.T) {
 		f := newMoneyFixture(t, nil)
 		f.bank.after.Store("401")
 		w := f.post(t, "/v2/pay/open-banking-init", payment, "k401c")
+		var got struct{ PaymentID string }
+		_ = json.Unmarshal(w.Body.Bytes(), &got)
+		if w.Code != 200 || got.PaymentID != "01JPAY0001" {
+			t.Fatalf("got %d %s, want the settled 200 of the payment the init made", w.Code, w.Body)
+		}
+		if n := f.bank.seen.get("POST /v2/pay/open-banking-init"); n != 1 {
+			t.Fatalf("the upstream got %d POSTs, want 1", n)
+		}
+	})
+
+	t.Run("an open-banking init of an existing payment, which settling cannot read, is never resent after a 401", func(t *testing.T) {
+		f := newMoneyFixture(t, nil)
+		f.bank.refuse.Store("401")
+		w := f.post(t, "/v2/pay/open-banking-init", `{"paymentId":"01JPAY0009","providerId":"bank-sandbox"}`, "k401d")
 		if p := decodeProblem(t, w); w.Code != 502 || p.Code != "PAYMENT_OUTCOME_UNKNOWN" {
 			t.Fatalf("got %d %s, want 502 PAYMENT_OUTCOME_UNKNOWN", w.Code, w.Body)
 		}
@@ -124,8 +138,8 @@ func TestPaymentAfter401(t *testing.T) {
 func deadOwner(t *testing.T, led *ledger.Memory, key, body string, marked bool) *ledger.Claim {
 	t.Helper()
 	req := ledger.Request{UserID: "alice", Route: "/v2/payments", Key: key,
-		Fingerprint: payments.Fingerprint(http.MethodPost, "/v2/payments", "", []byte(body)), Match: payments.MatchKey([]byte(body)),
-		Content: payments.PaymentContent([]byte(body)), SessionRef: "handle", ClientIP: "203.0.113.7", RequestID: "req-dead"}
+		Fingerprint: payments.Fingerprint(http.MethodPost, "/v2/payments", "", []byte(body)),
+		Content:     payments.PaymentContent([]byte(body)), SessionRef: "handle", ClientIP: "203.0.113.7", RequestID: "req-dead"}
 	c, _, err := led.Claim(context.Background(), req, time.Second)
 	if err != nil || c == nil {
 		t.Fatalf("claim: %v, %v", c, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fintech-bff/bff/internal/ledger"
@@ -86,20 +87,42 @@ func (s *Service) settleRecord(ctx context.Context, rec *ledger.Record) {
 	// The settler acts for the record's user, under the request id that
 	// claimed it, so the upstream's log ties its look-ups to the payment.
 	c := proxy.Call{UserID: rec.UserID, RequestID: rec.RequestID + "-settle-" + strconv.FormatInt(rec.ID, 10)}
-	o, v := s.settle(ctx, c, settlingOf(rec))
-	if v != made {
+	res := s.settle(ctx, c, subjectOf(rec))
+	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+	defer cancel()
+	var applied bool
+	var err error
+	switch res.Conclusion {
+	case Made:
+		o := madeOutcome(recordPath(rec), res.Payment)
+		o.UpstreamStatus = rec.UpstreamStatus
+		applied, err = s.ledger.Settle(lctx, rec.ID, o)
+	case NotMade:
+		applied, err = s.ledger.GiveBack(lctx, rec.ID)
+	default:
 		return
 	}
-	o.UpstreamStatus = rec.UpstreamStatus
-	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
-	applied, err := s.ledger.Settle(lctx, rec.ID, o)
-	cancel()
 	if err != nil {
 		s.log.Warn("the settler could not store a settled outcome", slog.String("error", err.Error()))
 		return
 	}
-	if applied {
+	if !applied {
+		return
+	}
+	if res.Conclusion == Made {
 		s.observe.MoneyRequest("settled_background")
 		s.log.Info("an unknown payment outcome was settled from the upstream's list", slog.String("requestId", rec.RequestID))
+		return
 	}
+	s.observe.MoneyRequest("not_made_background")
+	s.log.Info("an unknown payment outcome was proved not made; its key is given back", slog.String("requestId", rec.RequestID))
+}
+
+// recordPath is the endpoint a settleable record was sent to, from its
+// money route: the open-banking init under /v2/pay, else the creation.
+func recordPath(rec *ledger.Record) string {
+	if strings.HasPrefix(initPath, rec.Route) && !strings.HasPrefix(creationPath, rec.Route) {
+		return initPath
+	}
+	return creationPath
 }
