@@ -2,8 +2,11 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,6 +24,14 @@ import (
 //	         once the lease is another's.
 //	Webhook  store a status the upstream pushed (signed, checked by the
 //	         caller), once per delivery id.
+//
+// Both writers keep a status by one rule (issue 32, case 6: final is
+// final), reported as a Write: a final status is never replaced, whatever
+// its updatedAt; otherwise only a strictly newer updatedAt replaces the
+// stored one (the upstream's has one-second resolution: an equal one may
+// be older); a status dated more than futureSkew ahead of the writer's
+// clock is not believed. The following ends when a final status is stored,
+// and only then (or when the caller stops it: see Observed.Stop).
 //	Changes  a user's records changed after a position, in order.
 //	Listen   the announcements: which user's stream moved.
 
@@ -31,6 +42,87 @@ var FinalStatuses = []string{"ACSC", "ACCC", "RJCT", "CANC", "ERROR"}
 
 // Final reports whether status is one of FinalStatuses.
 func Final(status string) bool { return slices.Contains(FinalStatuses, status) }
+
+// futureSkew is how far ahead of the writer's clock an upstream's updatedAt
+// may be and still be stored: the clocks differ by a little, never by more.
+const futureSkew = 5 * time.Minute
+
+// Write is what became of the status a poll or a webhook brought.
+type Write int
+
+// Writes.
+const (
+	Stored Write = iota // stored; or the poll brought none (it failed)
+	// Kept: not stored, the stored status stands: its updatedAt is the same
+	// or later, or it is final and this is the same status.
+	Kept
+	// AfterFinal: not stored, a final status is stored and this is another:
+	// final is final. The caller logs it.
+	AfterFinal
+	// Future: not stored, dated more than futureSkew ahead of the writer's
+	// clock: not believed.
+	Future
+	// Fenced: Watched wrote nothing, the lease is another's.
+	Fenced
+)
+
+var writeNames = [...]string{Stored: "stored", Kept: "kept", AfterFinal: "after_final", Future: "future", Fenced: "fenced"}
+
+func (w Write) String() string {
+	if w >= 0 && int(w) < len(writeNames) {
+		return writeNames[w]
+	}
+	return "Write(" + strconv.Itoa(int(w)) + ")"
+}
+
+// write is the rule both ledgers keep a status by: the Write of status,
+// dated at, over stored (dated storedAt; "" when none), on the writer's
+// clock now. The SQL of Postgres.Watched and Postgres.Webhook is its
+// twin (writeSQL).
+func write(status string, at time.Time, stored string, storedAt, now time.Time) Write {
+	switch {
+	case Final(stored) && status == stored:
+		return Kept
+	case Final(stored):
+		return AfterFinal
+	case at.After(now.Add(futureSkew)):
+		return Future
+	case stored == "" || at.After(storedAt):
+		return Stored
+	}
+	return Kept
+}
+
+// writeSQL is write in SQL, over the columns st (payment_status) and at
+// (status_at) of the row as it stands (locked): status and at are the
+// placeholders of the status brought and its updatedAt, final of
+// FinalStatuses and skew of futureSkew in microseconds; now() is the
+// writer's clock. A NULL updatedAt is never newer than a stored status (as
+// a zero time.Time is not). Its values are those of sqlWrites.
+func writeSQL(status, at, final, skew string) string {
+	return strings.NewReplacer("$status", status, "$at", at, "$final", final, "$skew", skew).Replace(`CASE
+    WHEN st = ANY($final) AND st = $status THEN 'kept'
+    WHEN st = ANY($final) THEN 'after_final'
+    WHEN $at > now() + $skew * interval '1 microsecond' THEN 'future'
+    WHEN st IS NULL OR $at > coalesce(at, '-infinity') THEN 'stored'
+    ELSE 'kept' END`)
+}
+
+// sqlWrites are the values of writeSQL ("none": a poll that brought no
+// status).
+var sqlWrites = map[string]Write{"none": Stored, "stored": Stored, "kept": Kept, "after_final": AfterFinal, "future": Future}
+
+// writeRank orders the Writes of a webhook that reached several records:
+// the one reported is the one a caller most needs to know of.
+var writeRank = [...]int{Kept: 0, Stored: 1, Future: 2, AfterFinal: 3, Fenced: 4}
+
+// notable is the Write to report of a and b.
+func notable(a, b Write) Write {
+	if writeRank[b] > writeRank[a] {
+		return b
+	}
+	return a
+}
 
 // Watch is a followed payment leased for one poll.
 type Watch struct {
@@ -49,8 +141,9 @@ type Watch struct {
 type Observed struct {
 	Status string    // "" when the poll learned no status (a failure)
 	At     time.Time // the upstream's updatedAt of Status
-	// Stop ends the following (a final status, a payment the upstream does
-	// not know, or past the budget); else the next poll is Wait from now.
+	// Stop ends the following for a reason besides the status (a payment
+	// the upstream does not know, or past the budget). A final status ends
+	// it once stored, Stop or not; else the next poll is Wait from now.
 	Stop bool
 	Wait time.Duration
 }
@@ -67,7 +160,7 @@ type Delivery int
 
 // Deliveries.
 const (
-	Applied   Delivery = iota // the status is stored (or an equal or newer one was)
+	Applied   Delivery = iota // a record names the payment: the Write says what became of the status
 	Replayed                  // the delivery id was seen already: nothing changed
 	Unmatched                 // no record names the payment: nothing changed
 )
@@ -112,30 +205,48 @@ RETURNING m.id, m.user_id, m.request_id, m.payment_id, coalesce(m.payment_status
 	return out, unavailable(rows.Err())
 }
 
-// Watched stores what the poll of w learned, and when to poll next. It
-// reports false, writing nothing, when w's lease is no longer held (it ran
-// out and another instance took the payment): the fence. A status older
-// than the stored one (a webhook brought a newer one meanwhile) is not
-// stored, and a final status stored meanwhile ends the following.
-func (p *Postgres) Watched(ctx context.Context, w Watch, o Observed) (bool, error) {
-	return p.exec(ctx, `
-UPDATE money_requests SET
-  payment_status = CASE WHEN $3 <> '' AND (status_at IS NULL OR $4 >= status_at) THEN $3 ELSE payment_status END,
-  status_at = CASE WHEN $3 <> '' AND (status_at IS NULL OR $4 >= status_at) THEN $4 ELSE status_at END,
-  watch_next = CASE WHEN $5 OR coalesce(payment_status, '') = ANY($7) THEN NULL
+// Watched stores what the poll of w learned, and when to poll next, and
+// reports what became of its status (see write): Fenced, writing nothing,
+// when w's lease is no longer held (it ran out and another instance took
+// the payment). A status a webhook made as new or newer meanwhile stands,
+// and a final one stored meanwhile stands and has ended the following: the
+// poll restarts it only when the status kept is not final and o.Stop is
+// not set.
+func (p *Postgres) Watched(ctx context.Context, w Watch, o Observed) (Write, error) {
+	var res string
+	err := p.pool.QueryRow(ctx, `
+WITH old AS (
+  SELECT id, payment_status AS st, status_at AS at FROM money_requests WHERE id = $1 AND watch_owner = $2 FOR UPDATE
+), v AS (
+  SELECT id, st, CASE WHEN $3 = '' THEN 'none' ELSE `+writeSQL("$3", "$4", "$7", "$8")+` END AS w FROM old
+)
+UPDATE money_requests m SET
+  payment_status = CASE WHEN v.w = 'stored' THEN $3 ELSE m.payment_status END,
+  status_at = CASE WHEN v.w = 'stored' THEN $4 ELSE m.status_at END,
+  watch_next = CASE WHEN $5 OR coalesce(CASE WHEN v.w = 'stored' THEN $3 ELSE v.st END, '') = ANY($7) THEN NULL
                     ELSE now() + $6 * interval '1 millisecond' END,
   watch_wait_ms = $6, watch_owner = NULL
-WHERE id = $1 AND watch_owner = $2`, w.ID, w.Owner, o.Status, nullTime(o.At), o.Stop, o.Wait.Milliseconds(), FinalStatuses)
+FROM v WHERE m.id = v.id
+RETURNING v.w`, w.ID, w.Owner, o.Status, nullTime(o.At), o.Stop, o.Wait.Milliseconds(), FinalStatuses,
+		futureSkew.Microseconds()).Scan(&res)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Fenced, nil
+	}
+	if err != nil {
+		return Fenced, unavailable(err)
+	}
+	return sqlWrites[res], nil
 }
 
 // Webhook stores a status the upstream pushed, in the delivery's name: a
-// delivery id seen before is Replayed and changes nothing. A final status
-// ends the following; another pushes the next poll out to at least later
-// from now (polling stays the safety net). A status older than the stored
-// one is not stored (a late delivery). Delivery ids are kept until
-// PruneDeliveries.
-func (p *Postgres) Webhook(ctx context.Context, deliveryID string, u StatusUpdate, later time.Duration) (Delivery, error) {
-	var d Delivery
+// delivery id seen before is Replayed and changes nothing. The Write is
+// what became of the status (see write; Kept when Replayed or Unmatched;
+// of several records naming the payment, the most notable). A final status
+// stored ends the following; another pushes the next poll out to at least
+// later from now (polling stays the safety net). Delivery ids are kept
+// until PruneDeliveries.
+func (p *Postgres) Webhook(ctx context.Context, deliveryID string, u StatusUpdate, later time.Duration) (Delivery, Write, error) {
+	d, res := Applied, Kept
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (id) VALUES ($1) ON CONFLICT DO NOTHING`, deliveryID)
 		if err != nil {
@@ -145,26 +256,35 @@ func (p *Postgres) Webhook(ctx context.Context, deliveryID string, u StatusUpdat
 			d = Replayed
 			return nil
 		}
-		var n int
+		var ws []string
 		err = tx.QueryRow(ctx, `
 WITH hit AS (
-  SELECT id FROM money_requests WHERE payment_id = $1 AND state = 'done' FOR UPDATE
+  SELECT id, payment_status AS st, status_at AS at FROM money_requests WHERE payment_id = $1 AND state = 'done' FOR UPDATE
+), v AS (
+  SELECT id, `+writeSQL("$2", "$3", "$6", "$7")+` AS w FROM hit
 ), upd AS (
   UPDATE money_requests m SET payment_status = $2, status_at = $3,
     watch_next = CASE WHEN $4 THEN NULL WHEN m.watch_next IS NULL THEN NULL
                       ELSE greatest(m.watch_next, now() + $5 * interval '1 microsecond') END
-  FROM hit WHERE m.id = hit.id AND (m.status_at IS NULL OR $3 >= m.status_at)
+  FROM v WHERE m.id = v.id AND v.w = 'stored'
 )
-SELECT count(*) FROM hit`, u.PaymentID, u.Status, u.At, Final(u.Status), later.Microseconds()).Scan(&n)
+SELECT coalesce(array_agg(w), '{}') FROM v`, u.PaymentID, u.Status, nullTime(u.At), Final(u.Status), later.Microseconds(),
+			FinalStatuses, futureSkew.Microseconds()).Scan(&ws)
 		if err != nil {
 			return err
 		}
-		if n == 0 {
+		if len(ws) == 0 {
 			d = Unmatched
+		}
+		for _, w := range ws {
+			res = notable(res, sqlWrites[w])
 		}
 		return nil
 	})
-	return d, unavailable(err)
+	if err != nil {
+		return Applied, Kept, unavailable(err)
+	}
+	return d, res, nil
 }
 
 // PruneDeliveries forgets the delivery ids received more than age ago: a

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -25,7 +26,8 @@ type listener interface {
 // Following, on both ledgers: a done record with a payment id is due for a
 // poll at once; the lease is one instance's (a second Watches gets
 // nothing); a write under a lost lease is refused; a status older than the
-// stored one is not stored; a final status ends the following; every
+// stored one is not stored (TestFinalIsFinal has the rest of the rule); a
+// final status ends the following; every
 // streamed change moves the user's position and is announced; a webhook is
 // stored once per delivery id.
 func TestFollowing(t *testing.T) {
@@ -111,16 +113,18 @@ func TestFollowing(t *testing.T) {
 				t.Fatal("a leased payment was leased twice")
 			}
 		}
-		at := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
-		if ok, err := s.Watched(ctx, w, ledger.Observed{Status: "ACTC", At: at, Wait: time.Millisecond}); !ok || err != nil {
-			t.Fatalf("watched: %v %v", ok, err)
+		// Before both stores' clocks (the memory one starts on 2026-11-22 at
+		// noon): a status dated ahead of the clock is not stored.
+		at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+		if wr, err := s.Watched(ctx, w, ledger.Observed{Status: "ACTC", At: at, Wait: time.Millisecond}); wr != ledger.Stored || err != nil {
+			t.Fatalf("watched: got %v, %v; want stored", wr, err)
 		}
 		if heard() == 0 {
 			t.Fatal("the status change was not announced")
 		}
 		// The lease is spent: a second write under it is refused.
-		if ok, _ := s.Watched(ctx, w, ledger.Observed{Status: "RJCT", At: at.Add(time.Hour), Stop: true}); ok {
-			t.Fatal("a write under a spent lease was stored")
+		if wr, _ := s.Watched(ctx, w, ledger.Observed{Status: "RJCT", At: at.Add(time.Hour), Stop: true}); wr != ledger.Fenced {
+			t.Fatalf("a write under a spent lease: got %v, want fenced", wr)
 		}
 		got, _ := s.Changes(ctx, user, first, 10)
 		if len(got) != 1 || got[0].PaymentStatus != "ACTC" || got[0].Seq <= first {
@@ -129,17 +133,17 @@ func TestFollowing(t *testing.T) {
 		second := got[0].Seq
 
 		// A webhook, once per delivery id; an older status is not stored.
-		d, err := s.Webhook(ctx, "msg-"+pid, ledger.StatusUpdate{PaymentID: pid, Status: "ACSP", At: at.Add(time.Minute)}, time.Minute)
-		if err != nil || d != ledger.Applied {
-			t.Fatalf("webhook: got %v, %v", d, err)
+		d, wr, err := s.Webhook(ctx, "msg-"+pid, ledger.StatusUpdate{PaymentID: pid, Status: "ACSP", At: at.Add(time.Minute)}, time.Minute)
+		if err != nil || d != ledger.Applied || wr != ledger.Stored {
+			t.Fatalf("webhook: got %v, %v, %v; want Applied, stored", d, wr, err)
 		}
-		if d, _ := s.Webhook(ctx, "msg-"+pid, ledger.StatusUpdate{PaymentID: pid, Status: "RJCT", At: at.Add(time.Hour)}, time.Minute); d != ledger.Replayed {
+		if d, _, _ := s.Webhook(ctx, "msg-"+pid, ledger.StatusUpdate{PaymentID: pid, Status: "RJCT", At: at.Add(time.Hour)}, time.Minute); d != ledger.Replayed {
 			t.Fatalf("a replayed delivery: got %v, want Replayed", d)
 		}
-		if d, _ := s.Webhook(ctx, "msg-old-"+pid, ledger.StatusUpdate{PaymentID: pid, Status: "INIT", At: at.Add(-time.Hour)}, time.Minute); d != ledger.Applied {
-			t.Fatalf("a late delivery: got %v, want Applied (and ignored)", d)
+		if d, wr, _ := s.Webhook(ctx, "msg-old-"+pid, ledger.StatusUpdate{PaymentID: pid, Status: "INIT", At: at.Add(-time.Hour)}, time.Minute); d != ledger.Applied || wr != ledger.Kept {
+			t.Fatalf("a late delivery: got %v, %v; want Applied, kept", d, wr)
 		}
-		if d, _ := s.Webhook(ctx, "msg-none-"+pid, ledger.StatusUpdate{PaymentID: "01JNOBODY", Status: "ACSC", At: at}, time.Minute); d != ledger.Unmatched {
+		if d, _, _ := s.Webhook(ctx, "msg-none-"+pid, ledger.StatusUpdate{PaymentID: "01JNOBODY", Status: "ACSC", At: at}, time.Minute); d != ledger.Unmatched {
 			t.Fatalf("a webhook of an unknown payment: got %v, want Unmatched", d)
 		}
 		got, _ = s.Changes(ctx, user, second, 10)
@@ -147,7 +151,7 @@ func TestFollowing(t *testing.T) {
 			t.Fatalf("after the webhooks: got %+v, want ACSP once", got)
 		}
 		// A final status ends the following.
-		if _, err := s.Webhook(ctx, "msg-final-"+pid, ledger.StatusUpdate{PaymentID: pid, Status: "ACSC", At: at.Add(2 * time.Minute)}, time.Minute); err != nil {
+		if _, _, err := s.Webhook(ctx, "msg-final-"+pid, ledger.StatusUpdate{PaymentID: pid, Status: "ACSC", At: at.Add(2 * time.Minute)}, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		wait(time.Second)
@@ -256,7 +260,7 @@ func TestPositionsCommitInOrder(t *testing.T) {
 	// Payment B's change waits for it.
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.Webhook(ctx, "order-"+pids[1], ledger.StatusUpdate{PaymentID: pids[1], Status: "ACSP", At: time.Now()}, time.Minute)
+		_, _, err := s.Webhook(ctx, "order-"+pids[1], ledger.StatusUpdate{PaymentID: pids[1], Status: "ACSP", At: time.Now()}, time.Minute)
 		done <- err
 	}()
 	select {
@@ -315,4 +319,121 @@ func TestSettledUnknownIsStreamed(t *testing.T) {
 			t.Fatal("the settled payment is not followed")
 		}
 	})
+}
+
+// Final is final (issue 32, case 6), on both ledgers: a final status is
+// never replaced, whatever its updatedAt; an equal updatedAt never replaces
+// a status (the upstream's has one-second resolution: a slow poll that
+// read INIT must not undo the ACSC a webhook stored in the same second); a
+// status dated beyond the skew ahead of the ledger's clock is not believed;
+// a strictly newer one replaces a status that is not final; the following
+// ends at a stored final status, and only there. Each step's at is from the
+// store's clock: -time.Hour is an hour ago, time.Hour an hour ahead.
+func TestFinalIsFinal(t *testing.T) {
+	ctx := context.Background()
+	type step struct {
+		poll   bool // the poll leased before the first step (a slow one); else a webhook
+		status string
+		at     time.Duration // the updatedAt, from the store's clock
+		want   ledger.Write  // what the store reports became of it
+	}
+	const ago = -time.Hour
+	for _, tt := range []struct {
+		name       string
+		steps      []step
+		wantStatus string
+		followed   bool
+	}{
+		{"a poll reads INIT with the updatedAt of the ACSC a webhook stored: ACSC stays, the following has ended",
+			[]step{{false, "ACSC", ago, ledger.Stored}, {true, "INIT", ago, ledger.AfterFinal}}, "ACSC", false},
+		{"a webhook brings ACTC dated after the stored ACSC: ignored, reported",
+			[]step{{false, "ACSC", ago, ledger.Stored}, {false, "ACTC", ago + time.Minute, ledger.AfterFinal}}, "ACSC", false},
+		{"a poll reads ACTC dated after the stored ACSC: ignored, reported, the following not restarted",
+			[]step{{false, "ACSC", ago, ledger.Stored}, {true, "ACTC", ago + time.Minute, ledger.AfterFinal}}, "ACSC", false},
+		{"a webhook brings RJCT dated after the stored ACSC: ignored",
+			[]step{{false, "ACSC", ago, ledger.Stored}, {false, "RJCT", ago + time.Minute, ledger.AfterFinal}}, "ACSC", false},
+		{"a webhook with an equal updatedAt does not replace a status that is not final",
+			[]step{{false, "ACTC", ago, ledger.Stored}, {false, "ACSP", ago, ledger.Kept}}, "ACTC", true},
+		{"a poll with an equal updatedAt does not replace a status that is not final",
+			[]step{{false, "ACTC", ago, ledger.Stored}, {true, "ACSP", ago, ledger.Kept}}, "ACTC", true},
+		{"a poll reads a status dated an hour ahead: not stored",
+			[]step{{true, "ACSP", time.Hour, ledger.Future}}, "", true},
+		{"a webhook brings a final status dated an hour ahead: not stored, the following goes on",
+			[]step{{false, "ACSC", time.Hour, ledger.Future}}, "", true},
+		{"a poll reads a strictly newer status over one that is not final: stored",
+			[]step{{false, "ACTC", ago, ledger.Stored}, {true, "ACSP", ago + time.Second, ledger.Stored}}, "ACSP", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			stores(t, func(t *testing.T, s store, _ func(time.Duration)) {
+				user := fmt.Sprintf("final-%d", seq.Add(1))
+				req := request("final")
+				req.UserID = user
+				c, _, err := s.Claim(ctx, req, time.Hour)
+				if err != nil || c == nil {
+					t.Fatalf("claim: %v", err)
+				}
+				pid := fmt.Sprintf("01JFINAL%d", seq.Add(1))
+				if ok, err := s.Finish(ctx, c, ledger.Outcome{Ending: ledger.EndAnswered, UpstreamStatus: 201, PaymentID: pid, Response: created}); !ok || err != nil {
+					t.Fatalf("finish: %v %v", ok, err)
+				}
+				now := c.ClaimedAt.Truncate(time.Second) // the store's clock, at the upstream's resolution
+				var w ledger.Watch
+				if slices.ContainsFunc(tt.steps, func(st step) bool { return st.poll }) {
+					w = leased(t, s, c.ID)
+				}
+				for i, st := range tt.steps {
+					at := now.Add(st.at)
+					if st.poll {
+						wr, err := s.Watched(ctx, w, ledger.Observed{Status: st.status, At: at})
+						if err != nil || wr != st.want {
+							t.Fatalf("step %d, a poll of %s: got %v, %v; want %v", i, st.status, wr, err, st.want)
+						}
+						continue
+					}
+					d, wr, err := s.Webhook(ctx, fmt.Sprintf("final-%s-%d", pid, i), ledger.StatusUpdate{PaymentID: pid, Status: st.status, At: at}, 0)
+					if err != nil || d != ledger.Applied || wr != st.want {
+						t.Fatalf("step %d, a webhook of %s: got %v, %v, %v; want Applied, %v", i, st.status, d, wr, err, st.want)
+					}
+				}
+				ch, err := s.Changes(ctx, user, 0, 10)
+				if err != nil || len(ch) != 1 {
+					t.Fatalf("changes: got %+v, %v; want the one record", ch, err)
+				}
+				if ch[0].PaymentStatus != tt.wantStatus {
+					t.Errorf("stored status: got %q, want %q", ch[0].PaymentStatus, tt.wantStatus)
+				}
+				if got := followed(t, s, c.ID); got != tt.followed {
+					t.Errorf("followed: got %v, want %v", got, tt.followed)
+				}
+			})
+		})
+	}
+}
+
+// leased leases record id for a poll: it is due at once.
+func leased(t *testing.T, s store, id int64) ledger.Watch {
+	t.Helper()
+	ws, err := s.Watches(context.Background(), 1000, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		if w.ID == id {
+			return w
+		}
+	}
+	t.Fatalf("record %d is not due for a poll", id)
+	return ledger.Watch{}
+}
+
+// followed reports whether record id is still followed: every write above
+// asks for the next poll at once (a wait of 0), so a followed record is
+// due now. It leases the record.
+func followed(t *testing.T, s store, id int64) bool {
+	t.Helper()
+	ws, err := s.Watches(context.Background(), 1000, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.ContainsFunc(ws, func(w ledger.Watch) bool { return w.ID == id })
 }

@@ -98,21 +98,30 @@ func (m *Memory) Watches(_ context.Context, limit int, lease time.Duration) ([]W
 }
 
 // Watched is Postgres.Watched.
-func (m *Memory) Watched(_ context.Context, w Watch, o Observed) (bool, error) {
+func (m *Memory) Watched(_ context.Context, w Watch, o Observed) (Write, error) {
 	now := m.now()
-	return m.update(w.ID, func(r *memRecord) bool { return r.watchOwner == w.Owner }, func(r *memRecord) {
-		if o.Status != "" && (r.statusAt.IsZero() || !o.At.Before(r.statusAt)) {
-			r.paymentStatus, r.statusAt = o.Status, o.At
+	at := o.At.Truncate(time.Microsecond) // as PostgreSQL keeps it
+	res := Stored
+	held := m.update(w.ID, func(r *memRecord) bool { return r.watchOwner == w.Owner }, func(r *memRecord) {
+		if o.Status != "" {
+			res = write(o.Status, at, r.paymentStatus, r.statusAt, now)
+		}
+		if o.Status != "" && res == Stored {
+			r.paymentStatus, r.statusAt = o.Status, at
 		}
 		r.watchNext, r.watchOwner, r.watchWait = time.Time{}, "", o.Wait.Truncate(time.Millisecond)
 		if !o.Stop && !Final(r.paymentStatus) {
 			r.watchNext = now.Add(o.Wait)
 		}
-	}), nil
+	})
+	if !held {
+		return Fenced, nil
+	}
+	return res, nil
 }
 
 // Webhook is Postgres.Webhook.
-func (m *Memory) Webhook(_ context.Context, deliveryID string, u StatusUpdate, later time.Duration) (Delivery, error) {
+func (m *Memory) Webhook(_ context.Context, deliveryID string, u StatusUpdate, later time.Duration) (Delivery, Write, error) {
 	m.mu.Lock()
 	now := m.now()
 	if m.follow.deliveries == nil {
@@ -120,21 +129,24 @@ func (m *Memory) Webhook(_ context.Context, deliveryID string, u StatusUpdate, l
 	}
 	if _, seen := m.follow.deliveries[deliveryID]; seen {
 		m.mu.Unlock()
-		return Replayed, nil
+		return Replayed, Kept, nil
 	}
 	m.follow.deliveries[deliveryID] = now
+	at := u.At.Truncate(time.Microsecond) // as PostgreSQL keeps it
 	var users []string
-	hit := false
+	hit, res := false, Kept
 	for _, r := range m.byID {
 		if r.PaymentID != u.PaymentID || r.State != StateDone {
 			continue
 		}
 		hit = true
-		if !r.statusAt.IsZero() && u.At.Before(r.statusAt) {
+		w := write(u.Status, at, r.paymentStatus, r.statusAt, now)
+		res = notable(res, w)
+		if w != Stored {
 			continue
 		}
 		before := *r
-		r.paymentStatus, r.statusAt = u.Status, u.At
+		r.paymentStatus, r.statusAt = u.Status, at
 		switch {
 		case Final(u.Status):
 			r.watchNext = time.Time{}
@@ -150,9 +162,9 @@ func (m *Memory) Webhook(_ context.Context, deliveryID string, u StatusUpdate, l
 		m.notify(u)
 	}
 	if !hit {
-		return Unmatched, nil
+		return Unmatched, Kept, nil
 	}
-	return Applied, nil
+	return Applied, res, nil
 }
 
 // PruneDeliveries is Postgres.PruneDeliveries.

@@ -64,8 +64,8 @@ const (
 // Follower is what following needs of the ledger.
 type Follower interface {
 	Watches(ctx context.Context, limit int, lease time.Duration) ([]ledger.Watch, error)
-	Watched(ctx context.Context, w ledger.Watch, o ledger.Observed) (bool, error)
-	Webhook(ctx context.Context, deliveryID string, u ledger.StatusUpdate, later time.Duration) (ledger.Delivery, error)
+	Watched(ctx context.Context, w ledger.Watch, o ledger.Observed) (ledger.Write, error)
+	Webhook(ctx context.Context, deliveryID string, u ledger.StatusUpdate, later time.Duration) (ledger.Delivery, ledger.Write, error)
 	PruneDeliveries(ctx context.Context, age time.Duration) error
 }
 
@@ -175,9 +175,11 @@ func (s *Service) poll(ctx context.Context, w ledger.Watch) {
 	var got polled
 	switch {
 	case p == nil && rep.Status == http.StatusOK && json.Unmarshal(rep.Body, &got) == nil && got.Status != "":
+		// A final status ends the following once the ledger stores it (final
+		// is final, issue 32 case 6): not when it is not believed (dated
+		// ahead) or an older one than the stored status.
 		o.Status, o.At = got.Status, got.UpdatedAt
 		o.Wait = s.follow.next(w, got.Status, false)
-		o.Stop = ledger.Final(got.Status)
 		if got.Status != w.Status {
 			s.observe.Followed("changed")
 		} else {
@@ -196,15 +198,35 @@ func (s *Service) poll(ctx context.Context, w ledger.Watch) {
 		o.Stop = true
 	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
-	ok, err := s.follower.Watched(lctx, w, o)
+	wr, err := s.follower.Watched(lctx, w, o)
 	cancel()
 	switch {
 	case err != nil:
 		s.log.Warn("the follower could not store a payment's status", slog.String("error", err.Error()))
-	case !ok:
+	case wr == ledger.Fenced:
 		// The lease ran out and another instance polls it now.
 		s.observe.Followed("lease_lost")
+	default:
+		s.ignored(wr, o.Status, o.At, slog.String("requestId", id), slog.String("paymentId", w.PaymentID))
 	}
+}
+
+// ignored logs a status the ledger would not store for a reason worth an
+// operator's look: one after the payment's final status (final is final:
+// the upstream contradicted itself, or a slow reader came late), or one
+// dated ahead of this server's clock (a clock is wrong). ids name the
+// payment and the request or delivery, never a token or secret.
+func (s *Service) ignored(wr ledger.Write, status string, at time.Time, ids ...any) {
+	var msg string
+	switch wr {
+	case ledger.AfterFinal:
+		msg = "a payment's status after its final one was ignored: final is final"
+	case ledger.Future:
+		msg = "a payment's status dated ahead of this server's clock was not believed"
+	default:
+		return
+	}
+	s.log.Warn(msg, append(ids, slog.String("status", status), slog.Time("updatedAt", at))...)
 }
 
 // followPath is the upstream's payments, under which each is looked up.
@@ -212,19 +234,22 @@ const followPath = "/v2/payments"
 
 // StatusPushed stores a payment status the upstream pushed by webhook,
 // once per delivery id (the caller verified its signature): a final status
-// ends the following, another pushes the next poll out to MaxInterval.
+// stored ends the following, another pushes the next poll out to
+// MaxInterval. One after a final status, or dated ahead, is logged and not
+// stored.
 func (s *Service) StatusPushed(ctx context.Context, deliveryID string, u ledger.StatusUpdate) (ledger.Delivery, error) {
 	if s.follower == nil {
 		return 0, s.noLedger()
 	}
 	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
 	defer cancel()
-	d, err := s.follower.Webhook(lctx, deliveryID, u, s.follow.MaxInterval)
+	d, wr, err := s.follower.Webhook(lctx, deliveryID, u, s.follow.MaxInterval)
 	if err != nil {
 		return 0, problem.Wrap(problem.CodeLedgerUnavailable, "the webhook cannot be stored right now; send it again", err)
 	}
 	switch d {
 	case ledger.Applied:
+		s.ignored(wr, u.Status, u.At, slog.String("webhookId", deliveryID), slog.String("paymentId", u.PaymentID))
 		s.observe.Followed("webhook_applied")
 	case ledger.Replayed:
 		s.observe.Followed("webhook_replayed")

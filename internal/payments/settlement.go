@@ -98,7 +98,7 @@ func Conclude(e Evidence) Result {
 		if p.ID == "" || slices.Contains(snap.SeenBefore, p.ID) {
 			continue
 		}
-		if e.Request.Similar(p) {
+		if e.Request.Similar(p) && !(brokenRule && namedByAnother(p, e.Others)) {
 			fresh = append(fresh, p)
 		}
 		if e.Request.Equal(p) {

@@ -119,6 +119,7 @@ type paymentRequest struct {
 	providerIDs          []string
 	redirectURL          string
 	includeFakeProviders bool
+	origin               string // the X-Request-Id of the request, for PaymentOrigins
 }
 
 // parsePaymentInformation validates the paymentInformation object into ck.
@@ -263,7 +264,7 @@ func addPayment(u *userData, req paymentRequest, now time.Time) *payment {
 	p := &payment{
 		ID: u.newID(now), Status: outcomeFor(req.info.RemittanceInformation), PaymentInformation: req.info,
 		ProviderIDs: req.providerIDs, RedirectURL: req.redirectURL, CreatedAt: now, UpdatedAt: now,
-		includeFake: req.includeFakeProviders,
+		includeFake: req.includeFakeProviders, origin: req.origin,
 	}
 	if p.ProviderIDs == nil {
 		p.ProviderIDs = []string{}
@@ -279,6 +280,7 @@ func (s *Server) createPayment(w http.ResponseWriter, r *http.Request, c *call) 
 	if e != nil {
 		return e
 	}
+	req.origin = r.Header.Get("X-Request-Id")
 	p, e := s.makePayment(c.userID(), req, c.now)
 	if e != nil {
 		return e
@@ -363,7 +365,8 @@ func (s *Server) openBankingInit(w http.ResponseWriter, r *http.Request, c *call
 		return e
 	}
 	if p == nil {
-		p = addPayment(u, paymentRequest{info: info, providerIDs: []string{providerID}, redirectURL: redirect, includeFakeProviders: include}, c.now)
+		p = addPayment(u, paymentRequest{info: info, providerIDs: []string{providerID}, redirectURL: redirect, includeFakeProviders: include,
+			origin: r.Header.Get("X-Request-Id")}, c.now)
 	}
 	p.settle(c.now)
 	if p.Status == statusInit {
@@ -380,4 +383,18 @@ func (s *Server) openBankingInit(w http.ResponseWriter, r *http.Request, c *call
 		AuthorizationURL string `json:"authorizationUrl"`
 	}{p.ID, providerID, service, p.Status, s.consentURL(r, consentPayments, c.userID(), p.ID)})
 	return nil
+}
+
+// PaymentOrigins maps each of userID's payments to the X-Request-Id of the
+// API request that made it ("" for a payment made through another
+// channel): the ground truth a history checker holds a BFF's answers to.
+func (s *Server) PaymentOrigins(userID string) map[string]string {
+	u := s.users.get(userID, s.clock.now())
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := make(map[string]string, len(u.payments))
+	for _, p := range u.payments {
+		out[p.ID] = p.origin
+	}
+	return out
 }

@@ -48,6 +48,7 @@ type payment struct {
 	UpdatedAt          time.Time   `json:"updatedAt"`
 	initiatedAt        time.Time
 	includeFake        bool
+	origin             string    // the X-Request-Id of the API request that made it ("" for another channel)
 	token              string    // the consent token of payUrl, signed under tokenKey
 	tokenKey           *[32]byte // the consent key token was signed with; nil: not yet
 }
