@@ -269,7 +269,9 @@ func TestAttackBodiesReadAsTheUpstreamReadsThem(t *testing.T) {
 	info := `{"amount":5,"currency":"EUR","creditorName":"1e3","creditorAccount":{"iban":"DE89370400440532013000"}}`
 	a.sim.InjectFault(attackFault(upstreamsim.Fault{PathPrefix: "/v2/payments", Delay: 300 * time.Millisecond, HangUp: true}))
 	done := make(chan *httptest.ResponseRecorder)
-	go func() { done <- a.post(t, "/v2/payments", `{"paymentInformation":`+info+`,"providerIds":["demobank-sandbox"]}`, "K2") }()
+	go func() {
+		done <- a.post(t, "/v2/payments", `{"paymentInformation":`+info+`,"providerIds":["demobank-sandbox"]}`, "K2")
+	}()
 	time.Sleep(100 * time.Millisecond) // K2 is at the upstream
 	other := `{"paymentInformation":` + strings.Replace(info, `"1e3"`, `"1000"`, 1) + `,"providerIds":["demobank-sandbox"]}`
 	if _, err := a.sim.CreateDirectPayment(attackUser, []byte(other)); err != nil {
