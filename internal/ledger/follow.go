@@ -24,6 +24,8 @@ import (
 //	         once the lease is another's.
 //	Webhook  store a status the upstream pushed (signed, checked by the
 //	         caller), once per delivery id.
+//	Changes  a user's records changed after a position, in order.
+//	Listen   the announcements: which user's stream moved.
 //
 // Both writers keep a status by one rule (issue 32, case 6: final is
 // final), reported as a Write: a final status is never replaced, whatever
@@ -32,8 +34,6 @@ import (
 // be older); a status dated more than futureSkew ahead of the writer's
 // clock is not believed. The following ends when a final status is stored,
 // and only then (or when the caller stops it: see Observed.Stop).
-//	Changes  a user's records changed after a position, in order.
-//	Listen   the announcements: which user's stream moved.
 
 // FinalStatuses are the upstream's payment statuses after which nothing
 // changes: a payment in one is no longer followed. The trigger of
