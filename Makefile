@@ -127,6 +127,10 @@ bench-micro:
 ## a lagging asynchronous standby loses; their figures go to
 ## bench/ledger-faults.txt (make test runs them with a 2 s freeze). And
 ## revocation on three instances with 1,000 sessions (make test: 150).
+## Then the payment history checker (e2e/history_test.go) for HISTORY_OPS
+## operations (make test: 240): the histories explored and the invariants
+## held go to bench/histories.txt.
+HISTORY_OPS    ?= 10000
 CHAOS_DURATION ?= 3m
 CHAOS_USERS    ?= 200
 LEDGER_PAUSE   ?= 10s
@@ -135,6 +139,9 @@ chaos: test-deps
 	BFF_LEDGER_PAUSE=$(LEDGER_PAUSE) BFF_LEDGER_FAULTS_REPORT=$(CURDIR)/bench/ledger-faults.txt \
 	  ./scripts/with-postgres.sh $(GO) test -tags $(TAGS) -race -count=1 -timeout 10m -run '^(TestLedger|TestDurability)' -v ./internal/ledger
 	BFF_REVOCATION_SESSIONS=1000 ./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -tags $(TAGS) -count=1 -timeout 10m -run '^TestRevocationWinsOnEveryInstance$$' -v ./e2e
+	rm -f bench/histories.txt
+	BFF_HISTORY_OPS=$(HISTORY_OPS) BFF_HISTORY_REPORT=$(CURDIR)/bench/histories.txt ./scripts/with-postgres.sh ./scripts/with-redis.sh \
+	  $(GO) test -tags $(TAGS) -count=1 -timeout 60m -run '^TestPaymentHistories$$' -v ./e2e
 	BFF_CHAOS_DURATION=$(CHAOS_DURATION) BFF_CHAOS_USERS=$(CHAOS_USERS) BFF_CHAOS_REPORT=$(CURDIR)/bench/chaos.txt \
 	  ./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -tags $(TAGS) -count=1 -timeout 40m -run '^TestPaymentsUnderFaults$$' -v ./e2e
 

@@ -31,7 +31,8 @@ import (
 // final), reported as a Write: a final status is never replaced, whatever
 // its updatedAt; otherwise only a strictly newer updatedAt replaces the
 // stored one (the upstream's has one-second resolution: an equal one may
-// be older); a status dated more than futureSkew ahead of the writer's
+// be older), except a final status in the same second as a non-final one,
+// which can only be the later; a status dated more than futureSkew ahead of the writer's
 // clock is not believed. The following ends when a final status is stored,
 // and only then (or when the caller stops it: see Observed.Stop).
 
@@ -89,6 +90,10 @@ func write(status string, at time.Time, stored string, storedAt, now time.Time) 
 		return Future
 	case stored == "" || at.After(storedAt):
 		return Stored
+	case Final(status) && at.Equal(storedAt) && status != stored:
+		// The upstream stamps to the second: a final status in the same
+		// second as a non-final one can only be the later of the two.
+		return Stored
 	}
 	return Kept
 }
@@ -105,6 +110,7 @@ func writeSQL(status, at, final, skew string) string {
     WHEN st = ANY($final) THEN 'after_final'
     WHEN $at > now() + $skew * interval '1 microsecond' THEN 'future'
     WHEN st IS NULL OR $at > coalesce(at, '-infinity') THEN 'stored'
+    WHEN $status = ANY($final) AND $at = at AND $status <> st THEN 'stored'
     ELSE 'kept' END`)
 }
 

@@ -324,7 +324,8 @@ func TestSettledUnknownIsStreamed(t *testing.T) {
 // Final is final (issue 32, case 6), on both ledgers: a final status is
 // never replaced, whatever its updatedAt; an equal updatedAt never replaces
 // a status (the upstream's has one-second resolution: a slow poll that
-// read INIT must not undo the ACSC a webhook stored in the same second); a
+// read INIT must not undo the ACSC a webhook stored in the same second),
+// except a final one over one that is not (it can only be the later); a
 // status dated beyond the skew ahead of the ledger's clock is not believed;
 // a strictly newer one replaces a status that is not final; the following
 // ends at a stored final status, and only there. Each step's at is from the
@@ -356,6 +357,8 @@ func TestFinalIsFinal(t *testing.T) {
 			[]step{{false, "ACTC", ago, ledger.Stored}, {false, "ACSP", ago, ledger.Kept}}, "ACTC", true},
 		{"a poll with an equal updatedAt does not replace a status that is not final",
 			[]step{{false, "ACTC", ago, ledger.Stored}, {true, "ACSP", ago, ledger.Kept}}, "ACTC", true},
+		{"a webhook brings ACSC in the same second as the stored ACSP: the final one is the later, stored",
+			[]step{{false, "ACSP", ago, ledger.Stored}, {false, "ACSC", ago, ledger.Stored}}, "ACSC", false},
 		{"a poll reads a status dated an hour ahead: not stored",
 			[]step{{true, "ACSP", time.Hour, ledger.Future}}, "", true},
 		{"a webhook brings a final status dated an hour ahead: not stored, the following goes on",
