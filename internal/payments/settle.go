@@ -42,7 +42,7 @@ const (
 // never be settled) when the list cannot be read.
 func (s *Service) snapshot(ctx context.Context, c proxy.Call, want Content) ledger.Send {
 	start := time.Now()
-	l, err := s.listing(ctx, c, time.Time{})
+	l, err := s.listing(ctx, c)
 	if err != nil {
 		s.observe.MoneyRequest("snapshot_failed")
 		s.log.Warn("a payment is sent without a snapshot of the user's payments: should its answer be lost, it stays unknown",
@@ -109,11 +109,9 @@ func (s *Service) settle(ctx context.Context, c proxy.Call, r subject) Result {
 	}
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
-	lower := r.snapshot.SeenFrom
-	if r.snapshot.SeenCut.After(lower) {
-		lower = r.snapshot.SeenCut
-	}
-	l, err := s.listing(ctx, c, lower)
+	// The whole list (at most listPages): "not made" needs it, whatever
+	// the payments' times say.
+	l, err := s.listing(ctx, c)
 	if err != nil {
 		s.log.Warn("settling a payment: the payment list could not be read", slog.String("requestId", c.RequestID), slog.String("error", problem.CauseText(err)))
 		return unknownBecause("the payment list could not be read")
@@ -166,10 +164,9 @@ func madeOutcome(path string, p Listed) ledger.Outcome {
 	}
 }
 
-// listing reads the user's payments, newest first, page by page: to the
-// end of the list, or (with a non-zero lower) until a page reaches payments
-// created before lower, at most listPages pages.
-func (s *Service) listing(ctx context.Context, c proxy.Call, lower time.Time) (Listing, error) {
+// listing reads the user's payments, newest first, page by page to the
+// end of the list, at most listPages pages.
+func (s *Service) listing(ctx context.Context, c proxy.Call) (Listing, error) {
 	var l Listing
 	next := ""
 	for page := 0; page < listPages; page++ {
@@ -184,9 +181,6 @@ func (s *Service) listing(ctx context.Context, c proxy.Call, lower time.Time) (L
 		if cursor == "" {
 			l.Whole = true
 			return l, nil
-		}
-		if !lower.IsZero() && len(items) > 0 && items[len(items)-1].CreatedAt.Before(lower) {
-			return l, nil // newest first: the rest are older still
 		}
 		next = cursor
 	}
