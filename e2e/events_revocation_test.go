@@ -130,6 +130,8 @@ func TestStatusWebhooks(t *testing.T) {
 	id := pay(t, e, tok, "hook-1")
 	s.until(t, "INIT", 5*time.Second) // the first poll, or the creation's webhook
 
+	// The upstream stamps updatedAt to the second: a status in the stored one's second is not newer.
+	e.sim.Advance(time.Second)
 	if err := e.sim.SetPaymentStatus("hook-user", id, "ACTC"); err != nil {
 		t.Fatal(err)
 	}
@@ -162,6 +164,8 @@ func TestStatusWebhooks(t *testing.T) {
 	}
 	// The simulator's own ACTC delivery replayed, byte for byte, after the
 	// status moved on to ACSC.
+	// The upstream stamps updatedAt to the second: a status in the stored one's second is not newer.
+	e.sim.Advance(time.Second)
 	if err := e.sim.SetPaymentStatus("hook-user", id, "ACSC"); err != nil {
 		t.Fatal(err)
 	}
@@ -237,6 +241,8 @@ func TestFrozenInstanceSendsAnEndedSessionNothing(t *testing.T) {
 	// A change of the user's payment while the instance is frozen: the
 	// other instance polls it into the ledger, and its announcement waits
 	// in the frozen instance's socket.
+	// The upstream stamps updatedAt to the second: a status in the stored one's second is not newer.
+	a.sim.Advance(time.Second)
 	if err := a.sim.SetPaymentStatus("frozen-stream", id, "ACTC"); err != nil {
 		t.Fatal(err)
 	}
