@@ -15,7 +15,7 @@ import (
 	"github.com/fintech-bff/bff/internal/proxy"
 )
 
-// Following a payment's status after its answer (CONTRACT section 9).
+// Following a payment's status after its answer (docs/payments.md, "Following a payment's status").
 //
 // A done record that names a payment is followed: its payment is polled at
 // the upstream (GET /v2/payments/{id}) until its status is final, the

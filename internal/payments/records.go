@@ -18,7 +18,7 @@ const (
 )
 
 // Record is a money-moving request as its user sees it (GET /bff/payments,
-// CONTRACT section 9): the api's PaymentRecord.
+// docs/endpoints.md): the api's PaymentRecord.
 type Record struct {
 	// Key is the Idempotency-Key as the client sent it (the ledger keeps
 	// it as sent: it names the request, it is no secret).

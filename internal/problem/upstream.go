@@ -162,7 +162,7 @@ type reply struct {
 }
 
 // FromUpstream turns an upstream error reply into the contract's envelope
-// (shared/CONTRACT.md, section 4). status is the upstream status, expected
+// (docs/errors.md). status is the upstream status, expected
 // to be 400 or more; a status outside 400–599 is the upstream misbehaving
 // and becomes 502 UPSTREAM_ERROR. header may be nil; only Retry-After is
 // read from it. body is the start of the reply (at most 64 KiB is read) and

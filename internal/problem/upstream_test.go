@@ -30,7 +30,7 @@ type upstreamCase struct {
 }
 
 // upstreamCases has a row per row of the contract's error table
-// (shared/CONTRACT.md section 4) that involves the upstream, named after
+// (docs/errors.md) that involves the upstream, named after
 // it, then the body shapes the upstream and its gateways produce. The fuzz
 // tests are seeded from it.
 var upstreamCases = []upstreamCase{
