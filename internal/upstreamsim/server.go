@@ -1,6 +1,6 @@
 // Package upstreamsim is a simulator of the upstream finance and payments
-// API (shared/upstream-api.md, with the paths of
-// shared/upstream-public-facts.md). It is an http.Handler: tests run it
+// API, as docs/upstream-sim.md describes it (its rules, paths and reply
+// shapes). It is an http.Handler: tests run it
 // in-process with httptest.NewServer, and cmd/upstream-sim serves it.
 //
 // It follows the specification's rules: token exchange and 401s, the Free

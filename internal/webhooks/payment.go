@@ -23,7 +23,7 @@ var (
 )
 
 // paymentStatuses are the upstream's payment statuses
-// (shared/upstream-api.md; PART only in sandbox).
+// (docs/upstream-sim.md; PART only in sandbox).
 var paymentStatuses = []string{
 	"ACCC", "ACSC", "ACSP", "ACTC", "ACWC", "ACFC", "RCVD", "RJCT", "PATC",
 	"PENDING", "ERROR", "CANC", "INIT", "PART",
