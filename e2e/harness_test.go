@@ -338,9 +338,15 @@ ledger:
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	e.exited = make(chan error, 1)
-	go func() { e.exited <- e.cmd.Wait(); close(e.exited) }()
-	e.public, e.admin = "http://"+pub, "http://"+adm
+	// The waiter keeps its own copies: a relaunch replaces e.cmd and
+	// e.exited while this one may still be closing the old channel.
+	cmd, exited := e.cmd, make(chan error, 1)
+	e.exited = exited
+	go func() { exited <- cmd.Wait(); close(exited) }()
+	// A relaunch keeps its addresses: clients may be reading them.
+	if e.public != "http://"+pub || e.admin != "http://"+adm {
+		e.public, e.admin = "http://"+pub, "http://"+adm
+	}
 	registerFront(t, e.public)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
