@@ -149,6 +149,9 @@ type options struct {
 	// noAdminToken leaves admin_token_file unset: the admin listener's
 	// mutating endpoints then do not exist.
 	noAdminToken bool
+	// ledgerURL is the ledger's database; default: a fresh database on the
+	// test PostgreSQL.
+	ledgerURL string
 }
 
 // adminDo sends a request to the admin listener with its bearer token.
@@ -179,7 +182,10 @@ func start(t *testing.T, o options) *env {
 	// and its port may be another test's BFF by then.
 	t.Cleanup(sim.Close)
 	e := &env{t: t, sim: sim, simURL: srv.URL, bearers: bearers, prefix: prefix, secret: o.sim.ClientSecret,
-		encKey: randomB64(32), cookieKey: randomB64(32), ledgerURL: pgtest.Database(t), adminTok: randomB64(24)}
+		encKey: randomB64(32), cookieKey: randomB64(32), ledgerURL: o.ledgerURL, adminTok: randomB64(24)}
+	if e.ledgerURL == "" {
+		e.ledgerURL = pgtest.Database(t)
+	}
 	e.launch(o)
 	return e
 }

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,7 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fintech-bff/bff/internal/testing/pgtest"
 	"github.com/fintech-bff/bff/internal/upstreamsim"
+	"github.com/fintech-bff/bff/internal/webhooks"
 )
 
 // The money path's guarantees hold for every interleaving, so they are
@@ -27,10 +30,12 @@ import (
 // per user on several real instances, over the simulator and PostgreSQL,
 // issue random money requests (creations, open-banking inits that create
 // or start an existing payment, repeats of a key, path and key-case
-// variants, payments made at the bank directly) while random faults hit
-// them (the upstream acts and answers 401 or its typed 500 or hangs up,
-// hangs up before acting, answers past the timeout or holds its answer,
-// refuses before acting; its clock steps; an instance is killed). Every
+// variants, sub-paths the upstream does not define, payments made and
+// statuses moved at the bank directly) while random faults hit them (the
+// upstream acts and answers 401 or its typed 500 or hangs up, hangs up
+// before acting, answers past the timeout or holds its answer, refuses
+// before acting; its clock steps; an instance is killed; the ledger's
+// PostgreSQL freezes; webhooks come twice, late and out of order). Every
 // request and its answer is recorded; afterwards the history is checked
 // against the simulator's ground truth (which request made each payment):
 //
@@ -49,22 +54,39 @@ import (
 // A failure prints the seed (BFF_HISTORY_SEED replays its operations and
 // faults; the scheduling is the machine's) and the offending key's
 // history. BFF_HISTORY_OPS sets the number of operations (make test: 240;
-// make chaos: 10,000), BFF_HISTORY_REPORT where the figures go.
+// make chaos: 10,000, as histories of 1,000), BFF_HISTORY_REPORT where the
+// figures go.
 
 const historyTimeout = 1500 * time.Millisecond // upstream.timeout of the instances
 
 func TestPaymentHistories(t *testing.T) {
 	seed := historySeed(t)
-	ops := envInt("BFF_HISTORY_OPS", 240)
-	h := runHistory(t, bffBin, seed, ops)
-	bad := h.check()
-	h.report(t, bad)
-	for _, v := range bad {
-		t.Errorf("%s\n%s", v.what, h.around(v.key))
+	total := envInt("BFF_HISTORY_OPS", 240)
+	// A long run is many histories of at most historyRound operations,
+	// each on fresh instances and a fresh ledger: a user's list stays
+	// short enough to be read whole, as most users' are, so every verdict
+	// stays reachable.
+	const historyRound = 1000
+	rounds, broken := 0, 0
+	for done := 0; done < total; rounds++ {
+		n := min(historyRound, total-done)
+		s := seed + uint64(rounds)
+		t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) {
+			h := runHistory(t, bffBin, s, n)
+			bad := h.check()
+			h.report(t, bad)
+			for _, v := range bad {
+				t.Errorf("%s\n%s", v.what, h.around(v.key))
+			}
+			if len(bad) > 0 {
+				t.Errorf("seed %d: %d invariant(s) broken; replay with BFF_HISTORY_SEED=%d BFF_HISTORY_OPS=%d", s, len(bad), s, n)
+			}
+			broken += len(bad)
+		})
+		done += n
 	}
-	if len(bad) > 0 {
-		t.Errorf("seed %d: %d invariant(s) broken; replay with BFF_HISTORY_SEED=%d", seed, len(bad), seed)
-	}
+	writeReport(fmt.Sprintf("total: %d operations in %d histories (seeds %d to %d), invariants broken: %d\n",
+		total, rounds, seed, seed+uint64(rounds)-1, broken))
 }
 
 // The checker is shown to catch a broken rule: a BFF built with the
@@ -139,7 +161,10 @@ type history struct {
 	events   []event
 	obs      []observation
 	faults   map[string]int
-	incident []time.Time // instance kills
+	incident []time.Time    // instance kills and ledger pauses
+	pg       *pgtest.Server // the ledger's own server, paused now and then
+	simURL   string
+	secret   string // the webhooks' signing secret
 	final    map[string]map[string]any
 	keysOf   map[string]map[string]bool // user -> keys
 }
@@ -151,11 +176,24 @@ func runHistory(t *testing.T, bin string, seed uint64, ops int) *history {
 	saved := bffBin
 	bffBin = bin
 	defer func() { bffBin = saved }()
-	o := options{upstream: "timeout: " + historyTimeout.String(), extraYAML: "trusted_proxies: [\"127.0.0.1/32\"]\npayments: { watch_interval: 300ms, watch_max_interval: 1s }"}
+	pg := pgtest.StartServer(t, pgtest.ServerOptions{})
+	hookKey := make([]byte, 32)
+	for i := range hookKey {
+		hookKey[i] = byte(seed >> (8 * (i % 8)))
+	}
+	secret := "whsec_" + base64.StdEncoding.EncodeToString(hookKey)
+	o := options{sim: upstreamsim.Options{Control: true}, ledgerURL: pg.URL(), upstream: "timeout: " + historyTimeout.String(),
+		extraYAML: fmt.Sprintf("trusted_proxies: [\"127.0.0.1/32\"]\npayments: { watch_interval: 300ms, watch_max_interval: 1s, webhook_path: /webhooks/payments, webhook_secrets: [%q] }", secret)}
 	a := start(t, o)
 	b := a.another(o)
+	// The bank's status changes reach the first instance as webhooks (the
+	// second is the one killed).
+	hook := a.public + "/webhooks/payments"
+	if _, err := a.sim.UpdateSettings(upstreamsim.SettingsPatch{WebhookURL: &hook, WebhookSecret: &secret}); err != nil {
+		t.Fatal(err)
+	}
 	h := &history{t: t, seed: seed, sim: a.sim, fronts: []*env{a, b}, faults: map[string]int{},
-		final: map[string]map[string]any{}, keysOf: map[string]map[string]bool{}}
+		final: map[string]map[string]any{}, keysOf: map[string]map[string]bool{}, pg: pg, simURL: a.simURL, secret: secret}
 	const users, perUser = 4, 3
 	tokens := map[string]string{}
 	for i := 0; i < users; i++ {
@@ -265,9 +303,79 @@ func (c *histClient) step() {
 		if p, err := c.h.sim.CreateDirectPayment(c.user, b); err == nil {
 			c.seen = append(c.seen, p.ID)
 		}
+	case r < 89:
+		// A sub-path the upstream does not define: refused before anything
+		// is claimed.
+		path := []string{"/api/v2/payments/confirm", "/api/v2/payments/x/y", "/api/v2/pay/open-banking-init/x"}[c.rng.IntN(3)]
+		c.send("sub-path", path, create, c.newKey(), false, "")
+	case r < 92 && len(c.seen) > 0:
+		c.bankStatus(c.seen[c.rng.IntN(len(c.seen))])
+	case r < 95 && len(c.seen) > 0:
+		c.lateWebhook(c.seen[c.rng.IntN(len(c.seen))])
 	default:
 		c.list()
 	}
+}
+
+// bankStatus moves a payment's status at the bank, a second after the
+// last change (the upstream stamps updatedAt to the second): forward, or
+// back from a final status as a misbehaving bank might. The BFF hears of it
+// by webhook or poll, and a final status it has stored must stay.
+func (c *histClient) bankStatus(id string) {
+	st := []string{"ACTC", "ACSP", "ACSC", "RJCT", "INIT"}[c.rng.IntN(5)]
+	c.h.sim.Advance(time.Second)
+	if c.h.sim.SetPaymentStatus(c.user, id, st) == nil {
+		c.h.mu.Lock()
+		c.h.faults["bank-status"]++
+		c.h.mu.Unlock()
+	}
+}
+
+// lateWebhook sends the BFF a webhook out of order: one the simulator
+// already delivered, again (a duplicate), or a new one with a status and
+// updatedAt older than the payment's (late, out of order).
+func (c *histClient) lateWebhook(id string) {
+	if c.rng.IntN(2) == 0 {
+		var sent []string
+		for _, d := range c.h.sim.Webhooks() {
+			if d.Delivered {
+				sent = append(sent, d.ID)
+			}
+		}
+		if len(sent) == 0 {
+			return
+		}
+		resp, err := c.http.Post(c.h.simURL+"/_sim/webhooks/"+sent[c.rng.IntN(len(sent))]+"/redeliver", "application/json", nil)
+		if err == nil {
+			resp.Body.Close()
+		}
+		c.h.mu.Lock()
+		c.h.faults["webhook-duplicated"]++
+		c.h.mu.Unlock()
+		return
+	}
+	st := []string{"INIT", "RCVD", "ACTC", "ACSP"}[c.rng.IntN(4)]
+	updated := c.h.sim.Now().Add(-time.Duration(c.rng.IntN(90)) * time.Second)
+	now := time.Now()
+	body := fmt.Sprintf(`{"type":"payment.status_changed","timestamp":%q,"data":{"id":%q,"status":%q,"updatedAt":%q}}`,
+		now.UTC().Format(time.RFC3339), id, st, updated.UTC().Format(time.RFC3339))
+	msgID := fmt.Sprintf("msg_late_%d_%d", c.id, c.rng.Uint64())
+	sig, err := webhooks.Sign(c.h.secret, msgID, now, []byte(body))
+	if err != nil {
+		c.h.t.Error(err)
+		return
+	}
+	req, _ := http.NewRequest(http.MethodPost, c.h.front(c.rng).public+"/webhooks/payments", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("webhook-id", msgID)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set("webhook-signature", sig)
+	if resp, err := c.http.Do(req); err == nil {
+		resp.Body.Close()
+	}
+	c.h.mu.Lock()
+	c.h.faults["webhook-late"]++
+	c.h.mu.Unlock()
 }
 
 // race is the app's own flow against a held answer: a creation whose
@@ -361,7 +469,7 @@ func (c *histClient) send(op, path, body, key string, creates bool, wantID strin
 		}
 	}
 	e.end = time.Now()
-	if e.code != "IDEMPOTENCY_KEY_REUSED" && op != "dup-key" && op != "repeat" {
+	if e.code != "IDEMPOTENCY_KEY_REUSED" && op != "dup-key" && op != "sub-path" && op != "repeat" {
 		c.keys = append(c.keys, e)
 	}
 	c.h.mu.Lock()
@@ -413,7 +521,7 @@ func (h *history) globalFaults(rng *rand.Rand, stop chan struct{}) {
 			return
 		case <-time.After(time.Duration(1500+rng.IntN(2500)) * time.Millisecond):
 		}
-		switch rng.IntN(3) {
+		switch rng.IntN(4) {
 		case 0:
 			d := time.Duration(rng.IntN(120)-40) * time.Second
 			h.sim.Advance(d)
@@ -429,6 +537,15 @@ func (h *history) globalFaults(rng *rand.Rand, stop chan struct{}) {
 			h.mu.Unlock()
 			time.Sleep(300 * time.Millisecond)
 			f.relaunch()
+		case 2:
+			// The ledger's server freezes, as a stopped VM does, and wakes.
+			h.mu.Lock()
+			h.incident = append(h.incident, time.Now())
+			h.faults["ledger-paused"]++
+			h.mu.Unlock()
+			h.pg.Pause()
+			time.Sleep(time.Duration(300+rng.IntN(1200)) * time.Millisecond)
+			h.pg.Resume()
 		}
 	}
 }
@@ -500,7 +617,7 @@ func (h *history) settleAll(tokens map[string]string) {
 	h.mu.Lock()
 	last := map[string]event{}
 	for _, e := range h.events {
-		if e.op != "dup-key" {
+		if e.op != "dup-key" && e.op != "sub-path" {
 			last[e.key] = e
 		}
 	}
@@ -576,6 +693,12 @@ func (h *history) check() []violation {
 		}
 		if e.op == "dup-key" && h.final[e.key] != nil {
 			bad = append(bad, violation{e.key, "a body with case-variant keys was recorded in the ledger"})
+		}
+		if e.op == "sub-path" && e.status != 0 && (e.status != 404 || e.code != "ROUTE_NOT_FOUND") {
+			bad = append(bad, violation{e.key, fmt.Sprintf("a POST to %s got %d %s, want 404 ROUTE_NOT_FOUND", e.path, e.status, e.code)})
+		}
+		if e.op == "sub-path" && (h.final[e.key] != nil || len(made[e.key]) > 0) {
+			bad = append(bad, violation{e.key, fmt.Sprintf("a POST to %s was recorded or made a payment (%v)", e.path, made[e.key])})
 		}
 	}
 	for k, rec := range h.final {
@@ -738,10 +861,15 @@ func (h *history) report(t *testing.T, bad []violation) {
 	}
 	b.WriteString("\n")
 	t.Log(b.String())
+	writeReport(b.String())
+}
+
+// writeReport appends s to the file BFF_HISTORY_REPORT names, if any.
+func writeReport(s string) {
 	if path := os.Getenv("BFF_HISTORY_REPORT"); path != "" {
 		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err == nil {
-			_, _ = f.WriteString(b.String())
+			_, _ = f.WriteString(s)
 			f.Close()
 		}
 	}
