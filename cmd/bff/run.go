@@ -237,7 +237,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		Upstream: fwd, Timeout: cfg.Upstream.Timeout, MoneyRoutes: cfg.Upstream.MoneyRoutes, Ledger: led,
 		Refresh: a.limits, RefreshEvery: cfg.Limits.RefreshInterval,
 		Logger: log, Observe: obs.Payments,
-		Instance: instance,
+		Instance: instance, EncryptionKey: encKey, DecryptionKeys: decKeys,
 		Follow: payments.Follow{Interval: cfg.Payments.WatchInterval, MaxInterval: cfg.Payments.WatchMaxInterval,
 			For: cfg.Payments.WatchFor, Batch: cfg.Payments.WatchBatch},
 	})

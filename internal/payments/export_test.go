@@ -1,6 +1,10 @@
 package payments
 
-import "context"
+import (
+	"context"
+
+	"github.com/fintech-bff/bff/internal/ledger"
+)
 
 // SettleDue runs one look of the background settler, for tests.
 func (s *Service) SettleDue(ctx context.Context) { s.settleDue(ctx) }
@@ -17,4 +21,11 @@ func PaymentContent(body []byte) []byte {
 		return nil
 	}
 	return c.Encode()
+}
+
+// SealCursor and OpenCursor are the cursors of GET /bff/payments, for
+// tests.
+func (s *Service) SealCursor(userID string, c ledger.Cursor) string { return s.sealCursor(userID, c) }
+func (s *Service) OpenCursor(userID, cursor string) (ledger.Cursor, bool) {
+	return s.openCursor(userID, cursor)
 }

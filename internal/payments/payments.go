@@ -12,6 +12,7 @@ package payments
 
 import (
 	"context"
+	"crypto/rand"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
+	"github.com/fintech-bff/bff/internal/seal"
 )
 
 // Ledger is what payments needs of the ledger of money-moving requests
@@ -96,6 +98,13 @@ type Options struct {
 	// Instance names this process in the request ids of its polls, so an
 	// operator (and a test) can tell which instance polled.
 	Instance string
+	// EncryptionKey (32 bytes) seals the cursors of GET /bff/payments, so
+	// a cursor says nothing of the ledger's row ids and opens only for
+	// its user; DecryptionKeys open cursors sealed before a rotation.
+	// Every instance needs the same key; without one a random key is
+	// used, and cursors open only on the instance that made them.
+	EncryptionKey  []byte
+	DecryptionKeys [][]byte
 }
 
 // Observer receives a Service's events. Implementations must be cheap and
@@ -144,6 +153,7 @@ type Service struct {
 	instance string
 	// follower is ledger when following is on; nil without a ledger.
 	follower Follower
+	cursors  *seal.Box
 }
 
 // New returns a Service.
@@ -165,6 +175,18 @@ func New(o Options) *Service {
 		s.follow, s.follower = o.Follow, o.Ledger
 	}
 	s.instance = o.Instance
+	key := o.EncryptionKey
+	if key == nil {
+		key = make([]byte, 32)
+		_, _ = rand.Read(key)
+	}
+	box, err := seal.Derive(key, "bff payment cursors", o.DecryptionKeys...)
+	if err != nil {
+		// HKDF fails only when asked for more than 255 hashes of key; a
+		// 32-byte key never is.
+		panic(err)
+	}
+	s.cursors = box
 	return s
 }
 

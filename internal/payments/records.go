@@ -58,29 +58,40 @@ func record(e ledger.Entry) Record {
 	return r
 }
 
-// cursorLen is an encoded cursor's size: created_at (µs) and id.
+// A cursor of GET /bff/payments is the position after the last record of
+// a page (created_at and the ledger's row id), sealed under the Service's
+// key and bound to its user: it opens only for that user, and says
+// nothing of the row ids, which count every user's requests.
+
+// cursorLen is a position's size: created_at (µs) and id.
 const cursorLen = 16
 
-// EncodeCursor is the opaque cursor after c: base64url of created_at in
-// Unix microseconds and the id, big-endian.
-func EncodeCursor(c ledger.Cursor) string {
+// cursorAAD binds a sealed cursor to its user.
+func cursorAAD(userID string) []byte { return []byte("bff payments cursor\x00" + userID) }
+
+// sealCursor is the opaque cursor after c for userID.
+func (s *Service) sealCursor(userID string, c ledger.Cursor) string {
 	var b [cursorLen]byte
 	binary.BigEndian.PutUint64(b[:8], uint64(c.CreatedAt.UnixMicro()))
 	binary.BigEndian.PutUint64(b[8:], uint64(c.ID))
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	return base64.RawURLEncoding.EncodeToString(s.cursors.Seal(nil, b[:], cursorAAD(userID)))
 }
 
-// DecodeCursor reads a cursor EncodeCursor made; "" is the start.
-func DecodeCursor(s string) (ledger.Cursor, bool) {
-	if s == "" {
+// openCursor reads a cursor sealCursor made for userID; "" is the start.
+func (s *Service) openCursor(userID, cursor string) (ledger.Cursor, bool) {
+	if cursor == "" {
 		return ledger.Cursor{}, true
 	}
 	// Strict and of the exact length: one spelling per cursor (the decoder
 	// would skip CR and LF, and accept stray low bits).
-	if len(s) != base64.RawURLEncoding.EncodedLen(cursorLen) {
+	if len(cursor) != base64.RawURLEncoding.EncodedLen(cursorLen+s.cursors.Overhead()) {
 		return ledger.Cursor{}, false
 	}
-	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	sealed, err := base64.RawURLEncoding.Strict().DecodeString(cursor)
+	if err != nil {
+		return ledger.Cursor{}, false
+	}
+	b, err := s.cursors.Open(nil, sealed, cursorAAD(userID))
 	if err != nil || len(b) != cursorLen {
 		return ledger.Cursor{}, false
 	}
@@ -107,7 +118,7 @@ func (s *Service) Records(ctx context.Context, userID, cursor string, limit int)
 	if s.ledger == nil {
 		return Page{}, s.noLedger()
 	}
-	after, ok := DecodeCursor(cursor)
+	after, ok := s.openCursor(userID, cursor)
 	if !ok {
 		return Page{}, invalid("cursor", "cursor is not one this endpoint returned")
 	}
@@ -128,7 +139,7 @@ func (s *Service) Records(ctx context.Context, userID, cursor string, limit int)
 	page := Page{Items: make([]Record, 0, min(len(entries), limit))}
 	for i, e := range entries {
 		if i == limit {
-			page.NextCursor = EncodeCursor(entries[i-1].Cursor())
+			page.NextCursor = s.sealCursor(userID, entries[i-1].Cursor())
 			break
 		}
 		page.Items = append(page.Items, record(e))

@@ -3,6 +3,7 @@ package payments_test
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"testing"
@@ -110,7 +111,10 @@ func TestRecordsRefuses(t *testing.T) {
 		{"negative limit", "", -1},
 		{"cursor not base64url", "!!", 5},
 		{"cursor too short", "AAAA", 5},
-		{"cursor with id 0", payments.EncodeCursor(ledger.Cursor{CreatedAt: time.Now()}), 5},
+		{"cursor with id 0", svc.SealCursor("alice", ledger.Cursor{CreatedAt: time.Now()}), 5},
+		{"another user's cursor", svc.SealCursor("bob", ledger.Cursor{CreatedAt: time.Now(), ID: 3}), 5},
+		{"a cursor sealed under another key", payments.New(payments.Options{}).SealCursor("alice", ledger.Cursor{CreatedAt: time.Now(), ID: 3}), 5},
+		{"an unsealed position", base64.RawURLEncoding.EncodeToString(make([]byte, 16)), 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := svc.Records(ctx, "alice", tc.cursor, tc.limit)
@@ -129,24 +133,36 @@ func TestRecordsRefuses(t *testing.T) {
 	}
 }
 
+// A cursor opens to its position for its user, after a key rotation too,
+// and never shows the position: two cursors for one position differ.
 func TestCursorRoundTrip(t *testing.T) {
+	old, key := make([]byte, 32), make([]byte, 32)
+	key[0] = 1
 	c := ledger.Cursor{CreatedAt: time.Date(2026, 11, 26, 2, 0, 0, 123456000, time.UTC), ID: 42}
-	got, ok := payments.DecodeCursor(payments.EncodeCursor(c))
-	if !ok || !got.CreatedAt.Equal(c.CreatedAt) || got.ID != c.ID {
-		t.Fatalf("got %+v %v, want %+v", got, ok, c)
+	before := payments.New(payments.Options{EncryptionKey: old})
+	after := payments.New(payments.Options{EncryptionKey: key, DecryptionKeys: [][]byte{old}})
+	for _, cursor := range []string{after.SealCursor("alice", c), before.SealCursor("alice", c)} {
+		got, ok := after.OpenCursor("alice", cursor)
+		if !ok || !got.CreatedAt.Equal(c.CreatedAt) || got.ID != c.ID {
+			t.Fatalf("got %+v %v, want %+v", got, ok, c)
+		}
+	}
+	if a, b := after.SealCursor("alice", c), after.SealCursor("alice", c); a == b {
+		t.Fatalf("two cursors for one position are equal: %s", a)
 	}
 }
 
-// A cursor comes from the client: any string decodes or is refused, and
-// what decodes encodes back to itself.
-func FuzzDecodeCursor(f *testing.F) {
+// A cursor comes from the client: any string opens or is refused, without
+// a panic, and what opens is a position a cursor was sealed for.
+func FuzzOpenCursor(f *testing.F) {
+	svc := payments.New(payments.Options{EncryptionKey: make([]byte, 32)})
 	f.Add("")
-	f.Add(payments.EncodeCursor(ledger.Cursor{CreatedAt: time.UnixMicro(1), ID: 1}))
+	f.Add(svc.SealCursor("alice", ledger.Cursor{CreatedAt: time.UnixMicro(1), ID: 1}))
 	f.Add("AAAAAAAAAAAAAAAAAAAAAA")
 	f.Fuzz(func(t *testing.T, s string) {
-		c, ok := payments.DecodeCursor(s)
-		if ok && s != "" && payments.EncodeCursor(c) != s {
-			t.Fatalf("%q decodes to %+v, which encodes to %q", s, c, payments.EncodeCursor(c))
+		c, ok := svc.OpenCursor("alice", s)
+		if ok && s != "" && (c.ID != 1 || !c.CreatedAt.Equal(time.UnixMicro(1))) {
+			t.Fatalf("%q opens to %+v, a position no cursor was sealed for", s, c)
 		}
 	})
 }
