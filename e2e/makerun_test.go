@@ -127,9 +127,10 @@ func TestMakeRunOnAnyPort(t *testing.T) {
 	}
 }
 
-// In development, the redirect URL the upstream refused is visible: the
+// In development, the redirect path the upstream refused is visible: the
 // error's detail has URLs taken out, and upstreamMessage carries the
-// upstream's own message (issue 26, item 1). Production never sends it.
+// upstream's own message (issue 26, item 1) with the URL's path and not its
+// host (issue 33, item 2). Production never sends it.
 func TestDevelopmentShowsTheRefusedRedirect(t *testing.T) {
 	const refused = "http://localhost:5999/payment-done"
 	body := strings.Replace(fmt.Sprintf(validPayment, "refused redirect"), `"providerIds"`, `"redirectUrl":"`+refused+`","providerIds"`, 1)
@@ -140,7 +141,7 @@ func TestDevelopmentShowsTheRefusedRedirect(t *testing.T) {
 	if strings.Contains(fmt.Sprint(v["detail"]), refused) {
 		t.Fatalf("the detail holds the URL: %v", v["detail"])
 	}
-	if msg := fmt.Sprint(v["upstreamMessage"]); !strings.Contains(msg, refused) {
-		t.Fatalf("upstreamMessage = %q, want the upstream's message naming %s", msg, refused)
+	if msg := fmt.Sprint(v["upstreamMessage"]); !strings.Contains(msg, "[host]/payment-done") || strings.Contains(msg, "localhost") {
+		t.Fatalf("upstreamMessage = %q, want the upstream's message naming /payment-done without its host", msg)
 	}
 }

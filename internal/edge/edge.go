@@ -162,9 +162,10 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // happens (the store, the ledger), with what failed.
 //
 // In development (dev), an upstream's answer also carries the upstream's
-// own message as it came ("upstreamMessage"): the detail is cleaned of
-// URLs and secret-looking values, which hides from a developer what the
-// upstream refused (a redirect URL not on its allow-list).
+// own message ("upstreamMessage") with its URLs' paths: the detail is
+// cleaned of URLs and secret-looking values, which hides from a developer
+// what the upstream refused (a redirect URL not on its allow-list). Neither
+// names an upstream host.
 func errorHandler(log *slog.Logger, dev bool) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {

@@ -18,13 +18,20 @@ const (
 
 	redacted    = "[redacted]"
 	redactedURL = "[url]"
+	// redactedHost stands for the scheme, userinfo, host and port of a URL
+	// whose path cleanKeepingURLs keeps.
+	redactedHost = "[host]"
 )
 
 var (
 	// Any scheme, not just http(s): redis://user:pass@host leaks as much.
 	reURL = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]{1,15}://[^\s"<>]*`)
-	// Scheme-relative URLs: //host.tld/...
-	reSchemeRelative = regexp.MustCompile(`(?i)(?:^|[\s(=:'"])//[a-z0-9-]+(?:\.[a-z0-9-]+)+[^\s"<>]*`)
+	// Scheme-relative URLs: //host.tld/..., with userinfo, a bracketed
+	// IPv6 literal or a dotless host with a port.
+	reSchemeRelative = regexp.MustCompile(`(?i)(?:^|[\s(=:'"])//(?:[^\s/?#@"<>\[\]]*@)?(?:\[[0-9a-f:.]+(?:%[^\s\]"<>]*)?\]|[a-z0-9-]+(?:\.[a-z0-9-]+)+|[a-z0-9-]+:[0-9]{1,5})[^\s"<>]*`)
+	// A bracketed IPv6 literal (two colons at least), with a port and a
+	// path when present: [fd00::1]:8080/x.
+	reIPv6 = regexp.MustCompile(`(?i)\[[0-9a-f]*:[0-9a-f.]*:[0-9a-f:.]*(?:%[0-9a-z._~-]+)?\](?::[0-9]{1,5})?(?:/[^\s"<>]*)?`)
 	// Dot-separated tokens: JWTs (three base64url segments) and host names
 	// are both told apart from field paths by isJWT and isHost.
 	reDotted = regexp.MustCompile(`[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)+\.?(?::[0-9]{1,5})?(?:/[^\s"<>]*)?`)
@@ -62,10 +69,12 @@ var bareHostTLDs = map[string]bool{
 // messages; Clean guards against the upstream doing so.
 func Clean(message string) string { return clean(message, false) }
 
-// cleanKeepingURLs is Clean but for URLs, which it keeps without their
-// query and fragment (where a code or token would be): for a developer's
-// eyes (WithUpstreamMessage), who needs the URL the upstream refused, and
-// never the credentials Clean takes out.
+// cleanKeepingURLs is Clean but for URLs, of which it keeps the path:
+// scheme, userinfo, host and port read "[host]", a query or fragment
+// (where a code or token would be) "?[redacted]". It is for a developer's
+// eyes (WithUpstreamMessage), who needs the path the upstream refused, and
+// still shows no upstream address and none of the credentials Clean takes
+// out (issue 33).
 func cleanKeepingURLs(message string) string { return clean(message, true) }
 
 func clean(message string, keepURLs bool) string {
@@ -79,21 +88,27 @@ func clean(message string, keepURLs bool) string {
 	}
 	if strings.Contains(s, "://") {
 		if keepURLs {
-			s = reURL.ReplaceAllStringFunc(s, func(u string) string {
-				if i := strings.IndexAny(u, "?#"); i >= 0 {
-					return u[:i] + "?" + redacted
-				}
-				return u
-			})
+			s = reURL.ReplaceAllStringFunc(s, hostlessURL)
 		} else {
 			s = reURL.ReplaceAllString(s, redactedURL)
 		}
 	}
-	if !keepURLs && strings.Contains(s, "//") {
+	if strings.Contains(s, "//") {
 		s = reSchemeRelative.ReplaceAllStringFunc(s, func(m string) string {
 			// Keep the leading delimiter the pattern consumed.
 			i := strings.Index(m, "//")
+			if keepURLs {
+				return m[:i] + hostless(m[i+2:])
+			}
 			return m[:i] + redactedURL
+		})
+	}
+	if strings.Contains(s, "[") && strings.Contains(s, ":") {
+		s = reIPv6.ReplaceAllStringFunc(s, func(m string) string {
+			if keepURLs {
+				return hostless(m)
+			}
+			return redactedURL
 		})
 	}
 	if strings.Contains(s, ".") {
@@ -101,7 +116,9 @@ func clean(message string, keepURLs bool) string {
 			switch {
 			case isJWT(m):
 				return redacted
-			case isHost(m) && !keepURLs:
+			case isHost(m) && keepURLs:
+				return hostless(m)
+			case isHost(m):
 				if strings.HasSuffix(m, ".") {
 					return redactedURL + "." // the end of a sentence
 				}
@@ -110,8 +127,13 @@ func clean(message string, keepURLs bool) string {
 			return m
 		})
 	}
-	if !keepURLs && containsFold(s, "localhost:") {
-		s = reLocalhost.ReplaceAllString(s, redactedURL)
+	if containsFold(s, "localhost:") {
+		s = reLocalhost.ReplaceAllStringFunc(s, func(m string) string {
+			if keepURLs {
+				return hostless(m)
+			}
+			return redactedURL
+		})
 	}
 	if containsFold(s, "bearer") {
 		s = reBearer.ReplaceAllStringFunc(s, func(m string) string {
@@ -130,6 +152,39 @@ func clean(message string, keepURLs bool) string {
 		})
 	}
 	return truncateRunes(collapseSpace(s), maxDetailRunes)
+}
+
+// hostlessURL is a URL reURL matched, for cleanKeepingURLs: see hostless.
+func hostlessURL(u string) string {
+	_, rest, _ := strings.Cut(u, "://")
+	return hostless(rest)
+}
+
+// hostless is a URL's text after its scheme and "//" (or a host with its
+// port and path) with the authority (userinfo, host, port) read as "[host]"
+// and a query or fragment as "?[redacted]"; the path stays, and a URL
+// inside it (a redirect target) loses its host too. A sentence's closing
+// dot after a bare host stays.
+func hostless(rest string) string {
+	tail := ""
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest, tail = rest[:i], "?"+redacted
+	}
+	// Userinfo ends at the last "@": a password may hold a "/", and a path
+	// cut short is better than a password or a host shown.
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	path := ""
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		path = rest[i:]
+	} else if strings.HasSuffix(rest, ".") && tail == "" {
+		path = "."
+	}
+	if strings.Contains(path, "://") {
+		path = reURL.ReplaceAllStringFunc(path, hostlessURL)
+	}
+	return redactedHost + path + tail
 }
 
 // collapseSpace trims s and turns each run of white space into one space.

@@ -22,6 +22,15 @@ var plantedSecrets = []string{
 	"sk_live_4eC39HqLyjWDarjtT1zdp7dc9f8e7a6b5",
 }
 
+// plantedURLs are upstream addresses planted like plantedSecrets: no
+// body, development's upstreamMessage included, names their host.
+var plantedURLs = []struct{ plant, host string }{
+	{"http://10.1.2.3:8080/x", "10.1.2.3"},
+	{"//internal.host/x", "internal.host"},
+	{"http://[fd00::1]:8080/x", "fd00::1"},
+	{"https://user:pw@internal.upstream.example.com/v2", "internal.upstream"},
+}
+
 func splitSecret(s string) (plant, forbidden string) {
 	prefix, secret, ok := strings.Cut(s, "|")
 	if !ok {
@@ -67,6 +76,17 @@ func FuzzFromUpstream(f *testing.F) {
 				out := checkFuzzed(t, p, b)
 				if strings.Contains(out, forbidden) {
 					t.Fatalf("status %d body %q: output %s contains the planted %q", status, b, out, forbidden)
+				}
+			}
+		}
+		{
+			u := plantedURLs[len(body)%len(plantedURLs)]
+			msg := text + " " + u.plant + " " + text
+			js, _ := json.Marshal(map[string]any{"type": "CLIENT_ERROR", "message": msg})
+			for _, b := range [][]byte{js, []byte(msg)} {
+				dev, _ := json.Marshal(WithUpstreamMessage(FromUpstream(status, nil, b)))
+				if strings.Contains(string(dev), u.host) {
+					t.Fatalf("status %d body %q: development's output %s names the planted host %q", status, b, dev, u.host)
 				}
 			}
 		}

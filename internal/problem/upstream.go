@@ -108,9 +108,10 @@ const memberUpstreamMessage = "upstreamMessage"
 // WithUpstreamMessage is p with the upstream's own message as the
 // extension member "upstreamMessage", when p came from an upstream answer
 // whose URLs Clean took out of the detail. Only for development (env:
-// development): there the URL the upstream refused (a redirect URL not on
-// its allow-list) is what a developer needs. The member keeps the URLs,
-// without their query and fragment, and is cleaned like the detail of
+// development): there the path the upstream refused (a redirect URL not on
+// its allow-list) is what a developer needs. The member keeps the URLs'
+// paths, never their scheme, userinfo, host, port, query or fragment (no
+// upstream address in a body, issue 33), and is cleaned like the detail of
 // everything else that looks like a credential (a Bearer value, a JWT, a
 // secret's value).
 func WithUpstreamMessage(p *Problem) *Problem {
@@ -231,7 +232,14 @@ func FromUpstream(status int, header http.Header, body []byte) *Problem {
 	}
 	raw := stripControl(r.message)
 	if len(raw) > maxRawMessage {
-		raw = strings.ToValidUTF8(raw[:maxRawMessage], "")
+		// Cut at white space, as capInput does: a URL cut short (no dot
+		// left in its host) would no longer read as one.
+		raw = raw[:maxRawMessage]
+		if i := strings.LastIndexAny(raw, " \t\r\n"); i >= 0 {
+			raw = raw[:i]
+		} else {
+			raw = ""
+		}
 	}
 	p.Err = &UpstreamError{Status: status, Type: r.typ, message: raw}
 	return p

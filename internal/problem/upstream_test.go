@@ -497,8 +497,9 @@ func TestFromUpstreamNeverLeaks(t *testing.T) {
 	}
 }
 
-// In development the upstream's own message comes along, uncleaned, as
-// "upstreamMessage"; the detail stays cleaned, and nothing else carries it.
+// In development the upstream's own message comes along as
+// "upstreamMessage", its URLs' paths kept and their hosts not; the detail
+// stays cleaned, and nothing else carries it.
 func TestWithUpstreamMessage(t *testing.T) {
 	body := []byte(`{"type":"CLIENT_ERROR","message":"Redirect url http://localhost:3000/payment-done is not allowed for this organization"}`)
 	p := FromUpstream(400, http.Header{}, body)
@@ -515,8 +516,8 @@ func TestWithUpstreamMessage(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got["upstreamMessage"] != "Redirect url http://localhost:3000/payment-done is not allowed for this organization" {
-		t.Fatalf("upstreamMessage = %v", got["upstreamMessage"])
+	if got["upstreamMessage"] != "Redirect url [host]/payment-done is not allowed for this organization" {
+		t.Fatalf("upstreamMessage = %v, want the path without the host", got["upstreamMessage"])
 	}
 	if len(p.Ext) != 0 {
 		t.Fatal("WithUpstreamMessage changed the problem it was given")
@@ -528,11 +529,63 @@ func TestWithUpstreamMessage(t *testing.T) {
 	if len(secret.Ext) != 1 {
 		t.Fatalf("got %v, want the message with its URL", secret.Ext)
 	}
-	if msg := secret.Ext[0].Value.(string); !strings.Contains(msg, "https://app.example/cb") || strings.Contains(msg, "s3cr3t-code") || strings.Contains(msg, "abc.def.ghi") {
-		t.Fatalf("upstreamMessage = %q, want the URL without its query and no Bearer value", msg)
+	if msg := secret.Ext[0].Value.(string); !strings.Contains(msg, "[host]/cb?[redacted]") || strings.Contains(msg, "app.example") || strings.Contains(msg, "s3cr3t-code") || strings.Contains(msg, "abc.def.ghi") {
+		t.Fatalf("upstreamMessage = %q, want the URL's path without its host and query, and no Bearer value", msg)
 	}
 	plain := FromUpstream(400, http.Header{}, []byte(`{"type":"CLIENT_ERROR","message":"Payment id \"x\" is not valid"}`))
 	if q := WithUpstreamMessage(plain); len(q.Ext) != 0 {
 		t.Fatal("a message cleaning left whole was repeated as upstreamMessage")
+	}
+}
+
+// No upstream address reaches a body in any env (issue 33, item 2): the
+// detail drops a URL whole, and development's upstreamMessage keeps only
+// its path, whatever form the address takes.
+func TestUpstreamMessageNamesNoHost(t *testing.T) {
+	cases := []struct {
+		name, message, wantDev string
+		hosts                  []string
+	}{
+		{"IPv4 with port, and scheme-relative",
+			"Redirect url http://10.1.2.3:8080/x is not allowed; nor is //internal.host/x",
+			"Redirect url [host]/x is not allowed; nor is [host]/x", []string{"10.1.2.3", "internal.host", "8080"}},
+		{"IPv6 literal", "callback http://[fd00::1]:8080/x refused",
+			"callback [host]/x refused", []string{"fd00", "8080"}},
+		{"userinfo", "cannot reach https://user:pa55@internal.host:8443/hook?sig=abc",
+			"cannot reach [host]/hook?[redacted]", []string{"user", "pa55", "internal.host", "8443", "sig=abc"}},
+		{"userinfo holding a slash", "cannot reach https://user:p/ss@internal.host/hook",
+			"cannot reach [host]/hook", []string{"p/ss", "internal.host"}},
+		{"scheme-relative with userinfo", "see //user:pw@internal.host/x",
+			"see [host]/x", []string{"user:pw", "internal.host"}},
+		{"scheme-relative IPv6", "see //[fd00::1]:8080/x", "see [host]/x", []string{"fd00", "8080"}},
+		{"bare IPv6 literal", "dial [fd00::1]:8080 failed", "dial [host] failed", []string{"fd00", "8080"}},
+		{"a URL inside the path", "redirect http://a.example/r/http://10.1.2.3:8080/x refused",
+			"redirect [host]/r/[host]/x refused", []string{"a.example", "10.1.2.3"}},
+		{"host and path without scheme", "POST internal.host:8080/v2/x failed",
+			"POST [host]/v2/x failed", []string{"internal.host", "8080"}},
+		{"localhost", "redirect localhost:3000/done refused", "redirect [host]/done refused", []string{"localhost", "3000"}},
+		{"bare IPv4", "from 10.1.2.3 denied", "from [host] denied", []string{"10.1.2.3"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			body, _ := json.Marshal(map[string]string{"type": "CLIENT_ERROR", "message": tc.message})
+			p := FromUpstream(400, http.Header{}, body)
+			for _, dev := range []bool{false, true} {
+				q := p
+				if dev {
+					q = WithUpstreamMessage(p)
+				}
+				rec := httptest.NewRecorder()
+				Write(rec, q, "req-1")
+				for _, h := range tc.hosts {
+					if strings.Contains(rec.Body.String(), h) {
+						t.Errorf("development %v: the body names %q: %s", dev, h, rec.Body)
+					}
+				}
+			}
+			if got := cleanKeepingURLs(tc.message); got != tc.wantDev {
+				t.Errorf("cleanKeepingURLs(%q) = %q, want %q", tc.message, got, tc.wantDev)
+			}
+		})
 	}
 }
