@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -165,8 +166,9 @@ type reply struct {
 // FromUpstream turns an upstream error reply into the contract's envelope
 // (docs/errors.md). status is the upstream status, expected
 // to be 400 or more; a status outside 400–599 is the upstream misbehaving
-// and becomes 502 UPSTREAM_ERROR. header may be nil; only Retry-After is
-// read from it. body is the start of the reply (at most 64 KiB is read) and
+// and becomes 502 UPSTREAM_ERROR. header may be nil; only Retry-After (and
+// Date, to read it) are read from it, and a Retry-After is passed on as
+// RelayRetryAfter makes it: seconds, at most MaxRetryAfter. body is the start of the reply (at most 64 KiB is read) and
 // may be anything: a JSON object in any of the upstream's shapes, a JSON
 // array or scalar, plain text, HTML from a gateway, invalid UTF-8, or empty.
 //
@@ -176,7 +178,7 @@ type reply struct {
 // the returned Problem's Err is an *UpstreamError.
 func FromUpstream(status int, header http.Header, body []byte) *Problem {
 	r := parseReply(body)
-	retryAfter := validRetryAfter(header.Get("Retry-After"))
+	retryAfter := RelayRetryAfter(header, time.Now())
 
 	var p *Problem
 	switch {
@@ -455,22 +457,6 @@ func stripTags(s string) string {
 		return s
 	}
 	return reTag.ReplaceAllString(s, " ")
-}
-
-// validRetryAfter returns v when it is a Retry-After value (RFC 9110
-// 10.2.3: delay-seconds or an HTTP-date), else "".
-func validRetryAfter(v string) string {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return ""
-	}
-	if len(v) <= 10 && isDigits(v) {
-		return v
-	}
-	if _, err := http.ParseTime(v); err == nil {
-		return v
-	}
-	return ""
 }
 
 // joinEntries is the detail of a list message: its cleaned entries joined

@@ -176,6 +176,20 @@ var upstreamCases = []upstreamCase{
 		wantRA: "120", wantDetail: "locked",
 	},
 	{
+		name: "423 with a Retry-After over an hour: an hour", status: 423,
+		header:     http.Header{"Retry-After": {"36000"}},
+		body:       "locked",
+		wantStatus: 423, wantCode: CodeResourceLocked, wantAction: ActionRetryLater, wantRetry: true,
+		wantRA: "3600", wantDetail: "locked",
+	},
+	{
+		name: "503 with a Retry-After date in 9999: an hour", status: 503,
+		header:     http.Header{"Retry-After": {"Fri, 31 Dec 9999 23:59:59 GMT"}},
+		body:       "Service Unavailable",
+		wantStatus: 503, wantCode: CodeUpstreamUnavailable, wantAction: ActionRetryLater, wantRetry: true,
+		wantRA: "3600", wantDetail: "Service Unavailable",
+	},
+	{
 		name: "423 JSON body", status: 423,
 		body:       `{"message":"Connection locked"}`,
 		wantStatus: 423, wantCode: CodeResourceLocked, wantAction: ActionRetryLater, wantRetry: true,
@@ -230,7 +244,7 @@ var upstreamCases = []upstreamCase{
 		header:     http.Header{"Retry-After": {"Wed, 21 Oct 2015 07:28:00 GMT"}},
 		body:       "Service Unavailable",
 		wantStatus: 503, wantCode: CodeUpstreamUnavailable, wantAction: ActionRetryLater, wantRetry: true,
-		wantRA: "Wed, 21 Oct 2015 07:28:00 GMT", wantDetail: "Service Unavailable",
+		wantRA: "0", wantDetail: "Service Unavailable", // a date gone by: retry now, in seconds
 	},
 	{
 		name: "503 bad Retry-After dropped", status: 503,

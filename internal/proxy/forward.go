@@ -345,7 +345,7 @@ var requestHeaders = []string{
 
 // responseHeaders are the only upstream headers passed to the client:
 // representation metadata, conditional-request validators, redirects and
-// Retry-After. Cookies, Server, X-Powered-By, WWW-Authenticate, HSTS,
+// Retry-After (as modifyResponse bounds it). Cookies, Server, X-Powered-By, WWW-Authenticate, HSTS,
 // Clear-Site-Data, CORS and caching headers never pass (the edge sets
 // Cache-Control: no-store and nosniff itself).
 var responseHeaders = map[string]bool{
@@ -356,10 +356,18 @@ var responseHeaders = map[string]bool{
 }
 
 func modifyResponse(resp *http.Response) error {
+	// The upstream's Retry-After goes on as seconds of at most an hour
+	// (issue 33), read against the reply's Date before that is dropped.
+	retryAfter := problem.RelayRetryAfter(resp.Header, time.Now())
 	for k := range resp.Header {
 		if !responseHeaders[k] {
 			delete(resp.Header, k)
 		}
+	}
+	if retryAfter != "" {
+		resp.Header.Set("Retry-After", retryAfter)
+	} else {
+		resp.Header.Del("Retry-After")
 	}
 	// A reply without a Content-Type would be sniffed by the server (and a
 	// 200 served as text/html on the app's origin).

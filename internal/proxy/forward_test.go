@@ -308,10 +308,16 @@ func TestForwardHonoursRetryAfter(t *testing.T) {
 		{"503 leaving the attempt less time than the wait", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "3"}, 1, 503, []time.Duration{}, "3"},
 		{"503 malformed Retry-After: the backoff", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "soon"}, 2, 200, nil, ""},
 		{"503 past the deadline", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "30"}, 1, 503, []time.Duration{}, "30"},
-		{"503 absurd", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "99999999999999999999"}, 1, 503, []time.Duration{}, ""},
-		{"503 over a Duration", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "9999999999"}, 1, 503, []time.Duration{}, "9999999999"},
+		// Passed on as seconds, at most an hour (issue 33).
+		{"503 absurd", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "99999999999999999999"}, 1, 503, []time.Duration{}, "3600"},
+		{"503 over a Duration", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "9999999999"}, 1, 503, []time.Duration{}, "3600"},
 		{"503 HTTP-date past the deadline", "GET", "/api/v2/payments", 503,
-			map[string]string{"Date": date.Format(http.TimeFormat), "Retry-After": date.Add(time.Hour).Format(http.TimeFormat)}, 1, 503, []time.Duration{}, date.Add(time.Hour).Format(http.TimeFormat)},
+			map[string]string{"Date": date.Format(http.TimeFormat), "Retry-After": date.Add(20 * time.Second).Format(http.TimeFormat)}, 1, 503, []time.Duration{}, "20"},
+		{"503 HTTP-date over an hour", "GET", "/api/v2/payments", 503,
+			map[string]string{"Date": date.Format(http.TimeFormat), "Retry-After": date.Add(2 * time.Hour).Format(http.TimeFormat)}, 1, 503, []time.Duration{}, "3600"},
+		{"503 HTTP-date in 9999", "GET", "/api/v2/payments", 503,
+			map[string]string{"Date": date.Format(http.TimeFormat), "Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT"}, 1, 503, []time.Duration{}, "3600"},
+		{"429 over an hour", "GET", "/api/v2/payments", 429, map[string]string{"Retry-After": "36000"}, 1, 429, []time.Duration{}, "3600"},
 		{"POST is never retried, whatever Retry-After", "POST", "/api/v2/payments", 503, map[string]string{"Retry-After": "1"}, 1, 503, []time.Duration{}, "1"},
 	}
 	for _, tc := range cases {
@@ -340,6 +346,40 @@ func TestForwardHonoursRetryAfter(t *testing.T) {
 			}
 			if got := w.Header().Get("Retry-After"); got != tc.wantRetryAfter {
 				t.Fatalf("got Retry-After %q, want %q", got, tc.wantRetryAfter)
+			}
+		})
+	}
+}
+
+// A success's Retry-After (a 202 polled later, a redirect) is bounded as an
+// error's is: seconds, at most an hour, a malformed one dropped (issue 33).
+func TestForwardBoundsRetryAfterOnSuccess(t *testing.T) {
+	date := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name, retryAfter, want string
+		status                 int
+	}{
+		{"202 seconds", "120", "120", 202},
+		{"202 over an hour", "36000", "3600", 202},
+		{"202 date in 9999", "Fri, 31 Dec 9999 23:59:59 GMT", "3600", 202},
+		{"200 date, from the reply's Date", date.Add(45 * time.Second).Format(http.TimeFormat), "45", 200},
+		{"200 date gone by", date.Add(-time.Hour).Format(http.TimeFormat), "0", 200},
+		{"303 malformed", "soon", "", 303},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Date", date.Format(http.TimeFormat))
+				w.Header().Set("Retry-After", tc.retryAfter)
+				w.Header().Set("Location", "/v2/payments/p1")
+				w.WriteHeader(tc.status)
+			}, 5*time.Second)
+			w := f.do("GET", "/api/v2/payments", "", nil)
+			if w.Code != tc.status || w.Header().Get("Retry-After") != tc.want {
+				t.Fatalf("got %d Retry-After %q, want %d %q", w.Code, w.Header().Get("Retry-After"), tc.status, tc.want)
+			}
+			if _, ok := w.Header()["Retry-After"]; tc.want == "" && ok {
+				t.Fatalf("got an empty Retry-After header, want none")
 			}
 		})
 	}

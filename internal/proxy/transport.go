@@ -6,12 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptrace"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -173,7 +170,7 @@ func transient(status int, typ string) bool {
 // MaxDelay is not waited for either.
 func (t *transport) delay(ctx context.Context, h http.Header, attempt int) (time.Duration, bool) {
 	backoff := t.backoff(attempt)
-	d, upstream := retryAfter(h, time.Now())
+	d, upstream := problem.RetryAfter(h, time.Now())
 	if !upstream {
 		d = backoff
 	}
@@ -186,33 +183,6 @@ func (t *transport) delay(ctx context.Context, h http.Header, attempt int) (time
 		return d, left > d
 	}
 	return d, !upstream || d <= t.retry.MaxDelay
-}
-
-// retryAfter reads a reply's Retry-After (RFC 9110 10.2.3): delay-seconds,
-// or an HTTP-date measured from the reply's own Date when it has one (the
-// upstream's clock, so no skew between the two hosts), else from now. A
-// date gone by is no wait; seconds too many for a Duration are the longest
-// Duration. ok is false when there is none or it is malformed.
-func retryAfter(h http.Header, now time.Time) (d time.Duration, ok bool) {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if strings.Trim(v, "0123456789") == "" {
-		secs, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || secs > int64(math.MaxInt64/time.Second) {
-			return math.MaxInt64, true
-		}
-		return time.Duration(secs) * time.Second, true
-	}
-	at, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	if date, err := http.ParseTime(h.Get("Date")); err == nil {
-		now = date
-	}
-	return max(at.Sub(now), 0), true
 }
 
 // backoff is full jitter: uniform in [0, min(MaxDelay, BaseDelay·2^(attempt-1))].
