@@ -1,8 +1,13 @@
 // Package limits holds the BFF's shared request budgets: a rate per key
-// (GCRA: github.com/go-redis/redis_rate, exact across instances at one
-// Redis round trip a decision) and a once-per-interval hold per key (the
-// credit guard of the 20-credit refresh). Both have an in-process twin for
-// the single-instance development store. Plain Go, no HTTP framework.
+// (GCRA in one Lua script on Redis's clock, exact across instances at one
+// round trip a decision) and a once-per-interval hold per key (the credit
+// guard of the 20-credit refresh). Both have an in-process twin for the
+// single-instance development store. Plain Go, no HTTP framework.
+//
+// The rate was github.com/go-redis/redis_rate/v10, whose keys always begin
+// with its own "rate:", outside redis.key_prefix: under a Redis ACL user
+// restricted to the prefix every decision failed, and the per-address
+// budgets let every request through (issue 33; TestKeysStayUnderThePrefix).
 package limits
 
 import (
@@ -14,7 +19,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -33,13 +37,12 @@ var ErrUnavailable = errors.New("limits: store unavailable")
 // concurrent use.
 type Redis struct {
 	client redis.UniversalClient
-	rate   *redis_rate.Limiter
 	prefix string
 }
 
 // NewRedis returns budgets kept in Redis under prefix.
 func NewRedis(client redis.UniversalClient, prefix string) *Redis {
-	return &Redis{client: client, rate: redis_rate.NewLimiter(client), prefix: prefix}
+	return &Redis{client: client, prefix: prefix}
 }
 
 // Allow spends one of perMinute requests a minute (burst perMinute) of key.
@@ -49,12 +52,32 @@ func (r *Redis) Allow(ctx context.Context, key string, perMinute int) (Decision,
 
 // AllowPer spends one of n requests per period (burst n) of key.
 func (r *Redis) AllowPer(ctx context.Context, key string, n int, per time.Duration) (Decision, error) {
-	res, err := r.rate.Allow(ctx, r.prefix+key, redis_rate.Limit{Rate: n, Burst: n, Period: per})
+	interval := max((per / time.Duration(n)).Microseconds(), 1)
+	wait, err := gcraScript.Run(ctx, r.client, []string{r.prefix + key}, interval, n).Int64()
 	if err != nil {
 		return Decision{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	return Decision{Allowed: res.Allowed > 0, RetryAfter: max(res.RetryAfter, 0)}, nil
+	if wait > 0 {
+		return Decision{RetryAfter: time.Duration(wait) * time.Microsecond}, nil
+	}
+	return Decision{Allowed: true}, nil
 }
+
+// gcraScript is Local.AllowPer on Redis's clock, in microseconds: KEYS[1]
+// holds the theoretical arrival time, ARGV[1] is the emission interval and
+// ARGV[2] the burst. It returns 0 when allowed, else the wait. The numbers
+// stay below 2^53, exact in Lua; redis.call writes them in full.
+var gcraScript = redis.NewScript(`
+local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local interval = tonumber(ARGV[1])
+local tat = tonumber(redis.call("GET", KEYS[1]) or now)
+if tat < now then tat = now end
+local allow_at = tat + interval - interval * tonumber(ARGV[2])
+if allow_at > now then return allow_at - now end
+redis.call("SET", KEYS[1], tat + interval, "PX", math.ceil((tat + interval - now) / 1000))
+return 0
+`)
 
 // Hold takes key for every, unless it is held already: at most one holder
 // per interval across instances. The refusal says how long is left.

@@ -5,10 +5,13 @@ package limits_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/testing/redistest"
@@ -111,4 +114,88 @@ func TestHoldOncePerInterval(t *testing.T) {
 			t.Fatal("the hold was not given back")
 		}
 	})
+}
+
+// Every key the budgets write is under their prefix (issue 33): run as the
+// Redis user docs/operations.md gives operators, limited to the prefix,
+// on a single Redis and on a Cluster, every call answers and a budget
+// still refuses past its burst; no command or key was refused, and the
+// servers hold no key outside the prefix. redis_rate's "rate:" keys
+// failed here with NOPERM.
+func TestKeysStayUnderThePrefix(t *testing.T) {
+	type topology struct {
+		client  func(t *testing.T, user, password string) redis.UniversalClient
+		denials func(t testing.TB) []string
+		keys    func(t testing.TB) []string
+	}
+	topologies := map[string]func(t *testing.T, prefix, password string) topology{
+		"single": func(t *testing.T, prefix, password string) topology {
+			s := redistest.StartServer(t)
+			s.SetUser(t, "bff", redistest.DocumentedUser(t, prefix, password)...)
+			return topology{
+				client: func(t *testing.T, user, password string) redis.UniversalClient {
+					c := redis.NewClient(&redis.Options{Addr: s.Addr, Username: user, Password: password, DialTimeout: 2 * time.Second})
+					t.Cleanup(func() { _ = c.Close() })
+					return c
+				},
+				denials: s.Denials, keys: s.AllKeys,
+			}
+		},
+		"cluster": func(t *testing.T, prefix, password string) topology {
+			c := redistest.StartCluster(t, 3)
+			c.SetUser(t, "bff", redistest.DocumentedUser(t, prefix, password)...)
+			return topology{
+				client: func(t *testing.T, user, password string) redis.UniversalClient {
+					cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), Username: user, Password: password, DialTimeout: 2 * time.Second})
+					t.Cleanup(func() { _ = cc.Close() })
+					return cc
+				},
+				denials: c.Denials, keys: c.AllKeys,
+			}
+		},
+	}
+	for name, start := range topologies {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			const prefix, password = "app7:", "limits-test-password"
+			top := start(t, prefix, password)
+			c := top.client(t, "bff", password)
+			r := limits.NewRedis(c, prefix+"lim:")
+			for i := range 4 {
+				d, err := r.Allow(ctx, "auth:192.0.2.1", 3)
+				if err != nil {
+					t.Fatalf("Allow %d: %v", i, err)
+				}
+				if want := i < 3; d.Allowed != want {
+					t.Fatalf("Allow %d: got allowed %v, want %v (a burst of 3)", i, d.Allowed, want)
+				}
+			}
+			hold, err := r.Hold(ctx, "refresh:u1", time.Minute)
+			if err != nil || !hold.Allowed {
+				t.Fatalf("Hold: got %+v, %v", hold, err)
+			}
+			if err := r.Release(ctx, "refresh:u1", hold.Token); err != nil {
+				t.Fatal(err)
+			}
+			counter := limits.NewCounterRedis(c, prefix+"lim:", time.Minute)
+			if _, err := counter.Add(ctx, []string{"a", "b", "c"}, []int64{1, 2, 3}); err != nil {
+				t.Fatalf("Add: %v", err)
+			}
+			if n, err := counter.Heartbeat(ctx); err != nil || n != 1 {
+				t.Fatalf("Heartbeat: got %d, %v; want 1", n, err)
+			}
+			if d := top.denials(t); len(d) > 0 {
+				t.Fatalf("the ACL refused:\n%s", strings.Join(d, "\n"))
+			}
+			keys := top.keys(t)
+			if len(keys) == 0 {
+				t.Fatal("no key written")
+			}
+			for _, k := range keys {
+				if !strings.HasPrefix(k, prefix) {
+					t.Errorf("key %q is outside the prefix %q", k, prefix)
+				}
+			}
+		})
+	}
 }
