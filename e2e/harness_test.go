@@ -136,6 +136,8 @@ type options struct {
 	secretFile string
 	redisAddr  string              // default: the test Redis
 	sentinel   *redistest.Sentinel // Redis through this Sentinel instead of redisAddr
+	redisYAML  string              // the redis block's connection lines (url, cluster_addrs, username...) instead of either
+	keyPrefix  string              // redis.key_prefix; default: a fresh one of the test's
 	publicAddr string              // default: a free port
 	adminAddr  string              // default: a free port
 	authYAML   string              // default: auth: { mode: dev }
@@ -171,6 +173,9 @@ const clientSecret = "e2e-client-secret-Xq9zV"
 func start(t *testing.T, o options) *env {
 	t.Helper()
 	_, prefix := redistest.Client(t)
+	if o.keyPrefix != "" {
+		prefix = o.keyPrefix
+	}
 	if o.sim.ClientID == "" {
 		o.sim.ClientID, o.sim.ClientSecret = "e2e-client", clientSecret
 	}
@@ -278,6 +283,9 @@ func (e *env) launchOn(o options, pub, adm string) error {
 	redisYAML := fmt.Sprintf("url: \"redis://%s/0\"", redisAddr)
 	if o.sentinel != nil {
 		redisYAML = fmt.Sprintf("url: \"\"\n  sentinel: { master: %q, addrs: [%q] }", o.sentinel.MasterName, o.sentinel.SentinelAddrs()[0])
+	}
+	if o.redisYAML != "" {
+		redisYAML = o.redisYAML
 	}
 	drainDelay := o.drainDelay
 	if drainDelay == "" {
