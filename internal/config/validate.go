@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fintech-bff/bff/internal/webhooks"
 )
 
 // Methods a route may allow.
@@ -698,9 +700,14 @@ func (v *validator) payments(c *Config) {
 	if len(p.WebhookSecrets) == 0 {
 		v.addf("payments.webhook_secrets", "required with payments.webhook_path: an unsigned webhook is refused")
 	}
+	// Read as start-up reads them (webhooks.NewVerifier), so that bff -check
+	// refuses what would stop every instance.
 	for i, s := range p.WebhookSecrets {
-		if !strings.HasPrefix(string(s), "whsec_") {
-			v.addf(fmt.Sprintf("payments.webhook_secrets[%d]", i), "not a whsec_… secret")
+		key := fmt.Sprintf("payments.webhook_secrets[%d]", i)
+		if _, err := webhooks.ParseSecret(s.Reveal()); err != nil {
+			v.addf(key, "%v", err)
+		} else if c.Env == EnvProduction && webhooks.Published(s.Reveal()) {
+			v.addf(key, "a secret printed in the BFF's repository (the upstream simulator's default, or one of its tests or docs), which anyone can sign with, is refused when env is production; use the secret the upstream gave you")
 		}
 	}
 }

@@ -36,7 +36,9 @@ import (
 // verify one with the other check two implementations.
 
 // DefaultWebhookSecret signs webhooks when no secret is configured. Like
-// the default client secret it is for development only: it is public.
+// the default client secret it is for development only: it is public, and
+// a BFF with env: production refuses it (internal/webhooks lists it with
+// every other secret printed in the repository).
 const DefaultWebhookSecret = "whsec_dXBzdHJlYW0tc2ltIGRldmVsb3BtZW50IHdlYmhvb2tzIQ=="
 
 // Delivery limits, as Standard Webhooks senders do it: retries with

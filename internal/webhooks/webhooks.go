@@ -97,7 +97,7 @@ func NewVerifier(secrets []string, tolerance time.Duration) (*Verifier, error) {
 	}
 	v := &Verifier{tolerance: tolerance}
 	for i, s := range secrets {
-		key, err := decodeSecret(s)
+		key, err := ParseSecret(s)
 		if err != nil {
 			return nil, fmt.Errorf("webhooks: secret %d: %w", i, err)
 		}
@@ -106,8 +106,11 @@ func NewVerifier(secrets []string, tolerance time.Duration) (*Verifier, error) {
 	return v, nil
 }
 
-// decodeSecret reads a "whsec_" secret; its error never quotes the secret.
-func decodeSecret(secret string) ([]byte, error) {
+// ParseSecret reads a "whsec_" secret: the standard base64 of 24 to 64
+// bytes of key after the prefix. It is the one reading of a secret, for
+// start-up (NewVerifier) and for the configuration check alike; its error
+// never quotes the secret.
+func ParseSecret(secret string) ([]byte, error) {
 	b64, ok := strings.CutPrefix(secret, "whsec_")
 	if !ok {
 		return nil, errors.New(`want the "whsec_" prefix`)
@@ -184,7 +187,7 @@ func mac(key []byte, id string, secs int64, body []byte) []byte {
 // message id at ts under secret. It is for tests that build webhooks for a
 // receiver; the simulator has its own signer.
 func Sign(secret, id string, ts time.Time, body []byte) (string, error) {
-	key, err := decodeSecret(secret)
+	key, err := ParseSecret(secret)
 	if err != nil {
 		return "", fmt.Errorf("webhooks: secret: %w", err)
 	}

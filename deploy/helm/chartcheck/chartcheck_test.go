@@ -2,7 +2,9 @@ package chartcheck
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -548,13 +550,17 @@ func TestTheBFFAcceptsTheConfig(t *testing.T) {
 		t.Fatalf("go build ./cmd/bff: %v\n%s", err, out)
 	}
 	key := "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // base64 of 32 bytes
+	// A webhook secret of this run's own: production refuses one printed in
+	// the repository (the Standard Webhooks example, the simulator's).
+	hookKey := make([]byte, 32)
+	_, _ = rand.Read(hookKey)
 	standIns := map[string]string{
 		"BFF_REDIS_URL":                "redis://127.0.0.1:6379/0",
 		"BFF_REDIS_ENCRYPTION_KEY":     key,
 		"BFF_SESSION_KEYS":             `["` + key + `"]`,
 		"BFF_AUTH_OIDC_CLIENT_SECRET":  "oidc-client-secret",
 		"BFF_LEDGER_POSTGRES_URL":      "postgres://bff:pw@127.0.0.1:5432/bff?sslmode=verify-full",
-		"BFF_PAYMENTS_WEBHOOK_SECRETS": `["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]`,
+		"BFF_PAYMENTS_WEBHOOK_SECRETS": `["whsec_` + base64.StdEncoding.EncodeToString(hookKey) + `"]`,
 	}
 	files := map[string]string{ // a mounted file: its stand-in
 		"/run/secrets/bff/upstream_client_secret": "upstream-client-secret",
