@@ -74,6 +74,7 @@ var knownMetrics = map[string]metric{
 	"bff_oidc_key_fetches_total":            {"counter", nil, true},
 	"bff_payment_follow_total":              {"counter", []string{"result"}, true},
 	"bff_event_streams":                     {"gauge", nil, true},
+	"bff_event_streams_limit":               {"gauge", nil, true},
 
 	// collectors.NewGoCollector() (default set) and NewProcessCollector().
 	"go_goroutines":                 {"gauge", nil, false},

@@ -241,8 +241,14 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		Follow: payments.Follow{Interval: cfg.Payments.WatchInterval, MaxInterval: cfg.Payments.WatchMaxInterval,
 			For: cfg.Payments.WatchFor, Batch: cfg.Payments.WatchBatch},
 	})
-	hub := events.NewHub(cfg.Limits.StreamsPerUser)
-	obs.Probe(metrics.Probes{Store: a.store.Ping, Ledger: led.Ping, Unknowns: led.Unknowns, Streams: hub.Count})
+	hub := events.NewHub(events.Limits{PerUser: cfg.Limits.StreamsPerUser, PerAddress: cfg.Limits.StreamsPerAddress,
+		PerInstance: events.InstanceBound(cfg.Limits.StreamsPerInstance)})
+	if n, fds := cfg.Limits.StreamsPerInstance, events.DescriptorLimit(); fds > 0 && uint64(n) > fds/2 {
+		log.Warn("limits.streams_per_instance leaves less than half of the open descriptors for anything else: requests, Redis, PostgreSQL and the upstream may find none",
+			slog.Int("streamsPerInstance", n), slog.Uint64("descriptorLimit", fds))
+	}
+	obs.Probe(metrics.Probes{Store: a.store.Ping, Ledger: led.Ping, Unknowns: led.Unknowns, Streams: hub.Count,
+		StreamsLimit: func() int { return hub.Limits().PerInstance }})
 	// The settler: every instance runs it, the ledger hands each open
 	// record to one of them at a time.
 	go pay.Run(cacheCtx)

@@ -116,8 +116,17 @@ type Limits struct {
 	// the next login converges it.
 	SessionsPerUser int `yaml:"sessions_per_user"`
 	// StreamsPerUser caps a user's open event streams (GET /bff/events) on
-	// one instance: each holds a connection and a goroutine. 0: no cap.
+	// one instance: each holds a connection. 0: no cap.
 	StreamsPerUser int `yaml:"streams_per_user"`
+	// StreamsPerAddress caps the open event streams of one client address
+	// (believed through trusted_proxies; an IPv6 one by IPv6Prefix) on one
+	// instance, whatever their users: a host with many accounts must not
+	// hold the instance's descriptors. 0: no cap.
+	StreamsPerAddress int `yaml:"streams_per_address"`
+	// StreamsPerInstance caps the open event streams of one instance (one
+	// more is 503). 0: half the process's limit on open descriptors
+	// (events.InstanceBound).
+	StreamsPerInstance int `yaml:"streams_per_instance"`
 	// BackchannelPerMinute is the budget of POST /auth/backchannel-logout
 	// per client address (the provider's), apart from AuthPerMinute so
 	// users' traffic never throttles the provider and forged logout tokens

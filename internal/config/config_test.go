@@ -151,6 +151,8 @@ func TestDefaults(t *testing.T) {
 		{"auth.oidc.user_id_claim", d.Auth.OIDC.UserIDClaim, "sub"},
 		{"cors.allowed_origins", d.CORS.AllowedOrigins, []string{}},
 		{"limits.sessions_per_user", d.Limits.SessionsPerUser, 20},
+		{"limits.streams_per_address", d.Limits.StreamsPerAddress, 100},
+		{"limits.streams_per_instance", d.Limits.StreamsPerInstance, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {

@@ -88,7 +88,8 @@ func Defaults() Config {
 		},
 		CORS: CORS{AllowedOrigins: []string{}},
 		Limits: Limits{RequestsPerSecond: 20, Burst: 40, AuthPerMinute: 60, RefreshInterval: 15 * time.Minute, SessionsPerUser: 20,
-			BackchannelPerMinute: 120, PendingLoginsPerAddress: 100, IPv6Prefix: 64, StreamsPerUser: 5},
+			BackchannelPerMinute: 120, PendingLoginsPerAddress: 100, IPv6Prefix: 64, StreamsPerUser: 5,
+			StreamsPerAddress: 100},
 		Payments: Payments{WatchInterval: 2 * time.Second, WatchMaxInterval: 30 * time.Second, WatchFor: 24 * time.Hour,
 			WatchBatch: 64, WebhookSecrets: []Secret{}},
 	}

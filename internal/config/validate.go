@@ -105,6 +105,12 @@ func (c *Config) Validate() error {
 	if n := c.Limits.StreamsPerUser; n < 0 || n > 10000 {
 		v.addf("limits.streams_per_user", "%d is not between 0 (no cap) and 10000", n)
 	}
+	if n := c.Limits.StreamsPerAddress; n < 0 || n > 1_000_000 {
+		v.addf("limits.streams_per_address", "%d is not between 0 (no cap) and 1000000", n)
+	}
+	if n := c.Limits.StreamsPerInstance; n < 0 || n > 1_000_000 {
+		v.addf("limits.streams_per_instance", "%d is not between 0 (half the descriptor limit) and 1000000", n)
+	}
 	v.payments(c)
 	if n := c.Ledger.MaxConns; n < 0 || n > 1000 {
 		v.addf("ledger.max_conns", "%d is not between 0 and 1000", n)

@@ -160,6 +160,10 @@ func TestValidate(t *testing.T) {
 		{name: "sessions per user negative", env: map[string]string{"BFF_LIMITS_SESSIONS_PER_USER": "-1"}, want: `limits.sessions_per_user: -1 is not between 0 (off) and 10000`},
 		{name: "sessions per user too many", env: map[string]string{"BFF_LIMITS_SESSIONS_PER_USER": "10001"}, want: `limits.sessions_per_user: 10001 is not between 0 (off) and 10000`},
 		{name: "sessions per user in yaml", yaml: "limits:\n  sessions_per_user: 20000\n", want: `limits.sessions_per_user: 20000 is not between 0 (off) and 10000`},
+		{name: "streams per address negative", env: map[string]string{"BFF_LIMITS_STREAMS_PER_ADDRESS": "-1"}, want: `limits.streams_per_address: -1 is not between 0 (no cap) and 1000000`},
+		{name: "streams per address in yaml", yaml: "limits:\n  streams_per_address: 1000001\n", want: `limits.streams_per_address: 1000001 is not between 0 (no cap) and 1000000`},
+		{name: "streams per instance negative", env: map[string]string{"BFF_LIMITS_STREAMS_PER_INSTANCE": "-1"}, want: `limits.streams_per_instance: -1 is not between 0 (half the descriptor limit) and 1000000`},
+		{name: "streams per instance too many", env: map[string]string{"BFF_LIMITS_STREAMS_PER_INSTANCE": "2000000"}, want: `limits.streams_per_instance: 2000000 is not between 0 (half the descriptor limit) and 1000000`},
 
 		{name: "redis scheme", env: map[string]string{"BFF_REDIS_URL": "http://" + redisPassword + "@redis:6379"}, want: `redis.url: scheme must be redis or rediss`},
 		{name: "redis rediss", env: map[string]string{"BFF_REDIS_URL": "rediss://:" + redisPassword + "@redis:6380/1"}},

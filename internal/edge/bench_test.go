@@ -97,7 +97,7 @@ func benchmarkSteadyStateWith(b *testing.B, budget *limits.Budget, streams int) 
 			b.Fatal(err)
 		}
 		pay := payments.New(payments.Options{Ledger: led})
-		hub := eventhub.NewHub(0)
+		hub := eventhub.NewHub(eventhub.Limits{})
 		d.Streams = &Streams{Hub: hub, Changes: pay}
 		e := NewPublic(d)
 		srv := httptest.NewServer(e)

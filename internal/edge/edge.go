@@ -78,7 +78,8 @@ type Deps struct {
 	// back-channel logout (limits.backchannel_per_minute) and logins
 	// started (limits.pending_logins_per_address per login.StateTTL); 0
 	// switches one off. An IPv6 client is its first IPv6Prefix bits
-	// (limits.ipv6_prefix).
+	// (limits.ipv6_prefix), here and in the event streams' per-address
+	// bound.
 	AuthLimit               RateLimiter
 	AuthPerMinute           int
 	BackchannelPerMinute    int
@@ -111,8 +112,9 @@ type Observer interface {
 	Revoked(reason string, n int)
 	// Refused reports a request a limit refused before it reached the
 	// upstream: requests (the session's budget), auth, backchannel or
-	// pending_logins (the per-address budgets), or streams (a user's open
-	// event streams on this instance).
+	// pending_logins (the per-address budgets), or the open event streams
+	// on this instance: streams (a user's), streams_address (a client
+	// address's) or streams_instance (the instance's bound).
 	Refused(limit string)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -39,6 +40,11 @@ type Streams struct {
 	Heartbeat time.Duration
 	// pusher writes the streams; made by routes.
 	pusher *pusher
+	// v6Bits names an IPv6 client by its prefix in the per-address bound
+	// (limits.ipv6_prefix, as the other per-address limits); set by routes.
+	v6Bits int
+	// full logs, sparsely, that the instance refused streams at its bound.
+	full *sparseLog
 }
 
 const (
@@ -56,8 +62,15 @@ const (
 	clientRetry   = 2 * time.Second
 	shutdownRetry = 500 * time.Millisecond
 	shutdownJit   = 2 * time.Second
-	// streamRetryAfter is the Retry-After of a refused stream (the cap).
+	// streamRetryAfter is the Retry-After of a stream refused by the
+	// user's or the address's bound; one refused by the instance's bound
+	// waits as long plus up to fullJitter, so that the clients refused
+	// together by a full instance do not come back together (and the load
+	// balancer may send them elsewhere).
 	streamRetryAfter = 5 * time.Second
+	fullJitter       = 5 * time.Second
+	// fullLogEvery: at most one line a minute says the instance is full.
+	fullLogEvery = time.Minute
 	// pushWorkers write the streams' changes and heartbeats; queued is how
 	// many streams may wait for one before the scan picks them up instead.
 	pushWorkers = 4
@@ -95,19 +108,14 @@ func streamEvents(a *authn, st Streams, budget SessionBudget, observe Observer) 
 		}
 		ps := &pushStream{p: st.pusher, fd: -1, sessionID: p.id, liveUntil: a.sessions.ExpiresAt(p.rec), lastWrite: time.Now()}
 		ps.UserID, ps.Handle, ps.Signaler = p.rec.UserID, session.Handle(p.id), ps
+		ps.Client = clientKey(c.RealIP(), st.v6Bits)
 		// Held until the catch-up is written: a signal that comes before
 		// (a change, a revocation) is served after it, never on a stream
 		// that has no connection yet.
 		ps.mu.Lock()
-		err = st.Hub.Add(&ps.Stream)
-		switch {
-		case errors.Is(err, eventhub.ErrTooMany):
+		if err := st.Hub.Add(&ps.Stream); err != nil {
 			ps.mu.Unlock()
-			observe.Refused("streams")
-			return problem.Later(problem.CodeRateLimited, streamRetryAfter, "this user has too many open event streams on this instance; close one, or retry in %d s")
-		case err != nil:
-			ps.mu.Unlock()
-			return problem.Later(problem.CodeUpstreamUnavailable, time.Second, "this instance is shutting down; retry in %d s")
+			return refuseStream(ctx, st, observe, err)
 		}
 		// Registered, the session is checked again: a revocation from now
 		// on ends the stream (SessionEnded), one before it is seen here.
@@ -162,6 +170,29 @@ func streamEvents(a *authn, st Streams, budget SessionBudget, observe Observer) 
 		}
 		return nil
 	}
+}
+
+// refuseStream is the answer to a stream the hub did not take (Hub.Add's
+// err). The instance's bound is 503 UPSTREAM_UNAVAILABLE, the code a
+// client already gets when no instance can take its request
+// (docs/errors.md): the BFF, not the client, is short of room, and another
+// instance may have it.
+func refuseStream(ctx context.Context, st Streams, observe Observer, err error) error {
+	switch {
+	case errors.Is(err, eventhub.ErrTooMany):
+		observe.Refused("streams")
+		return problem.Later(problem.CodeRateLimited, streamRetryAfter, "this user has too many open event streams on this instance; close one, or retry in %d s")
+	case errors.Is(err, eventhub.ErrTooManyFromAddress):
+		observe.Refused("streams_address")
+		return problem.Later(problem.CodeRateLimited, streamRetryAfter, "too many open event streams from this address on this instance; close one, or retry in %d s")
+	case errors.Is(err, eventhub.ErrFull):
+		observe.Refused("streams_instance")
+		if st.full != nil {
+			st.full.write(ctx, slog.Int("bound", st.Hub.Limits().PerInstance))
+		}
+		return problem.Later(problem.CodeUpstreamUnavailable, streamRetryAfter+rand.N(fullJitter), "this instance holds as many event streams as it can; retry in %d s")
+	}
+	return problem.Later(problem.CodeUpstreamUnavailable, time.Second, "this instance is shutting down; retry in %d s")
 }
 
 // hijack takes the connection from the HTTP server and writes the status

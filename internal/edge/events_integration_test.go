@@ -5,12 +5,16 @@ package edge
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -48,19 +52,28 @@ func (b hookBudget) Allow(id string) (bool, time.Duration) { b.f(id); return tru
 // ledger, with a live session manager on the test Redis, on a real
 // listener; ch wraps what it reads changes from.
 func streamsServer(t testing.TB, ch func(PaymentChanges) PaymentChanges, budget SessionBudget, heartbeat time.Duration) (*httptest.Server, *session.Manager, *eventhub.Hub) {
+	return boundedStreamsServer(t, ch, budget, heartbeat, eventhub.Limits{}, nil, prometheus.NewRegistry())
+}
+
+// boundedStreamsServer is streamsServer with the hub's bounds lim, the
+// X-Forwarded-For of the trusted peers believed, and the metrics on reg.
+func boundedStreamsServer(t testing.TB, ch func(PaymentChanges) PaymentChanges, budget SessionBudget, heartbeat time.Duration,
+	lim eventhub.Limits, trusted []netip.Prefix, reg prometheus.Registerer) (*httptest.Server, *session.Manager, *eventhub.Hub) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	_, sessions, cookies := liveSessions(ctx, t)
 	led, _ := ledger.NewMemory(nil, make([]byte, 32), nil)
 	pay := payments.New(payments.Options{Ledger: led})
-	hub := eventhub.NewHub(0)
+	hub := eventhub.NewHub(lim)
 	sessions.OnEnd(hub.SessionEnded)
 	go func() { _ = led.Listen(ctx, hub.Changed, hub.Resync, slog.New(slog.DiscardHandler)) }()
 	e := NewPublic(Deps{
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Observe: metrics.New(prometheus.NewRegistry()).Edge,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Observe: metrics.New(reg).Edge,
 		Sessions: sessions, Cookies: cookies, PublicOrigin: "http://bff.local", PaymentRecords: pay, Budget: budget,
 		Forwarder: proxy.New(proxy.Options{BaseURL: &url.URL{Scheme: "http", Host: "127.0.0.1:9"}, Routes: proxy.NewRoutes(nil), Timeout: time.Second, MaxBodyBytes: 1 << 20}),
 		Streams:   &Streams{Hub: hub, Changes: ch(pay), Heartbeat: heartbeat},
+
+		TrustedProxies: trusted, IPv6Prefix: 64,
 	})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
@@ -173,5 +186,122 @@ func TestStreamCutBeforeTheRevocationReturns(t *testing.T) {
 	}
 	if strings.Contains(string(rest), "event:") {
 		t.Fatalf("an event after the revocation: %q", rest)
+	}
+}
+
+// openFrom opens GET /bff/events on a connection of its own as the
+// session token, from the client address from (X-Forwarded-For; "" for
+// the peer's own), and returns the connection and the answer's head (the
+// whole body when it is not a stream).
+func openFrom(t *testing.T, addr, token, from string) (net.Conn, *http.Response, []byte) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	xff := ""
+	if from != "" {
+		xff = "X-Forwarded-For: " + from + "\r\n"
+	}
+	fmt.Fprintf(c, "GET /bff/events HTTP/1.1\r\nHost: bff.local\r\nAuthorization: Bearer %s\r\n%s\r\n", token, xff)
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("GET /bff/events from %q: %v", from, err)
+	}
+	var body []byte
+	if resp.StatusCode != http.StatusOK {
+		body, _ = io.ReadAll(resp.Body)
+	}
+	return c, resp, body
+}
+
+// The per-address bound counts one client's streams whatever their users
+// (an IPv6 client by its /64) and answers 429 RATE_LIMITED, the instance
+// bound answers 503 UPSTREAM_UNAVAILABLE, both with Retry-After; a client
+// that leaves frees its places; each refusal is counted by its bound.
+func TestStreamBounds(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	lim := eventhub.Limits{PerAddress: 2, PerInstance: 4}
+	srv, sessions, hub := boundedStreamsServer(t, func(p PaymentChanges) PaymentChanges { return p }, nil, 2*time.Second,
+		lim, []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, reg)
+	addr := srv.Listener.Addr().String()
+	n := 0
+	token := func() string { // a user of its own for each stream: the per-user bound plays no part
+		n++
+		id, _, err := sessions.Create(context.Background(), session.New{UserID: fmt.Sprintf("bounded-%d", n), Method: session.MethodDev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	open := func(from string, want int, code string) net.Conn {
+		t.Helper()
+		c, resp, body := openFrom(t, addr, token(), from)
+		if resp.StatusCode != want {
+			t.Fatalf("a stream from %s: got %d %s, want %d %s", from, resp.StatusCode, body, want, code)
+		}
+		if want == http.StatusOK {
+			return c
+		}
+		var p struct{ Code string }
+		if err := json.Unmarshal(body, &p); err != nil || p.Code != code || resp.Header.Get("Content-Type") != "application/problem+json" {
+			t.Fatalf("a stream from %s: got %s %s, want the problem envelope with %s", from, resp.Header.Get("Content-Type"), body, code)
+		}
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || s < 1 {
+			t.Fatalf("a stream from %s: Retry-After %q, want whole seconds", from, resp.Header.Get("Retry-After"))
+		}
+		return nil
+	}
+	waitOpen := func(want int) {
+		t.Helper()
+		// The server sees a client leave at its next look (every
+		// peerCheckEvery); the bound only keeps a broken server from
+		// hanging the test.
+		for deadline := time.Now().Add(30 * time.Second); hub.Count() != want; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d streams open, want %d", hub.Count(), want)
+			}
+		}
+	}
+
+	// One /64: two of its addresses fill its place, a third is refused.
+	a1 := open("2001:db8:1:2::1", http.StatusOK, "")
+	open("2001:db8:1:2:aaaa:bbbb:cccc:dddd", http.StatusOK, "")
+	open("2001:db8:1:2::3", http.StatusTooManyRequests, "RATE_LIMITED")
+	// Another /64 and an IPv4 address fill the instance.
+	open("2001:db8:1:3::1", http.StatusOK, "")
+	b1 := open("198.51.100.7", http.StatusOK, "")
+	open("198.51.100.8", http.StatusServiceUnavailable, "UPSTREAM_UNAVAILABLE")
+	// Refused by its address although the instance is full: the address
+	// is checked first.
+	open("2001:db8:1:2::4", http.StatusTooManyRequests, "RATE_LIMITED")
+	waitOpen(4)
+
+	b1.Close()
+	waitOpen(3)
+	open("198.51.100.8", http.StatusOK, "")
+	open("198.51.100.9", http.StatusServiceUnavailable, "UPSTREAM_UNAVAILABLE")
+
+	a1.Close()
+	waitOpen(3)
+	open("2001:db8:1:2::5", http.StatusOK, "")
+
+	m, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range m {
+		if f.GetName() != "bff_limit_refusals_total" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			got[s.GetLabel()[0].GetValue()] = s.GetCounter().GetValue()
+		}
+	}
+	if got["streams_address"] != 2 || got["streams_instance"] != 2 {
+		t.Fatalf("refusals counted %v, want streams_address 2 and streams_instance 2", got)
 	}
 }

@@ -1,6 +1,8 @@
 package edge
 
 import (
+	"log/slog"
+
 	"github.com/labstack/echo/v4"
 )
 
@@ -44,6 +46,8 @@ func routes(e *echo.Echo, d Deps) {
 	}
 	if d.Streams != nil {
 		d.Streams.pusher = newPusher(*d.Streams, d.Sessions)
+		d.Streams.v6Bits = d.IPv6Prefix
+		d.Streams.full = newSparseLog(d.Logger, slog.LevelWarn, "event streams refused: this instance holds as many as limits.streams_per_instance allows (docs/operations.md, Event streams)", fullLogEvery)
 		e.GET("/bff/events", streamEvents(a, *d.Streams, d.Budget, d.Observe))
 	}
 	if d.Webhooks != nil {

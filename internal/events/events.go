@@ -1,9 +1,10 @@
 // Package events keeps the event streams open on this instance (GET
 // /bff/events) and wakes them: a change of a user's payments wakes that
 // user's streams, the end of a session ends its streams, and shutdown ends
-// them all. It holds no payment data: a woken stream reads what changed
-// from the ledger itself, from its own position, so a wake-up lost or
-// doubled costs a read and never an event.
+// them all. It bounds them per user, per client address and per instance
+// (Limits), each stream being a socket. It holds no payment data: a woken
+// stream reads what changed from the ledger itself, from its own position,
+// so a wake-up lost or doubled costs a read and never an event.
 //
 // A Stream is embedded in its writer's own struct and registered with Add:
 // an open stream is then one object for the garbage collector, which marks
@@ -23,6 +24,13 @@ import (
 
 // ErrTooMany: the user holds as many streams on this instance as allowed.
 var ErrTooMany = errors.New("events: too many open streams for this user")
+
+// ErrTooManyFromAddress: the stream's client address holds as many streams
+// on this instance as allowed.
+var ErrTooManyFromAddress = errors.New("events: too many open streams from this client address")
+
+// ErrFull: the instance holds as many streams as it may.
+var ErrFull = errors.New("events: this instance holds as many streams as it may")
 
 // ErrClosing: the instance is shutting down and opens no stream.
 var ErrClosing = errors.New("events: shutting down")
@@ -47,8 +55,12 @@ type Signaler interface {
 // happened: Changed (the user's payments may have changed), Recheck (its
 // session must be checked again) and Why (it must end, and why).
 type Stream struct {
-	UserID   string
-	Handle   string // the session's public name (session.Handle)
+	UserID string
+	Handle string // the session's public name (session.Handle)
+	// Client names the client in the per-address bound: its address, an
+	// IPv6 one by its prefix; "" is not counted. Add may replace it with
+	// an equal string that the address's other streams share.
+	Client   string
 	Signaler Signaler
 
 	mu      sync.Mutex
@@ -105,38 +117,75 @@ func (s *Stream) end(why string) {
 	s.Signaler.Signal()
 }
 
+// Limits bound the streams a Hub holds at once; 0 leaves one unbounded.
+// Each stream holds a socket, and the sockets share the process's
+// descriptors with Redis, PostgreSQL and the upstream.
+type Limits struct {
+	PerUser     int // a user's streams (limits.streams_per_user)
+	PerAddress  int // a client address's streams, by Stream.Client (limits.streams_per_address)
+	PerInstance int // every stream (limits.streams_per_instance, see InstanceBound)
+}
+
 // Hub is the streams open on this instance. Safe for concurrent use; every
 // method returns at once (none waits on a stream).
 type Hub struct {
-	perUser int
-	mu      sync.Mutex
-	// A user holds a few streams (perUser), a session fewer: slices, not
+	lim Limits
+	mu  sync.Mutex
+	// A user holds a few streams (PerUser), a session fewer: slices, not
 	// maps, so a stream costs the collector no map entry of its own.
-	byUser  map[string][]*Stream
-	byHand  map[string][]*Stream
+	byUser map[string][]*Stream
+	byHand map[string][]*Stream
+	// byAddr counts the streams of each Stream.Client (a count: an
+	// address may hold many).
+	byAddr  map[string]addrStreams
 	open    int
 	closing bool
 }
 
-// NewHub returns a Hub that lets a user hold perUser streams at once (0:
-// no limit).
-func NewHub(perUser int) *Hub {
-	return &Hub{perUser: perUser, byUser: map[string][]*Stream{}, byHand: map[string][]*Stream{}}
+// NewHub returns a Hub that holds at most lim's streams at once.
+func NewHub(lim Limits) *Hub {
+	return &Hub{lim: lim, byUser: map[string][]*Stream{}, byHand: map[string][]*Stream{}, byAddr: map[string]addrStreams{}}
 }
 
-// Add registers s, whose UserID, Handle and Signaler are set. The caller
-// must Close it.
+// addrStreams is one address's count, with the first of its streams'
+// Client strings, which the others then share: an idle stream keeps no
+// string of its own for the collector to mark.
+type addrStreams struct {
+	client string
+	n      int
+}
+
+// Limits returns the bounds the Hub was made with.
+func (h *Hub) Limits() Limits { return h.lim }
+
+// Add registers s, whose UserID, Handle, Client and Signaler are set. The
+// caller must Close it. The bounds are checked in order: the user's
+// (ErrTooMany), the address's (ErrTooManyFromAddress), the instance's
+// (ErrFull).
 func (h *Hub) Add(s *Stream) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closing {
+	switch {
+	case h.closing:
 		return ErrClosing
-	}
-	if h.perUser > 0 && len(h.byUser[s.UserID]) >= h.perUser {
+	case h.lim.PerUser > 0 && len(h.byUser[s.UserID]) >= h.lim.PerUser:
 		return ErrTooMany
+	case h.lim.PerAddress > 0 && s.Client != "" && h.byAddr[s.Client].n >= h.lim.PerAddress:
+		return ErrTooManyFromAddress
+	case h.lim.PerInstance > 0 && h.open >= h.lim.PerInstance:
+		return ErrFull
 	}
 	h.byUser[s.UserID] = append(h.byUser[s.UserID], s)
 	h.byHand[s.Handle] = append(h.byHand[s.Handle], s)
+	if s.Client != "" {
+		a, ok := h.byAddr[s.Client]
+		if !ok {
+			a.client = s.Client
+		}
+		s.Client = a.client
+		a.n++
+		h.byAddr[s.Client] = a
+	}
 	h.open++
 	return nil
 }
@@ -147,6 +196,13 @@ func (h *Hub) Close(s *Stream) {
 	defer h.mu.Unlock()
 	if remove(h.byUser, s.UserID, s) {
 		remove(h.byHand, s.Handle, s)
+		if a, ok := h.byAddr[s.Client]; ok {
+			if a.n--; a.n <= 0 {
+				delete(h.byAddr, s.Client)
+			} else {
+				h.byAddr[s.Client] = a
+			}
+		}
 		h.open--
 	}
 }

@@ -48,7 +48,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	// The edge's and the payments' refusals, in one metric.
 	refusals := promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
 		Name: "bff_limit_refusals_total",
-		Help: "Requests refused by a limit before reaching the upstream, by limit (requests, auth, refresh).",
+		Help: "Requests refused by a limit before reaching the upstream, by limit (requests, auth, backchannel, pending_logins, refresh, streams, streams_address, streams_instance).",
 	}, []string{"limit"})
 	return &Metrics{
 		Tokens:   newTokens(reg),
@@ -75,6 +75,10 @@ type Probes struct {
 	// Streams counts the event streams open on this instance:
 	// bff_event_streams.
 	Streams func() int
+	// StreamsLimit is the most event streams this instance holds
+	// (limits.streams_per_instance, or its derived bound; 0: none):
+	// bff_event_streams_limit.
+	StreamsLimit func() int
 }
 
 // Probe registers the gauges read at scrape time on the registry New was
@@ -97,6 +101,11 @@ func (m *Metrics) Probe(p Probes) {
 		promauto.With(m.reg).NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "bff_event_streams", Help: "Event streams (GET /bff/events) open on this instance.",
 		}, func() float64 { return float64(p.Streams()) })
+	}
+	if p.StreamsLimit != nil {
+		promauto.With(m.reg).NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "bff_event_streams_limit", Help: "The most event streams this instance holds (limits.streams_per_instance, else half its descriptor limit); one more is refused with 503.",
+		}, func() float64 { return float64(p.StreamsLimit()) })
 	}
 }
 

@@ -192,6 +192,26 @@ func TestProbesUp(t *testing.T) {
 	wantSamples(t, reg, "bff_ledger_up", map[string]float64{"bff_ledger_up": 0})
 }
 
+// The event streams' gauges read the hub at scrape time, and each
+// refusal by the streams' bounds counts under its own limit.
+func TestStreams(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	open := 3
+	m.Probe(metrics.Probes{Streams: func() int { return open }, StreamsLimit: func() int { return 512 }})
+	for _, limit := range []string{"streams", "streams_address", "streams_address", "streams_instance"} {
+		m.Edge.Refused(limit)
+	}
+	wantSamples(t, reg, "bff_event_streams", map[string]float64{"bff_event_streams": 3, "bff_event_streams_limit": 512})
+	open = 4
+	wantSamples(t, reg, "bff_event_streams", map[string]float64{"bff_event_streams": 4, "bff_event_streams_limit": 512})
+	wantSamples(t, reg, "bff_limit_", map[string]float64{
+		`bff_limit_refusals_total{limit="streams"}`:          1,
+		`bff_limit_refusals_total{limit="streams_address"}`:  2,
+		`bff_limit_refusals_total{limit="streams_instance"}`: 1,
+	})
+}
+
 // The unknown payments' gauges read the ledger at scrape time, at most
 // once a second for both; NaN while it does not answer.
 func TestPaymentsUnknownGauges(t *testing.T) {

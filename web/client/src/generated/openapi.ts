@@ -674,7 +674,7 @@ export interface components {
             cost?: number;
             /** @description `INSUFFICIENT_CREDITS` only, when the upstream gave it: the credits the organization has left. */
             balance?: number;
-            /** @description With `env: development` only, on an error that came from the upstream: its own message with the URLs the BFF took out of `detail` kept (without their query), for example the redirect URL the upstream refused; still cleaned of anything that looks like a credential. Never in production. */
+            /** @description With `env: development` only, on an error that came from the upstream: its own message with the paths of the URLs the BFF took out of `detail` kept, for example the redirect path the upstream refused; a URL's scheme, userinfo, host and port read `[host]`, its query and fragment `?[redacted]`, and it is still cleaned of anything that looks like a credential. Never in production. */
             upstreamMessage?: string;
             /** @description The request's id, equal to the `X-Request-Id` header. */
             requestId: string;
@@ -1276,6 +1276,19 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description `UPSTREAM_UNAVAILABLE` (this instance cannot take another stream now: it holds as many as it can, or it is shutting down; with `Retry-After`), `SESSION_STORE_UNAVAILABLE` (Redis) or `LEDGER_UNAVAILABLE` (the payments ledger did not answer). Retry after `Retry-After` seconds, or a few. */
+        StreamsUnavailable: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /**
          * @description `BAD_PATH` (traversal, an encoded slash; nothing forwarded), `BAD_REQUEST` (cookie and
          *     token both), or the upstream's `CLIENT_ERROR` / `VALIDATION_ERROR` (with `fields` when
@@ -1544,9 +1557,9 @@ export interface components {
         /** @description Every answer under `/api`, `/auth` and `/bff` is `no-store`. */
         "Cache-Control": "no-store";
         "X-Content-Type-Options": "nosniff";
-        /** @description delay-seconds or an HTTP-date (RFC 9110, section 10.2.3); read both forms. */
+        /** @description delay-seconds (RFC 9110, section 10.2.3, also allows an HTTP-date; read both forms). The BFF sends seconds, an upstream's HTTP-date turned into the seconds to it, and an upstream's wait at most 3600 (one hour). */
         "Retry-After": string;
-        /** @description delay-seconds or an HTTP-date (RFC 9110, section 10.2.3); read both forms. */
+        /** @description delay-seconds (RFC 9110, section 10.2.3, also allows an HTTP-date; read both forms). The BFF sends seconds, an upstream's HTTP-date turned into the seconds to it, and an upstream's wait at most 3600 (one hour). */
         "Retry-After-Required": string;
         /** @description `true` when this is the stored answer of an earlier request with the same `Idempotency-Key`. */
         "Idempotent-Replayed": "true";
@@ -2010,11 +2023,11 @@ export interface operations {
             /** @description `VALIDATION_ERROR` (a `Last-Event-ID` that is not a non-negative decimal, named in `fields`) or `BAD_REQUEST` (cookie and token both). */
             400: components["responses"]["BadRequest"];
             401: components["responses"]["SessionRequired"];
-            /** @description `RATE_LIMITED`: the user has as many streams open as the BFF allows (or the session's request budget is spent). Wait `Retry-After` seconds before trying again. */
+            /** @description `RATE_LIMITED`: the user, or the client address (an IPv6 client by its `limits.ipv6_prefix`), has as many streams open on this instance as the BFF allows (`limits.streams_per_user`, `limits.streams_per_address`), or the session's request budget is spent. Wait `Retry-After` seconds before trying again. */
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            /** @description `LEDGER_UNAVAILABLE`: the BFF has no payments ledger configured, or it did not answer; or `SESSION_STORE_UNAVAILABLE` (Redis). Retry later (`Retry-After` when sent). */
-            503: components["responses"]["RecordsUnavailable"];
+            /** @description `UPSTREAM_UNAVAILABLE`: this instance holds as many streams as it can (`limits.streams_per_instance`) or is shutting down, with `Retry-After` (the load balancer may send the retry to another instance); `LEDGER_UNAVAILABLE`: the BFF has no payments ledger configured, or it did not answer; or `SESSION_STORE_UNAVAILABLE` (Redis). Retry later (`Retry-After` when sent). */
+            503: components["responses"]["StreamsUnavailable"];
         };
     };
     paymentWebhook: {
@@ -2487,7 +2500,7 @@ export interface operations {
             /** @description `NO_REFRESHABLE_CONNECTIONS` (action `reconnect_bank`): the user has no connection that can fetch. */
             409: components["responses"]["BadRequest"];
             413: components["responses"]["BodyTooLarge"];
-            /** @description `REFRESH_TOO_SOON` (within `limits.refresh_interval` of the user's last accepted refresh; `Retry-After` is the seconds left) or `RATE_LIMITED`. */
+            /** @description `REFRESH_TOO_SOON` (within `limits.refresh_interval` of the user's last refresh that may have started: accepted, or answered with a 5xx or a 401, or not answered; `Retry-After` is the seconds left) or `RATE_LIMITED`. */
             429: components["responses"]["ApiTooManyRequests"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
