@@ -114,8 +114,11 @@ func TestStreamsMoveAtShutdown(t *testing.T) {
 }
 
 // Webhooks from the simulator move the payment's status (the poll is a
-// minute away, so only the webhook can have); a forged, a stale and a
-// replayed webhook are refused and change nothing.
+// minute away, so only the webhook can have); a forged and a stale webhook
+// are refused and change nothing; a replayed one (the sender's retry after
+// a lost 2xx) and one of a type the BFF does not read are acknowledged
+// with 204, so that the sender neither retries nor disables the endpoint,
+// and change nothing either.
 func TestStatusWebhooks(t *testing.T) {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
@@ -159,8 +162,18 @@ func TestStatusWebhooks(t *testing.T) {
 
 	wantProblem(t, post("msg_forged", time.Now(), otherKey, "RJCT"), 403, "FORBIDDEN")
 	wantProblem(t, post("msg_stale", time.Now().Add(-6*time.Minute), secret, "RJCT"), 400, "BAD_REQUEST")
+	unknown := fmt.Sprintf(`{"type":"payment.refunded","timestamp":%q,"data":{"id":%q,"status":"RJCT"}}`,
+		time.Now().UTC().Format(time.RFC3339), idOf(t, e, tok))
+	sig, err := webhooks.Sign(secret, "msg_unknown_type", time.Now(), []byte(unknown))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := e.browser().do("POST", "/webhooks/payments", unknown, "webhook-id", "msg_unknown_type", "webhook-timestamp", fmt.Sprint(time.Now().Unix()),
+		"webhook-signature", sig, "Content-Type", "application/json"); r.status != 204 || len(r.body) != 0 {
+		t.Fatalf("a webhook of a type the BFF does not read: got %d %s, want 204", r.status, r.body)
+	}
 	if got := status(); got != "ACTC" {
-		t.Fatalf("after a forged and a stale webhook the status is %s, want ACTC", got)
+		t.Fatalf("after a forged, a stale and an unknown type's webhook the status is %s, want ACTC", got)
 	}
 	// The simulator's own ACTC delivery replayed, byte for byte, after the
 	// status moved on to ACSC.
@@ -186,16 +199,22 @@ func TestStatusWebhooks(t *testing.T) {
 	var replay struct{ HTTPStatus int }
 	_ = json.NewDecoder(resp.Body).Decode(&replay)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || replay.HTTPStatus != 400 {
-		t.Fatalf("the replay: the simulator answered %d, the BFF %d; want 200 and 400", resp.StatusCode, replay.HTTPStatus)
+	if resp.StatusCode != 200 || replay.HTTPStatus != 204 {
+		t.Fatalf("the replay: the simulator answered %d, the BFF %d; want 200 and 204", resp.StatusCode, replay.HTTPStatus)
 	}
 	if got := status(); got != "ACSC" {
 		t.Fatalf("after a replay the status is %s, want ACSC", got)
 	}
 	select {
 	case ev := <-s.events:
-		t.Fatalf("a refused webhook reached the stream: %+v", ev)
+		t.Fatalf("a replayed or refused webhook reached the stream: %+v", ev)
 	case <-time.After(300 * time.Millisecond):
+	}
+	if n := metricValue(t, e, `bff_payment_follow_total{result="webhook_replayed"}`); n < 1 {
+		t.Fatalf("bff_payment_follow_total{result=\"webhook_replayed\"} = %v, want the replay counted", n)
+	}
+	if n := metricValue(t, e, `bff_payment_follow_total{result="webhook_ignored"}`); n != 1 {
+		t.Fatalf("bff_payment_follow_total{result=\"webhook_ignored\"} = %v, want 1", n)
 	}
 	for _, d := range e.sim.Webhooks() {
 		if !d.Delivered {

@@ -20,6 +20,7 @@ import (
 type StatusWebhooks interface {
 	StatusPushed(ctx context.Context, deliveryID string, u ledger.StatusUpdate) (ledger.Delivery, error)
 	WebhookRefused(why string)
+	WebhookIgnored()
 }
 
 var _ StatusWebhooks = (*payments.Service)(nil)
@@ -38,9 +39,12 @@ const maxWebhookBody = 64 << 10
 
 // receiveWebhook is POST {payments.webhook_path}: a Standard Webhooks
 // payment-status webhook. Its signature is checked before anything else is
-// read; a forged one is 403 FORBIDDEN, a stale, malformed or replayed one
-// 400 BAD_REQUEST, and none changes anything. An accepted one is 204,
-// whether or not the BFF knows the payment (the sender must not retry).
+// read; a forged one is 403 FORBIDDEN, a stale or malformed one 400
+// BAD_REQUEST, and none changes anything. A verified one is 204, whether
+// or not the BFF knows the payment: also a webhook-id taken already (the
+// sender's retry after our 2xx was lost) and a type the BFF does not read,
+// which change nothing. Senders retry whatever is not 2xx and disable an
+// endpoint that keeps failing, so neither may be refused.
 func receiveWebhook(wh Webhooks) echo.HandlerFunc {
 	if wh.Now == nil {
 		wh.Now = time.Now
@@ -65,16 +69,17 @@ func receiveWebhook(wh Webhooks) echo.HandlerFunc {
 			return problem.New(problem.CodeBadRequest, "the webhook lacks a readable webhook-id, webhook-timestamp or webhook-signature")
 		}
 		st, err := webhooks.ParsePaymentStatus(body)
-		if err != nil {
+		switch {
+		case errors.Is(err, webhooks.ErrUnknownType):
+			wh.Payments.WebhookIgnored()
+			return c.NoContent(http.StatusNoContent)
+		case err != nil:
 			wh.Payments.WebhookRefused("malformed")
 			return problem.New(problem.CodeBadRequest, "the webhook is not a payment.status_changed event with data.id, data.status and data.updatedAt")
 		}
-		d, err := wh.Payments.StatusPushed(r.Context(), msg.ID, ledger.StatusUpdate{PaymentID: st.PaymentID, Status: st.Status, At: st.UpdatedAt})
-		if err != nil {
+		// A replay (ledger.Replayed) is answered as the first delivery was.
+		if _, err := wh.Payments.StatusPushed(r.Context(), msg.ID, ledger.StatusUpdate{PaymentID: st.PaymentID, Status: st.Status, At: st.UpdatedAt}); err != nil {
 			return err
-		}
-		if d == ledger.Replayed {
-			return problem.New(problem.CodeBadRequest, "this webhook-id was received already: a replay changes nothing")
 		}
 		return c.NoContent(http.StatusNoContent)
 	}

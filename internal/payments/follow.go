@@ -13,6 +13,7 @@ import (
 	"github.com/fintech-bff/bff/internal/ledger"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
+	"github.com/fintech-bff/bff/internal/webhooks"
 )
 
 // Following a payment's status after its answer (docs/payments.md, "Following a payment's status").
@@ -56,9 +57,17 @@ const (
 	followLease = 10 * time.Second
 	// pollsAtOnce bounds the polls an instance runs side by side.
 	pollsAtOnce = 8
-	// deliveriesKept: webhook ids are remembered this long, twice the
-	// signature's window, after which a replay is refused as stale.
-	deliveriesKept = 10 * time.Minute
+	// clockSkew is how far an instance's clock may be from the ledger
+	// database's (docs/payments.md, "Webhooks").
+	clockSkew = time.Minute
+	// deliveriesKept is how long a webhook id is remembered, on the
+	// database's clock, while its timestamp is checked on an instance's: a
+	// message first taken with a timestamp a tolerance ahead of that
+	// instance's clock stays fresh for two tolerances after it was taken,
+	// and the instance that takes it and the one that sees it again may
+	// each be clockSkew off the database, one ahead and one behind: 12
+	// minutes. After it, a replay is refused as stale.
+	deliveriesKept = 2*webhooks.DefaultTolerance + 2*clockSkew
 )
 
 // Follower is what following needs of the ledger.
@@ -113,12 +122,18 @@ func (s *Service) RunFollow(ctx context.Context) {
 		}
 		if time.Since(prune) > time.Minute {
 			prune = time.Now()
-			lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
-			if err := s.follower.PruneDeliveries(lctx, deliveriesKept); err != nil {
-				s.log.Warn("old webhook ids could not be pruned", slog.String("error", err.Error()))
-			}
-			cancel()
+			s.pruneDeliveries(ctx)
 		}
+	}
+}
+
+// pruneDeliveries forgets the webhook ids received more than
+// deliveriesKept ago, on the database's clock.
+func (s *Service) pruneDeliveries(ctx context.Context) {
+	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+	defer cancel()
+	if err := s.follower.PruneDeliveries(lctx, deliveriesKept); err != nil {
+		s.log.Warn("old webhook ids could not be pruned", slog.String("error", err.Error()))
 	}
 }
 
@@ -262,3 +277,7 @@ func (s *Service) StatusPushed(ctx context.Context, deliveryID string, u ledger.
 // WebhookRefused reports a webhook refused before it reached the ledger:
 // forged, stale or malformed.
 func (s *Service) WebhookRefused(why string) { s.observe.Followed("webhook_" + why) }
+
+// WebhookIgnored reports a verified webhook of a type the BFF does not
+// read: acknowledged, and nothing stored.
+func (s *Service) WebhookIgnored() { s.observe.Followed("webhook_ignored") }

@@ -123,8 +123,8 @@ type Observer interface {
 	MoneyRequest(result string)
 	// Followed reports a poll of a followed payment: changed, unchanged,
 	// not_found, failed, lease_lost; or a webhook: webhook_applied,
-	// webhook_unmatched, webhook_replayed, webhook_forged, webhook_stale,
-	// webhook_malformed.
+	// webhook_unmatched, webhook_replayed, webhook_ignored, webhook_forged,
+	// webhook_stale, webhook_malformed.
 	Followed(result string)
 	// Refused reports a request a limit refused before it reached the
 	// upstream: limit is "refresh" (the credit guard).

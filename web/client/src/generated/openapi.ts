@@ -316,10 +316,13 @@ export interface paths {
          *     poll; never called by a frontend, and not in `@fintech-bff/client`.
          *
          *     Signed as Standard Webhooks sign (`webhook-id`, `webhook-timestamp`, `webhook-signature`
-         *     over `<id>.<timestamp>.<body>` with the shared secret). A request that is malformed, too
-         *     old (or from the future), or a `webhook-id` already received is 400 `BAD_REQUEST`; a
-         *     signature that does not verify is 403 `FORBIDDEN`. The payment's status is then read
-         *     from the upstream like any other, so a webhook only hastens what polling would find.
+         *     over `<id>.<timestamp>.<body>` with the shared secret). A request that is malformed or too
+         *     old (or from the future) is 400 `BAD_REQUEST`; a signature that does not verify is 403
+         *     `FORBIDDEN`. A verified webhook is 204: also a `webhook-id` already received (the
+         *     sender's retry after a lost answer) and a `type` the BFF does not read, which change
+         *     nothing, so that the sender neither retries them nor disables the endpoint. The
+         *     payment's status is then read from the upstream like any other, so a webhook only
+         *     hastens what polling would find.
          */
         post: operations["paymentWebhook"];
         delete?: never;
@@ -2034,7 +2037,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The message's unique id; a repeat of one already received is refused (400). */
+                /** @description The message's unique id; a repeat of one already received is acknowledged (204) and changes nothing. */
                 "webhook-id": string;
                 /** @description When the message was sent, in Unix seconds; one too far from the BFF's clock is refused (400). */
                 "webhook-timestamp": string;
@@ -2050,14 +2053,14 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Received (or a payment the BFF does not know, which it ignores). Empty body. */
+            /** @description Received (or a payment the BFF does not know, a `webhook-id` already received, or a `type` other than `payment.status_changed`, which it ignores). Empty body. */
             204: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description `BAD_REQUEST`: a malformed body or header, a stale timestamp, or a replayed `webhook-id`. */
+            /** @description `BAD_REQUEST`: a malformed body or header, or a stale timestamp. */
             400: {
                 headers: {
                     [name: string]: unknown;
