@@ -155,15 +155,14 @@ func pay(t *testing.T, e *env, token, key string) string {
 
 // polls counts the simulator's GET /v2/payments/{id} so far, by the
 // instance that sent each (named at the end of its X-Request-Id).
-func polls(sim *upstreamsim.Server, id string) (n int, last string) {
+func polls(sim *upstreamsim.Server, id string) (n int, lastRequestID string) {
 	for _, r := range sim.Requests() {
 		if r.Method == "GET" && r.Path == "/v2/payments/"+id {
 			n++
-			rid := r.Header.Get("X-Request-Id")
-			last = rid[strings.LastIndex(rid, "-")+1:]
+			lastRequestID = r.Header.Get("X-Request-Id") // "<poll id>-<instance>"; an instance id may hold a "-" too
 		}
 	}
-	return n, last
+	return n, lastRequestID
 }
 
 func num(t *testing.T, id string) int64 {
@@ -262,7 +261,7 @@ func TestPaymentStatusReachesEveryInstance(t *testing.T) {
 		}
 		var victim *env
 		for _, e := range []*env{b, c} {
-			if instanceOf(t, e) == poller {
+			if strings.HasSuffix(poller, "-"+instanceOf(t, e)) {
 				victim = e
 			}
 		}
