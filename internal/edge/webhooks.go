@@ -42,8 +42,8 @@ const maxWebhookBody = 64 << 10
 // read; a forged one is 403 FORBIDDEN, a stale or malformed one 400
 // BAD_REQUEST, and none changes anything. A verified one is 204, whether
 // or not the BFF knows the payment: also a webhook-id taken already (the
-// sender's retry after our 2xx was lost) and a type the BFF does not read,
-// which change nothing. Senders retry whatever is not 2xx and disable an
+// sender's retry after our 2xx was lost), a type the BFF does not read and
+// a status it does not know, which change nothing. Senders retry whatever is not 2xx and disable an
 // endpoint that keeps failing, so neither may be refused.
 func receiveWebhook(wh Webhooks) echo.HandlerFunc {
 	if wh.Now == nil {
@@ -70,7 +70,7 @@ func receiveWebhook(wh Webhooks) echo.HandlerFunc {
 		}
 		st, err := webhooks.ParsePaymentStatus(body)
 		switch {
-		case errors.Is(err, webhooks.ErrUnknownType):
+		case errors.Is(err, webhooks.ErrUnknownType), errors.Is(err, webhooks.ErrUnknownStatus):
 			wh.Payments.WebhookIgnored()
 			return c.NoContent(http.StatusNoContent)
 		case err != nil:

@@ -117,6 +117,11 @@ func TestWebhookAnswers(t *testing.T) {
 	if got := stored(); got != "ACSP" {
 		t.Fatalf("after an unknown type: %s, want ACSP (nothing changed)", got)
 	}
+	// A status the upstream added is acknowledged and changes nothing.
+	wantAnswer("an unknown status", post("msg_7", now, secret, status("DONE", now.Add(time.Minute))), 204, "")
+	if got := stored(); got != "ACSP" {
+		t.Fatalf("after an unknown status: %s, want ACSP (nothing changed)", got)
+	}
 	// The ignored message's id was not taken: a status under it is news.
 	wantAnswer("a status under the ignored id", post("msg_2", now, secret, status("ACSC", now)), 204, "")
 	if got := stored(); got != "ACSC" {
@@ -128,7 +133,8 @@ func TestWebhookAnswers(t *testing.T) {
 	wantAnswer("a forged unknown type", post("msg_4", now, other, unknown), 403, problem.CodeForbidden)
 	wantAnswer("a stale timestamp", post("msg_5", now.Add(-webhooks.DefaultTolerance-time.Minute), secret, status("RJCT", now.Add(time.Minute))), 400, problem.CodeBadRequest)
 	wantAnswer("a stale unknown type", post("msg_6", now.Add(-webhooks.DefaultTolerance-time.Minute), secret, unknown), 400, problem.CodeBadRequest)
-	wantAnswer("an unknown status", post("msg_7", now, secret, status("DONE", now.Add(time.Minute))), 400, problem.CodeBadRequest)
+	noTime := fmt.Sprintf(`{"type":"payment.status_changed","data":{"id":%q,"status":"RJCT"}}`, pid)
+	wantAnswer("a status without updatedAt", post("msg_8", now, secret, noTime), 400, problem.CodeBadRequest)
 	if got := stored(); got != "ACSC" {
 		t.Fatalf("after the refusals: %s, want ACSC", got)
 	}
@@ -145,7 +151,7 @@ func TestWebhookAnswers(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]float64{"webhook_applied": 2, "webhook_replayed": 2, "webhook_ignored": 1, "webhook_forged": 2, "webhook_stale": 2, "webhook_malformed": 1}
+	want := map[string]float64{"webhook_applied": 2, "webhook_replayed": 2, "webhook_ignored": 2, "webhook_forged": 2, "webhook_stale": 2, "webhook_malformed": 1}
 	for k, n := range want {
 		if got[k] != n {
 			t.Errorf("bff_payment_follow_total{result=%q} = %v, want %v (all: %v)", k, got[k], n, got)

@@ -18,6 +18,11 @@ var (
 	// not read. A receiver may acknowledge it and move on: senders add
 	// types.
 	ErrUnknownType = errors.New("webhooks: unknown webhook type")
+	// ErrUnknownStatus is a well-formed payment.status_changed with a
+	// status not in the upstream's list: a status the upstream added. A
+	// receiver acknowledges it and keeps what it has; refused, the sender
+	// would retry it until it disabled the endpoint.
+	ErrUnknownStatus = errors.New("webhooks: unknown payment status")
 	// ErrPayload is a payload that is not the one its type promises.
 	ErrPayload = errors.New("webhooks: malformed webhook payload")
 )
@@ -43,9 +48,9 @@ type PaymentStatus struct {
 //	{"type":"payment.status_changed","timestamp":"2026-03-10T12:01:00Z",
 //	 "data":{"id":"01KY...","status":"ACSC","updatedAt":"2026-03-10T12:01:00Z"}}
 //
-// Another type is ErrUnknownType; a missing id, status or updatedAt, an
-// updatedAt that is not RFC 3339, or a status not in the upstream's list is
-// ErrPayload. Keys it does not know are ignored: senders add them.
+// Another type is ErrUnknownType; a status not in the upstream's list is
+// ErrUnknownStatus; a missing id, status or updatedAt, or an updatedAt that
+// is not RFC 3339, is ErrPayload. Keys it does not know are ignored: senders add them.
 func ParsePaymentStatus(body []byte) (PaymentStatus, error) {
 	var in struct {
 		Type string `json:"type"`
@@ -66,7 +71,7 @@ func ParsePaymentStatus(body []byte) (PaymentStatus, error) {
 	case in.Data == nil || in.Data.ID == "" || in.Data.Status == "" || in.Data.UpdatedAt == "":
 		return PaymentStatus{}, fmt.Errorf("%w: want data.id, data.status and data.updatedAt", ErrPayload)
 	case !slices.Contains(paymentStatuses, in.Data.Status):
-		return PaymentStatus{}, fmt.Errorf("%w: data.status %q is not an upstream payment status", ErrPayload, in.Data.Status)
+		return PaymentStatus{}, fmt.Errorf("%w %q", ErrUnknownStatus, in.Data.Status)
 	}
 	at, err := time.Parse(time.RFC3339Nano, in.Data.UpdatedAt)
 	if err != nil {

@@ -168,7 +168,7 @@ func TestParsePaymentStatus(t *testing.T) {
 		{"no id", `{"type":"payment.status_changed","data":{"status":"ACSC","updatedAt":"2026-03-10T12:00:00Z"}}`, ErrPayload},
 		{"no status", `{"type":"payment.status_changed","data":{"id":"01KY","updatedAt":"2026-03-10T12:00:00Z"}}`, ErrPayload},
 		{"no updatedAt", `{"type":"payment.status_changed","data":{"id":"01KY","status":"ACSC"}}`, ErrPayload},
-		{"status not upstream's", `{"type":"payment.status_changed","data":{"id":"01KY","status":"PAID","updatedAt":"2026-03-10T12:00:00Z"}}`, ErrPayload},
+		{"status not upstream's", `{"type":"payment.status_changed","data":{"id":"01KY","status":"PAID","updatedAt":"2026-03-10T12:00:00Z"}}`, ErrUnknownStatus},
 		{"updatedAt not RFC 3339", `{"type":"payment.status_changed","data":{"id":"01KY","status":"ACSC","updatedAt":"yesterday"}}`, ErrPayload},
 		{"status not a string", `{"type":"payment.status_changed","data":{"id":"01KY","status":1,"updatedAt":"2026-03-10T12:00:00Z"}}`, ErrPayload},
 	}

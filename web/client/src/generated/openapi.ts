@@ -319,8 +319,8 @@ export interface paths {
          *     over `<id>.<timestamp>.<body>` with the shared secret). A request that is malformed or too
          *     old (or from the future) is 400 `BAD_REQUEST`; a signature that does not verify is 403
          *     `FORBIDDEN`. A verified webhook is 204: also a `webhook-id` already received (the
-         *     sender's retry after a lost answer) and a `type` the BFF does not read, which change
-         *     nothing, so that the sender neither retries them nor disables the endpoint. The
+         *     sender's retry after a lost answer), a `type` the BFF does not read and a payment
+         *     status it does not know, which change nothing, so that the sender neither retries them nor disables the endpoint. The
          *     payment's status is then read from the upstream like any other, so a webhook only
          *     hastens what polling would find.
          */
