@@ -521,6 +521,7 @@ var instance = session.NewID()[:8]
 // ledgerStore is the payments ledger as run uses it.
 type ledgerStore interface {
 	payments.Ledger
+	Unknowns(ctx context.Context) (int64, time.Time, error) // bff_payments_unknown
 	Listen(ctx context.Context, changed func(userID string), resync func(), log *slog.Logger) error
 	Ping(context.Context) error
 	Close()

@@ -22,10 +22,11 @@ import (
 	"github.com/fintech-bff/bff/internal/testing/pgtest"
 )
 
-// store is the protocol both ledgers implement: what payments drives, and
-// a ping.
+// store is the protocol both ledgers implement: what payments drives, what
+// the metrics read, and a ping.
 type store interface {
 	payments.Ledger
+	Unknowns(ctx context.Context) (int64, time.Time, error)
 	Ping(ctx context.Context) error
 }
 

@@ -16,24 +16,10 @@ import (
 	"github.com/fintech-bff/bff/internal/webhooks"
 )
 
-// Following a payment's status after its answer (docs/payments.md, "Following a payment's status").
-//
-// A done record that names a payment is followed: its payment is polled at
-// the upstream (GET /v2/payments/{id}) until its status is final, the
-// upstream does not know it, or Follow.For has passed since it was made.
-// Every instance looks for due polls; the ledger leases each payment to
-// one of them at a time (a fenced lease on the row: the write of a poll
-// whose lease another instance took is refused), so the upstream sees one
-// poll per payment per wait, however many instances and open streams
-// there are. An instance that dies leaves its leases to run out
-// (followLease) and another takes the payments.
-//
-// The wait follows the status lifecycle: Interval after every change (a
-// payment that moves is about to move again: INIT to the bank's ACTC, ACSP,
-// then ACSC or RJCT), doubling while it stays, up to MaxInterval. A failed
-// poll also doubles the wait. A webhook (webhook.go) stores the status it
-// brings and pushes the next poll out to MaxInterval: polling stays the
-// safety net.
+// Following a payment's status after its answer: each payment is polled
+// by one instance at a time under a fenced lease, the wait doubling while
+// its status stays, and a webhook pushes its next poll out
+// (docs/payments.md, "Following a payment's status").
 
 // Follow is how payments are followed.
 type Follow struct {
@@ -190,9 +176,9 @@ func (s *Service) poll(ctx context.Context, w ledger.Watch) {
 	var got polled
 	switch {
 	case p == nil && rep.Status == http.StatusOK && json.Unmarshal(rep.Body, &got) == nil && got.Status != "":
-		// A final status ends the following once the ledger stores it (final
-		// is final, issue 32 case 6): not when it is not believed (dated
-		// ahead) or an older one than the stored status.
+		// A final status ends the following once the ledger stores it (a
+		// final status is never replaced: docs/payments.md): not when it is
+		// not believed (dated ahead) or an older one than the stored status.
 		o.Status, o.At = got.Status, got.UpdatedAt
 		o.Wait = s.follow.next(w, got.Status, false)
 		if got.Status != w.Status {

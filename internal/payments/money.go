@@ -16,6 +16,25 @@ import (
 	"github.com/fintech-bff/bff/internal/proxy"
 )
 
+// Claims is what the money path needs of the ledger (docs/payments.md, "How
+// it is built"): the claim, the send mark (Sending), the owner's outcome
+// (Finish, Release, Unknown), a claim ended past its deadline (Abandon), and
+// the audit trail of a repeat (Event).
+type Claims interface {
+	Claim(ctx context.Context, req ledger.Request, bound time.Duration) (*ledger.Claim, *ledger.Record, error)
+	Sending(ctx context.Context, c *ledger.Claim, s ledger.Send) (bool, error)
+	Finish(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
+	Release(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
+	Unknown(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
+	Abandon(ctx context.Context, id int64) (ledger.State, error)
+	Event(ctx context.Context, id int64, req ledger.Request, what string) error
+}
+
+var (
+	_ Claims = (*ledger.Postgres)(nil)
+	_ Claims = (*ledger.Memory)(nil)
+)
+
 // MaxKeyLen bounds an Idempotency-Key.
 const MaxKeyLen = 255
 
@@ -91,10 +110,10 @@ func fingerprint(method, path, query string, body []byte) []byte {
 	return h.Sum(nil)
 }
 
-// served is what the edge learns of a money request for its labels.
-type served struct {
-	status int    // the last upstream status; 0 when none
-	code   string // the code of a stored refusal replayed
+// labels is what the edge learns of a money request for its metrics.
+type labels struct {
+	upstreamStatus int    // the last upstream status; 0 when none
+	replayedCode   string // the code of a stored refusal replayed
 }
 
 // moneyCall is one money-moving request that won its claim.
@@ -111,10 +130,10 @@ type moneyCall struct {
 // pay runs a money-moving POST at most once per key: claimed in the ledger
 // before anything is sent, marked durably just before the one send, never
 // sent again after an end the BFF cannot read.
-func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t proxy.Target, route string) (served, *problem.Problem) {
+func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t proxy.Target, route string) (labels, *problem.Problem) {
 	body, p := s.up.Body(r) // 413 BODY_TOO_LARGE first, as on every route
 	if p != nil {
-		return served{}, p
+		return labels{}, p
 	}
 	key, p := idempotencyKey(r.Header)
 	if p != nil {
@@ -123,17 +142,17 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 		} else {
 			s.observe.MoneyRequest("key_invalid")
 		}
-		return served{}, p
+		return labels{}, p
 	}
 	path, ok := canonicalPath(t.Path)
 	if !ok {
 		s.observe.MoneyRequest("route_refused")
-		return served{}, problem.New(problem.CodeRouteNotFound, "the upstream defines no money-moving endpoint at this path; nothing was sent")
+		return labels{}, problem.New(problem.CodeRouteNotFound, "the upstream defines no money-moving endpoint at this path; nothing was sent")
 	}
 	t.Path = path
 	if p := checkBody(body); p != nil {
 		s.observe.MoneyRequest("body_refused")
-		return served{}, p
+		return labels{}, p
 	}
 	content, creates := creates(body)
 	req := ledger.Request{
@@ -155,27 +174,27 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 	claim, rec, err := s.claim(bg, req)
 	switch {
 	case err != nil:
-		return served{}, s.ledgerFailed(c, err)
+		return labels{}, s.ledgerFailed(c, err)
 	case rec != nil:
-		return s.repeat(ctx, bg, w, m, rec)
+		return s.answerRepeat(ctx, bg, w, m, rec)
 	}
 	m.claim = claim
-	return s.own(ctx, bg, w, m)
+	return s.sendAsOwner(ctx, bg, w, m)
 }
 
 func (s *Service) claim(ctx context.Context, req ledger.Request) (*ledger.Claim, *ledger.Record, error) {
 	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
 	defer cancel()
-	return s.ledger.Claim(lctx, req, s.timeout+ownerMargin)
+	return s.claims.Claim(lctx, req, s.timeout+ownerMargin)
 }
 
-// own sends the claimed request: a snapshot of the user's payments first
+// sendAsOwner sends the claimed request: a snapshot of the user's payments first
 // (what settling must never take for this request's), the durable mark,
 // then the one send, and its conclusion. ctx bounds the upstream work; bg
 // (the request's values, never its cancellation) the ledger writes after
 // it. After an upstream 401 it settles, and sends once more only when
 // settling concludes that the upstream made nothing.
-func (s *Service) own(ctx, bg context.Context, w http.ResponseWriter, m *moneyCall) (served, *problem.Problem) {
+func (s *Service) sendAsOwner(ctx, bg context.Context, w http.ResponseWriter, m *moneyCall) (labels, *problem.Problem) {
 	var snap ledger.Send
 	if m.creates {
 		want, _ := ParseContent(m.req.Content)
@@ -189,9 +208,9 @@ func (s *Service) own(ctx, bg context.Context, w http.ResponseWriter, m *moneyCa
 		lost := false
 		rep, p := s.up.Exchange(ctx, proxy.Exchange{
 			Call: m.call, Target: m.target, Method: http.MethodPost, RawQuery: m.r.URL.RawQuery,
-			Header: m.r.Header, Body: m.body, Once: true, BeforeSend: s.mark(m.claim, snap, &lost),
+			Header: m.r.Header, Body: m.body, Once: true, BeforeSend: s.sendMark(m.claim, snap, &lost),
 		})
-		out := served{status: rep.Status}
+		out := labels{upstreamStatus: rep.Status}
 		code := ""
 		if p != nil {
 			code = p.Code
@@ -203,13 +222,13 @@ func (s *Service) own(ctx, bg context.Context, w http.ResponseWriter, m *moneyCa
 			s.observe.MoneyRequest("claim_lost")
 			return out, p
 		case !rep.Sent:
-			s.conclude(bg, m, "released", ledger.Outcome{Ending: ledger.EndNotSent, UpstreamStatus: rep.Status}, s.ledger.Release)
+			s.storeOutcome(bg, m, "released", ledger.Outcome{Ending: ledger.EndNotSent, UpstreamStatus: rep.Status}, s.claims.Release)
 			return out, p
 		case rep.Answered() && rep.Status == http.StatusUnauthorized:
 			res := s.settle(bg, m.call, subjectNow(true))
 			switch {
 			case res.Conclusion == Made:
-				return out, s.settled(bg, w, m, madeOutcome(m.target.Path, res.Payment), rep.Status)
+				return out, s.answerSettled(bg, w, m, settledAnswer(m.target.Path, res.Payment), rep.Status)
 			case res.Conclusion == NotMade && sends == 1 && ctx.Err() == nil:
 				// The upstream refused the token and made nothing: one more
 				// send, with a fresh token (the transport dropped the
@@ -217,16 +236,16 @@ func (s *Service) own(ctx, bg context.Context, w http.ResponseWriter, m *moneyCa
 				s.observe.MoneyRequest("resent_after_401")
 				want, _ := ParseContent(m.req.Content)
 				if snap = s.snapshot(ctx, m.call, want); !snap.Snapshot {
-					return out, s.unknown(bg, m, rep.Status, code)
+					return out, s.storeUnknown(bg, m, rep.Status, code)
 				}
 				continue
 			case res.Conclusion == NotMade:
-				s.conclude(bg, m, "released", ledger.Outcome{Ending: ledger.EndRefused, UpstreamStatus: rep.Status}, s.ledger.Release)
+				s.storeOutcome(bg, m, "released", ledger.Outcome{Ending: ledger.EndRefused, UpstreamStatus: rep.Status}, s.claims.Release)
 				return out, p
 			}
-			return out, s.unknown(bg, m, rep.Status, code)
+			return out, s.storeUnknown(bg, m, rep.Status, code)
 		case rep.Answered() && refusedBeforeActing[code]:
-			s.conclude(bg, m, "released", ledger.Outcome{Ending: ledger.EndRefused, UpstreamStatus: rep.Status}, s.ledger.Release)
+			s.storeOutcome(bg, m, "released", ledger.Outcome{Ending: ledger.EndRefused, UpstreamStatus: rep.Status}, s.claims.Release)
 			return out, p
 		case rep.Answered() && rep.Status < 500:
 			answer := &recorder{header: http.Header{}}
@@ -241,7 +260,7 @@ func (s *Service) own(ctx, bg context.Context, w http.ResponseWriter, m *moneyCa
 				o.PaymentID = paymentID(rep.Body)
 			}
 			o.Response = answer.response()
-			s.conclude(bg, m, "answered", o, s.ledger.Finish)
+			s.storeOutcome(bg, m, "answered", o, s.claims.Finish)
 			if p == nil {
 				answer.copyTo(w)
 			}
@@ -254,37 +273,37 @@ func (s *Service) own(ctx, bg context.Context, w http.ResponseWriter, m *moneyCa
 			// rests on the upstream's word. A gateway's 5xx, whatever its
 			// body, is no such word.
 			if !m.creates {
-				s.conclude(bg, m, "released", ledger.Outcome{Ending: ledger.EndFailed, UpstreamStatus: rep.Status}, s.ledger.Release)
+				s.storeOutcome(bg, m, "released", ledger.Outcome{Ending: ledger.EndFailed, UpstreamStatus: rep.Status}, s.claims.Release)
 				return out, p
 			}
 			res := s.settle(bg, m.call, subjectNow(true))
 			switch res.Conclusion {
 			case Made:
-				return out, s.settled(bg, w, m, madeOutcome(m.target.Path, res.Payment), rep.Status)
+				return out, s.answerSettled(bg, w, m, settledAnswer(m.target.Path, res.Payment), rep.Status)
 			case NotMade:
-				s.conclude(bg, m, "released", ledger.Outcome{Ending: ledger.EndFailed, UpstreamStatus: rep.Status}, s.ledger.Release)
+				s.storeOutcome(bg, m, "released", ledger.Outcome{Ending: ledger.EndFailed, UpstreamStatus: rep.Status}, s.claims.Release)
 				return out, p
 			}
-			return out, s.unknown(bg, m, rep.Status, code)
+			return out, s.storeUnknown(bg, m, rep.Status, code)
 		}
 		// A timeout, a hang-up, a gateway's 5xx, a reply cut or too large
 		// to keep: the upstream may still be acting; only its payment list
 		// can tell, and only "made" can be concluded now.
 		if res := s.settle(bg, m.call, subjectNow(false)); res.Conclusion == Made {
-			return out, s.settled(bg, w, m, madeOutcome(m.target.Path, res.Payment), rep.Status)
+			return out, s.answerSettled(bg, w, m, settledAnswer(m.target.Path, res.Payment), rep.Status)
 		}
-		return out, s.unknown(bg, m, rep.Status, code)
+		return out, s.storeUnknown(bg, m, rep.Status, code)
 	}
 }
 
-// mark is the durable mark written just before the send (BeforeSend): a
+// sendMark is the durable mark written just before the send (BeforeSend): a
 // claim whose owner dies before it provably sent nothing. lost is set when
 // the claim was no longer the owner's to send.
-func (s *Service) mark(claim *ledger.Claim, ev ledger.Send, lost *bool) func(context.Context) error {
+func (s *Service) sendMark(claim *ledger.Claim, ev ledger.Send, lost *bool) func(context.Context) error {
 	return func(ctx context.Context) error {
 		lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
 		defer cancel()
-		ok, err := s.ledger.Sending(lctx, claim, ev)
+		ok, err := s.claims.Sending(lctx, claim, ev)
 		if err != nil {
 			s.observe.MoneyRequest("ledger_unavailable")
 			return problem.Wrap(problem.CodeLedgerUnavailable, "payments cannot be recorded right now; nothing was sent, retry with the same Idempotency-Key", err)
@@ -299,26 +318,27 @@ func (s *Service) mark(claim *ledger.Claim, ev ledger.Send, lost *bool) func(con
 	}
 }
 
-// settled stores an outcome settling proved and writes it.
-func (s *Service) settled(bg context.Context, w http.ResponseWriter, m *moneyCall, o ledger.Outcome, status int) *problem.Problem {
+// answerSettled stores the settled answer of a payment settling proved
+// made, and writes it.
+func (s *Service) answerSettled(bg context.Context, w http.ResponseWriter, m *moneyCall, o ledger.Outcome, status int) *problem.Problem {
 	o.UpstreamStatus = status
-	s.conclude(bg, m, "settled", o, s.ledger.Finish)
+	s.storeOutcome(bg, m, "settled", o, s.claims.Finish)
 	fromResponse(o.Response).copyTo(w)
 	return nil
 }
 
-// unknown records that the outcome cannot be known now: the key is never
-// sent again, and the settler keeps looking.
-func (s *Service) unknown(bg context.Context, m *moneyCall, status int, code string) *problem.Problem {
-	s.conclude(bg, m, "unknown", ledger.Outcome{Ending: ledger.EndAmbiguous, UpstreamStatus: status}, s.ledger.Unknown)
+// storeUnknown records that the outcome cannot be known now: the key is
+// never sent again, and the settler keeps looking.
+func (s *Service) storeUnknown(bg context.Context, m *moneyCall, status int, code string) *problem.Problem {
+	s.storeOutcome(bg, m, "unknown", ledger.Outcome{Ending: ledger.EndAmbiguous, UpstreamStatus: status}, s.claims.Unknown)
 	return outcomeUnknown(code, status)
 }
 
-// conclude stores how the owner's request ended, trying again while the
+// storeOutcome stores how the owner's request ended, trying again while the
 // ledger does not answer within ownerMargin. Should it never land, the
 // claim stays in flight, the settler ends it at its deadline (unknown: it
 // was marked) and settles it from the upstream: never run twice.
-func (s *Service) conclude(bg context.Context, m *moneyCall, result string, o ledger.Outcome, write func(context.Context, *ledger.Claim, ledger.Outcome) (bool, error)) {
+func (s *Service) storeOutcome(bg context.Context, m *moneyCall, result string, o ledger.Outcome, write func(context.Context, *ledger.Claim, ledger.Outcome) (bool, error)) {
 	s.observe.MoneyRequest(result)
 	ctx, cancel := context.WithTimeout(bg, ownerMargin)
 	defer cancel()
@@ -348,50 +368,50 @@ func (s *Service) conclude(bg context.Context, m *moneyCall, result string, o le
 	}
 }
 
-// repeat answers a request whose key another request already claimed: the
+// answerRepeat answers a request whose key another request already claimed: the
 // stored answer written to w, or the failure. A claim whose owner died
 // before its send mark, or an unknown outcome that settling now concludes
 // was not made, is given back and run here.
-func (s *Service) repeat(ctx, bg context.Context, w http.ResponseWriter, m *moneyCall, rec *ledger.Record) (served, *problem.Problem) {
+func (s *Service) answerRepeat(ctx, bg context.Context, w http.ResponseWriter, m *moneyCall, rec *ledger.Record) (labels, *problem.Problem) {
 	event := func(id int64, what string) {
 		s.observe.MoneyRequest(what)
 		ectx, cancel := context.WithTimeout(bg, ledgerTimeout)
 		defer cancel()
-		if err := s.ledger.Event(ectx, id, m.req, what); err != nil {
+		if err := s.claims.Event(ectx, id, m.req, what); err != nil {
 			s.log.Warn("a payment's audit event could not be written", slog.String("requestId", m.call.RequestID), slog.String("error", err.Error()))
 		}
 	}
 	// runAgain claims the given-back key and runs it; rec is what stands
 	// instead when another request claimed it first.
-	runAgain := func() (bool, served, *problem.Problem) {
+	runAgain := func() (bool, labels, *problem.Problem) {
 		claim, next, err := s.claim(bg, m.req)
 		if err != nil {
-			return true, served{}, s.ledgerFailed(m.call, err)
+			return true, labels{}, s.ledgerFailed(m.call, err)
 		}
 		if claim != nil {
 			m.claim = claim
-			out, p := s.own(ctx, bg, w, m)
+			out, p := s.sendAsOwner(ctx, bg, w, m)
 			return true, out, p
 		}
 		rec = next
-		return false, served{}, nil
+		return false, labels{}, nil
 	}
 	for tries := 0; tries < 3; tries++ {
 		switch {
 		case !bytes.Equal(rec.Fingerprint, m.req.Fingerprint):
 			event(rec.ID, ledger.EventReused)
-			return served{}, problem.New(problem.CodeIdempotencyKeyReused, "this Idempotency-Key was used for a different request")
+			return labels{}, problem.New(problem.CodeIdempotencyKeyReused, "this Idempotency-Key was used for a different request")
 		case rec.State == ledger.StateDone:
 			event(rec.ID, ledger.EventReplayed)
-			return served{code: replay(w, rec.Response)}, nil
+			return labels{replayedCode: replay(w, rec.Response)}, nil
 		case rec.State == ledger.StateInFlight && rec.Expired:
 			// The owner is past its deadline: it died or hung, and can no
 			// longer reach the upstream.
 			lctx, cancel := context.WithTimeout(bg, ledgerTimeout)
-			state, err := s.ledger.Abandon(lctx, rec.ID)
+			state, err := s.claims.Abandon(lctx, rec.ID)
 			cancel()
 			if err != nil {
-				return served{}, s.ledgerFailed(m.call, err)
+				return labels{}, s.ledgerFailed(m.call, err)
 			}
 			if state == ledger.StateReleased {
 				s.observe.MoneyRequest("released_unsent")
@@ -415,7 +435,7 @@ func (s *Service) repeat(ctx, bg context.Context, w http.ResponseWriter, m *mone
 			event(rec.ID, ledger.EventInProgress)
 			p := problem.New(problem.CodeIdempotencyInProgress, "a request with this Idempotency-Key is still being processed; retry shortly")
 			p.RetryAfter = "1"
-			return served{}, p
+			return labels{}, p
 		}
 		// Unknown: settle it now.
 		res := s.settle(bg, m.call, subjectOf(rec))
@@ -424,17 +444,17 @@ func (s *Service) repeat(ctx, bg context.Context, w http.ResponseWriter, m *mone
 		var err error
 		switch res.Conclusion {
 		case Made:
-			applied, err = s.ledger.Settle(lctx, rec.ID, madeOutcome(m.target.Path, res.Payment))
+			applied, err = s.settlements.Settle(lctx, rec.ID, settledAnswer(m.target.Path, res.Payment))
 		case NotMade:
-			applied, err = s.ledger.GiveBack(lctx, rec.ID)
+			applied, err = s.settlements.GiveBack(lctx, rec.ID)
 		}
 		cancel()
 		switch {
 		case err != nil:
-			return served{}, s.ledgerFailed(m.call, err)
+			return labels{}, s.ledgerFailed(m.call, err)
 		case res.Conclusion == Unknown:
 			event(rec.ID, ledger.EventUnknown)
-			return served{}, outcomeUnknown("", rec.UpstreamStatus)
+			return labels{}, outcomeUnknown("", rec.UpstreamStatus)
 		case res.Conclusion == NotMade && applied:
 			event(rec.ID, ledger.EventNotMade)
 			if done, out, p := runAgain(); done {
@@ -443,8 +463,8 @@ func (s *Service) repeat(ctx, bg context.Context, w http.ResponseWriter, m *mone
 			continue
 		case res.Conclusion == Made && applied:
 			event(rec.ID, ledger.EventSettled)
-			o := madeOutcome(m.target.Path, res.Payment)
-			return served{code: replay(w, o.Response)}, nil
+			o := settledAnswer(m.target.Path, res.Payment)
+			return labels{replayedCode: replay(w, o.Response)}, nil
 		}
 		// Another request or the settler ended it meanwhile: read it again
 		// (and run it, when it was given back).
@@ -452,7 +472,7 @@ func (s *Service) repeat(ctx, bg context.Context, w http.ResponseWriter, m *mone
 			return out, p
 		}
 	}
-	return served{}, s.ledgerFailed(m.call, errors.New("a repeated payment's record kept changing under it"))
+	return labels{}, s.ledgerFailed(m.call, errors.New("a repeated payment's record kept changing under it"))
 }
 
 // ledgerFailed is 503 LEDGER_UNAVAILABLE: nothing was sent upstream.

@@ -25,27 +25,15 @@ import (
 	"github.com/fintech-bff/bff/internal/seal"
 )
 
-// Ledger is what payments needs of the ledger of money-moving requests
-// (ledger.Postgres, or ledger.Memory in development); see package ledger
-// for the protocol.
+// Ledger is the ledger of money-moving requests as New takes it
+// (ledger.Postgres, or ledger.Memory in development; package ledger states
+// the protocol): the union of the small interfaces each part of payments
+// uses, and the Service keeps each part to its own.
 type Ledger interface {
-	Claim(ctx context.Context, req ledger.Request, bound time.Duration) (*ledger.Claim, *ledger.Record, error)
-	Sending(ctx context.Context, c *ledger.Claim, s ledger.Send) (bool, error)
-	Finish(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
-	Release(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
-	Unknown(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
-	Abandon(ctx context.Context, id int64) (ledger.State, error)
-	Settle(ctx context.Context, id int64, o ledger.Outcome) (bool, error)
-	GiveBack(ctx context.Context, id int64) (bool, error)
-	Others(ctx context.Context, userID string, except int64, since time.Time, ids []string) ([]ledger.Other, error)
-	Event(ctx context.Context, id int64, req ledger.Request, what string) error
-	Due(ctx context.Context, limit int, lease, maxLease, giveUp time.Duration) ([]*ledger.Record, error)
-	Unknowns(ctx context.Context) (int64, time.Time, error)
-	List(ctx context.Context, userID string, after ledger.Cursor, limit int) ([]ledger.Entry, error)
-	Get(ctx context.Context, userID, key string) (ledger.Entry, bool, error)
-	Changes(ctx context.Context, userID string, after int64, limit int) ([]ledger.Entry, error)
-	Position(ctx context.Context, userID string) (int64, error)
-	Follower
+	Claims      // the money path: money.go
+	Settlements // settling and the settler: settle.go, settler.go
+	Entries     // GET /bff/payments and the event stream: records.go
+	Follower    // following a payment's status: follow.go
 }
 
 var (
@@ -143,17 +131,19 @@ type Service struct {
 	up       Upstream
 	timeout  time.Duration
 	money    *proxy.Routes // the money prefixes, POST only
-	ledger   Ledger
 	refresh  Guard
 	every    time.Duration
 	log      *slog.Logger
 	observe  Observer
-	settler  settler
+	pace     settlerPace
 	follow   Follow
 	instance string
-	// follower is ledger when following is on; nil without a ledger.
-	follower Follower
-	cursors  *seal.Box
+	// The ledger's parts, each nil without a ledger.
+	claims      Claims
+	settlements Settlements
+	entries     Entries
+	follower    Follower
+	cursors     *seal.Box
 }
 
 // New returns a Service.
@@ -168,11 +158,12 @@ func New(o Options) *Service {
 	for i, p := range o.MoneyRoutes {
 		money[i] = proxy.Route{Prefix: p, Methods: []string{http.MethodPost}}
 	}
-	s := &Service{up: o.Upstream, timeout: o.Timeout, money: proxy.NewRoutes(money), ledger: o.Ledger,
+	s := &Service{up: o.Upstream, timeout: o.Timeout, money: proxy.NewRoutes(money),
 		refresh: o.Refresh, every: o.RefreshEvery, log: o.Logger, observe: o.Observe}
-	s.settler = defaultSettler
+	s.pace = defaultSettlerPace
 	if o.Ledger != nil {
-		s.follow, s.follower = o.Follow, o.Ledger
+		s.claims, s.settlements, s.entries, s.follower = o.Ledger, o.Ledger, o.Ledger, o.Ledger
+		s.follow = o.Follow
 	}
 	s.instance = o.Instance
 	key := o.EncryptionKey
@@ -218,12 +209,12 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request, c proxy.Call, t 
 	switch route, _ := s.money.Under(t.Path); {
 	case s.underRefresh(t.Path):
 		res.UpstreamStatus, p = s.serveRefresh(w, r, c, t)
-	case s.ledger == nil:
+	case s.claims == nil:
 		p = problem.New(problem.CodeLedgerUnavailable, "payments are not enabled: no ledger is configured")
 	default:
-		var out served
+		var out labels
 		out, p = s.pay(w, r, c, t, route)
-		res.UpstreamStatus, res.Code = out.status, out.code
+		res.UpstreamStatus, res.Code = out.upstreamStatus, out.replayedCode
 	}
 	if p != nil {
 		return res, p

@@ -11,6 +11,21 @@ import (
 	"github.com/fintech-bff/bff/internal/problem"
 )
 
+// Entries is what GET /bff/payments and the event stream read of the
+// ledger: a user's records newest first (List), one by its key (Get), and
+// the changes after a position (Changes, Position).
+type Entries interface {
+	List(ctx context.Context, userID string, after ledger.Cursor, limit int) ([]ledger.Entry, error)
+	Get(ctx context.Context, userID, key string) (ledger.Entry, bool, error)
+	Changes(ctx context.Context, userID string, after int64, limit int) ([]ledger.Entry, error)
+	Position(ctx context.Context, userID string) (int64, error)
+}
+
+var (
+	_ Entries = (*ledger.Postgres)(nil)
+	_ Entries = (*ledger.Memory)(nil)
+)
+
 // Paging of GET /bff/payments.
 const (
 	DefaultLimit = 20
@@ -115,7 +130,7 @@ func (s *Service) noLedger() *problem.Problem {
 // Records returns a page of the user's money-moving requests, newest
 // first: limit of them (0: DefaultLimit; at most MaxLimit) after cursor.
 func (s *Service) Records(ctx context.Context, userID, cursor string, limit int) (Page, error) {
-	if s.ledger == nil {
+	if s.entries == nil {
 		return Page{}, s.noLedger()
 	}
 	after, ok := s.openCursor(userID, cursor)
@@ -132,7 +147,7 @@ func (s *Service) Records(ctx context.Context, userID, cursor string, limit int)
 	defer cancel()
 	// One more than the page: whether there is a next page, without a
 	// cursor that leads to an empty one.
-	entries, err := s.ledger.List(lctx, userID, after, limit+1)
+	entries, err := s.entries.List(lctx, userID, after, limit+1)
 	if err != nil {
 		return Page{}, problem.Wrap(problem.CodeLedgerUnavailable, "payments cannot be read right now", err)
 	}
@@ -151,7 +166,7 @@ func (s *Service) Records(ctx context.Context, userID, cursor string, limit int)
 // (the newest, should the key be on several money routes). Another user's
 // key, or one never used, is 404 ROUTE_NOT_FOUND, the same answer.
 func (s *Service) Record(ctx context.Context, userID, key string) (Record, error) {
-	if s.ledger == nil {
+	if s.entries == nil {
 		return Record{}, s.noLedger()
 	}
 	if !ValidKey(key) {
@@ -159,7 +174,7 @@ func (s *Service) Record(ctx context.Context, userID, key string) (Record, error
 	}
 	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
 	defer cancel()
-	e, ok, err := s.ledger.Get(lctx, userID, key)
+	e, ok, err := s.entries.Get(lctx, userID, key)
 	switch {
 	case err != nil:
 		return Record{}, problem.Wrap(problem.CodeLedgerUnavailable, "payments cannot be read right now", err)
@@ -186,12 +201,12 @@ type Change struct {
 // Changes returns the user's records changed after position after, in
 // order, up to ChangesPage: each once, as it stands now.
 func (s *Service) Changes(ctx context.Context, userID string, after int64) ([]Change, error) {
-	if s.ledger == nil {
+	if s.entries == nil {
 		return nil, s.noLedger()
 	}
 	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
 	defer cancel()
-	entries, err := s.ledger.Changes(lctx, userID, after, ChangesPage)
+	entries, err := s.entries.Changes(lctx, userID, after, ChangesPage)
 	if err != nil {
 		return nil, problem.Wrap(problem.CodeLedgerUnavailable, "payment changes cannot be read right now", err)
 	}
@@ -205,12 +220,12 @@ func (s *Service) Changes(ctx context.Context, userID string, after int64) ([]Ch
 // Position is the user's latest position: a stream that starts now sends
 // what comes after it.
 func (s *Service) Position(ctx context.Context, userID string) (int64, error) {
-	if s.ledger == nil {
+	if s.entries == nil {
 		return 0, s.noLedger()
 	}
 	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
 	defer cancel()
-	n, err := s.ledger.Position(lctx, userID)
+	n, err := s.entries.Position(lctx, userID)
 	if err != nil {
 		return 0, problem.Wrap(problem.CodeLedgerUnavailable, "payment changes cannot be read right now", err)
 	}

@@ -18,7 +18,24 @@ import (
 // lost, or that the upstream refused after it may have acted, and hands it
 // to Conclude (settlement.go), where the rules live: the snapshot the owner
 // recorded with its send mark, the upstream's payment list now, and the
-// user's other money requests in the ledger.
+// user's other money requests in the ledger (docs/payments.md, "Settling").
+
+// Settlements is what settling and the settler need of the ledger: the
+// user's other requests (Others), a conclusion stored on an unknown record
+// (Settle when made, GiveBack when not made), and the records due a look
+// (Due).
+type Settlements interface {
+	Others(ctx context.Context, userID string, except int64, since time.Time, ids []string) ([]ledger.Other, error)
+	Settle(ctx context.Context, id int64, o ledger.Outcome) (bool, error)
+	GiveBack(ctx context.Context, id int64) (bool, error)
+	Due(ctx context.Context, limit int, lease, maxLease, giveUp time.Duration) ([]*ledger.Record, error)
+}
+
+var (
+	_ Settlements = (*ledger.Postgres)(nil)
+	_ Settlements = (*ledger.Memory)(nil)
+)
+
 const (
 	// creationPath and initPath are the money endpoints the upstream
 	// defines: a payment's creation, and the open-banking init (a
@@ -123,26 +140,30 @@ func (s *Service) settle(ctx context.Context, c proxy.Call, r subject) Result {
 		}
 	}
 	lctx, lcancel := context.WithTimeout(ctx, ledgerTimeout)
-	others, err := s.ledger.Others(lctx, c.UserID, r.id, r.claimedAt, ids)
+	others, err := s.settlements.Others(lctx, c.UserID, r.id, r.claimedAt, ids)
 	lcancel()
 	if err != nil {
 		return unknownBecause("the ledger could not be read")
 	}
-	// Quiet: answered, or past its deadline and, when the upstream's clock
-	// is known, past its window on that clock too.
-	quiet := r.answered || (r.expired && (l.Date.IsZero() || r.snapshot.WindowEnd.IsZero() || l.Date.After(r.snapshot.WindowEnd)))
-	res := Conclude(Evidence{Request: want, Snapshot: r.snapshot, Listing: l, Quiet: quiet, Others: others})
+	res := Conclude(Evidence{Request: want, Snapshot: r.snapshot, Listing: l, Quiet: quiet(r, l), Others: others})
 	if res.Conclusion == Unknown {
 		s.log.Info("settling a payment: the outcome stays unknown", slog.String("requestId", c.RequestID), slog.String("reason", res.Reason))
 	}
 	return res
 }
 
-// madeOutcome is the answer settling stores for a payment it proved, in
-// the shape of the endpoint's own answer as far as the list tells it: a
-// creation's 201 {id, payUrl}, an open-banking init's 200 {paymentId,
+// quiet reports whether no send of r can still be acting at the upstream:
+// it was answered, or it is past its deadline and, when the upstream's clock
+// and r's window are known, that clock is past the window too.
+func quiet(r subject, l Listing) bool {
+	return r.answered || (r.expired && (l.Date.IsZero() || r.snapshot.WindowEnd.IsZero() || l.Date.After(r.snapshot.WindowEnd)))
+}
+
+// settledAnswer is the answer settling stores for a payment it proved
+// made, in the shape of the endpoint's own answer as far as the list tells
+// it: a creation's 201 {id, payUrl}, an open-banking init's 200 {paymentId,
 // providerId, status, authorizationUrl}.
-func madeOutcome(path string, p Listed) ledger.Outcome {
+func settledAnswer(path string, p Listed) ledger.Outcome {
 	status, reply := http.StatusCreated, []byte(nil)
 	if path == initPath {
 		status = http.StatusOK

@@ -93,19 +93,20 @@ func Conclude(e Evidence) Result {
 	if !snap.Snapshot || e.Request.Info == nil {
 		return unknownBecause("no snapshot was read before the send")
 	}
-	var fresh, equal []Listed
+	// The fresh payments similar to the request, and those equal to it.
+	var similar, equal []Listed
 	for _, p := range e.Listing.Payments {
-		if p.ID == "" || slices.Contains(snap.SeenBefore, p.ID) {
+		if !fresh(p, snap) {
 			continue
 		}
 		if e.Request.Similar(p) && !(brokenRule && namedByAnother(p, e.Others)) {
-			fresh = append(fresh, p)
+			similar = append(similar, p)
 		}
 		if e.Request.Equal(p) {
 			equal = append(equal, p)
 		}
 	}
-	if len(fresh) == 0 {
+	if len(similar) == 0 {
 		switch {
 		case !e.Listing.Whole:
 			return unknownBecause("the listing did not reach the end of the list")
@@ -116,31 +117,37 @@ func Conclude(e Evidence) Result {
 		}
 		return Result{Conclusion: NotMade, Reason: "no similar payment was made after the snapshot"}
 	}
-	var mine []Listed
+	var notOwned []Listed
 	for _, p := range equal {
 		if !ownedByAnother(p, e.Others) {
-			mine = append(mine, p)
+			notOwned = append(notOwned, p)
 		}
 	}
 	switch {
-	case len(mine) == 0:
+	case len(notOwned) == 0:
 		return unknownBecause("a similar payment was made, and none is this request's alone")
-	case len(mine) > 1:
+	case len(notOwned) > 1:
 		return unknownBecause("several payments equal this request")
 	}
-	p := mine[0]
-	if !insideWindow(snap, p.CreatedAt) {
+	made := notOwned[0]
+	if !insideWindow(snap, made.CreatedAt) {
 		return unknownBecause("the only equal payment was made outside this request's window")
 	}
 	for _, o := range e.Others {
-		if mayHaveMade(o, p) {
+		if mayHaveMade(o, made) {
 			return unknownBecause("another request of the user could have made the payment")
 		}
 	}
-	return Result{Conclusion: Made, Payment: p, Reason: "exactly one fresh payment equals this request"}
+	return Result{Conclusion: Made, Payment: made, Reason: "exactly one fresh payment equals this request"}
 }
 
 func unknownBecause(why string) Result { return Result{Conclusion: Unknown, Reason: why} }
+
+// fresh reports whether p was not there when the snapshot was read: its id
+// is not among SeenBefore.
+func fresh(p Listed, snap ledger.Send) bool {
+	return p.ID != "" && !slices.Contains(snap.SeenBefore, p.ID)
+}
 
 // insideWindow reports whether a payment created at t (the upstream's
 // clock) could be the one this request's send made.

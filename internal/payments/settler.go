@@ -11,8 +11,8 @@ import (
 	"github.com/fintech-bff/bff/internal/proxy"
 )
 
-// settler is how the background settler paces itself.
-type settler struct {
+// settlerPace is how the background settler paces itself.
+type settlerPace struct {
 	every    time.Duration // how often each instance asks the ledger for due records
 	batch    int           // records leased at most per look
 	lease    time.Duration // first wait before a record is looked at again (doubling)
@@ -20,11 +20,11 @@ type settler struct {
 	giveUp   time.Duration // after this long unknown, a record is left unknown for good
 }
 
-// defaultSettler: an unknown record is looked at after 2 s, 4 s, 8 s, …
+// defaultSettlerPace: an unknown record is looked at after 2 s, 4 s, 8 s, …
 // then every 5 minutes, for a day. Past its WindowEnd nothing new can
 // appear for it, so the later looks only catch an upstream whose list was
 // late; a day bounds the cost of that.
-var defaultSettler = settler{every: time.Second, batch: 32, lease: 2 * time.Second, maxLease: 5 * time.Minute, giveUp: 24 * time.Hour}
+var defaultSettlerPace = settlerPace{every: time.Second, batch: 32, lease: 2 * time.Second, maxLease: 5 * time.Minute, giveUp: 24 * time.Hour}
 
 // Run settles unknown outcomes in the background until ctx ends: every
 // instance runs it, and the ledger leases each record to one of them at a
@@ -33,10 +33,10 @@ var defaultSettler = settler{every: time.Second, batch: 32, lease: 2 * time.Seco
 // in the upstream's payment list as soon as, and as long as, the evidence
 // may allow; a repeat of the key then replays what was found.
 func (s *Service) Run(ctx context.Context) {
-	if s.ledger == nil {
+	if s.settlements == nil {
 		return
 	}
-	t := time.NewTicker(s.settler.every)
+	t := time.NewTicker(s.pace.every)
 	defer t.Stop()
 	for {
 		select {
@@ -51,7 +51,7 @@ func (s *Service) Run(ctx context.Context) {
 // settleDue leases the due records and settles each.
 func (s *Service) settleDue(ctx context.Context) {
 	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
-	recs, err := s.ledger.Due(lctx, s.settler.batch, s.settler.lease, s.settler.maxLease, s.settler.giveUp)
+	recs, err := s.settlements.Due(lctx, s.pace.batch, s.pace.lease, s.pace.maxLease, s.pace.giveUp)
 	cancel()
 	if err != nil {
 		s.log.Warn("the settler could not read the ledger", slog.String("error", err.Error()))
@@ -65,10 +65,12 @@ func (s *Service) settleDue(ctx context.Context) {
 	}
 }
 
+// settleRecord ends rec's claim when it is past its deadline (given back
+// when never marked, else unknown), then settles it when it is unknown.
 func (s *Service) settleRecord(ctx context.Context, rec *ledger.Record) {
 	if rec.State == ledger.StateInFlight {
 		lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
-		state, err := s.ledger.Abandon(lctx, rec.ID)
+		state, err := s.claims.Abandon(lctx, rec.ID)
 		cancel()
 		switch {
 		case err != nil:
@@ -94,11 +96,11 @@ func (s *Service) settleRecord(ctx context.Context, rec *ledger.Record) {
 	var err error
 	switch res.Conclusion {
 	case Made:
-		o := madeOutcome(recordPath(rec), res.Payment)
+		o := settledAnswer(recordPath(rec), res.Payment)
 		o.UpstreamStatus = rec.UpstreamStatus
-		applied, err = s.ledger.Settle(lctx, rec.ID, o)
+		applied, err = s.settlements.Settle(lctx, rec.ID, o)
 	case NotMade:
-		applied, err = s.ledger.GiveBack(lctx, rec.ID)
+		applied, err = s.settlements.GiveBack(lctx, rec.ID)
 	default:
 		return
 	}
