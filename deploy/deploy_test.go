@@ -873,7 +873,7 @@ func TestDashboard(t *testing.T) {
 	if str(dash, "uid") == "" || str(dash, "title") == "" {
 		t.Error("the dashboard needs a uid and a title")
 	}
-	// Tracing (issue 15): a traces data source to choose, and a link to
+	// Tracing: a traces data source to choose, and a link to
 	// its failed requests.
 	if !strings.Contains(string(b), `"name": "traces"`) || !strings.Contains(string(b), `"url": "/explore?`) || !strings.Contains(string(b), "${traces}") {
 		t.Error("the dashboard lacks the traces data source variable or the link to the traces")

@@ -17,7 +17,7 @@ import (
 )
 
 // The example app's answers to a failing or slow upstream, and its layout
-// on a phone, in the real browser (issue 26, item 4). What a user reads is
+// on a phone, in the real browser (docs/browser-tests.md). What a user reads is
 // checked against web/app/src/messages.ts's sentences, never a raw code.
 
 // textOf is the text of the first element css matches in tab.

@@ -31,7 +31,7 @@ const liveWithin = 5 * time.Second
 // without a reload or a navigation: the BFF notices the change
 // (payments.watch_interval), sends it on GET /bff/events, and the app's
 // events() stream moves the payment's row in the recent payments and the
-// outcome of /payment-done (issue 27).
+// outcome of /payment-done (docs/payments.md, "Following a payment's status").
 //
 // The payment is not approved at the bank's page: approving makes it ACSC,
 // final, after which the BFF stops following it. The user comes back to

@@ -21,7 +21,7 @@ import (
 
 // The walkthrough of the README: login, a forwarded call carrying the
 // user's minted token, one mint for many calls, an upstream error rule as
-// the contract's envelope, logout, then 401.
+// the error envelope (docs/errors.md), logout, then 401.
 func TestLoginForwardLogout(t *testing.T) {
 	t.Parallel()
 	e := start(t, options{})
@@ -142,8 +142,8 @@ func TestBFFErrorsUseTheEnvelope(t *testing.T) {
 	wantProblem(t, anon.do("GET", "/readyz", ""), 404, "ROUTE_NOT_FOUND")
 }
 
-// An upstream rule seeded in the simulator comes back as the contract's
-// envelope: the free plan's 403.
+// An upstream rule seeded in the simulator comes back as the error
+// envelope (docs/errors.md): the free plan's 403.
 func TestUpstreamPlanGate(t *testing.T) {
 	t.Parallel()
 	e := start(t, options{})

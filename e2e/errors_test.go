@@ -19,7 +19,7 @@ const validPayment = `{"paymentInformation":{"amount":12.5,"currency":"EUR","rem
 "creditorName":"Jane","creditorAccount":{"iban":"FR7630006000011234567890189"},"debtorAccount":{"iban":"DE89370400440532013000"}},
 "providerIds":["demobank-sandbox"]}`
 
-// One row per line of the contract's error table that involves the
+// One row per line of docs/errors.md's tables that involves the
 // upstream, end to end: the real binary, the simulator (its own rules where
 // it has them, injected faults for what only a gateway or a connector
 // token produces), real Redis.

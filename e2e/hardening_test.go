@@ -76,7 +76,7 @@ func postLogoutToken(t *testing.T, e *env, token string) int {
 	return resp.StatusCode
 }
 
-// Forged back-channel logout tokens (issue 25, item 2): the endpoint has
+// Forged back-channel logout tokens: the endpoint has
 // its own budget per address, of refused tokens only (a genuine logout
 // from the same address still works when forged ones have spent it); unknown key ids make the BFF fetch the
 // provider's keys at most once per 30 s, known ones never; the refusals
@@ -146,7 +146,7 @@ func TestForgedBackchannelLogoutsAreCheap(t *testing.T) {
 	wantProblem(t, b.do("GET", "/auth/session", ""), 401, "SESSION_REQUIRED")
 }
 
-// Per-address limits key an IPv6 client by its /64 (issue 25, item 3):
+// Per-address limits key an IPv6 client by its /64 (limits.ipv6_prefix):
 // 70 addresses of one /64, believed through X-Forwarded-For from a
 // trusted proxy, share one /auth budget. Before: 70 × 401, no 429.
 func TestIPv6ClientsShareTheirPrefixBudget(t *testing.T) {
@@ -172,8 +172,8 @@ func TestIPv6ClientsShareTheirPrefixBudget(t *testing.T) {
 	}
 }
 
-// The logins one client starts and does not finish are bounded (issue
-// 25, item 3): each GET /auth/login stores a record for 10 minutes.
+// The logins one client starts and does not finish are bounded
+// (limits.pending_logins_per_address): each GET /auth/login stores a record for 10 minutes.
 func TestPendingLoginsPerAddressAreBounded(t *testing.T) {
 	t.Parallel()
 	e, _ := oidcEnvWith(t, options{limitsYAML: "limits: { requests_per_second: 0, auth_per_minute: 0, refresh_interval: 0s, sessions_per_user: 0, backchannel_per_minute: 0, pending_logins_per_address: 5 }"})
@@ -202,7 +202,7 @@ func TestPendingLoginsPerAddressAreBounded(t *testing.T) {
 
 // Production refuses a catch-all written another way, script-running
 // mobile redirect URIs, and a missing admin token unless said so
-// explicitly (issue 25, item 4), through the real binary's -check.
+// explicitly, through the real binary's -check.
 func TestProductionRefusesCatchAllsWrittenOtherwise(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -489,7 +489,7 @@ func (c *client) login(userID string) string {
 	return tok
 }
 
-// wantProblem checks a reply is the contract's envelope with this status and code.
+// wantProblem checks a reply is the error envelope (docs/errors.md) with this status and code.
 func wantProblem(t *testing.T, r reply, status int, code string) map[string]any {
 	t.Helper()
 	if r.status != status {

@@ -43,7 +43,7 @@ func freePorts(t *testing.T) int {
 	return 0
 }
 
-// make run's script on ports other than 8080 (issue 26, item 1): the
+// make run's script on ports other than 8080: the
 // banner names what really listens, and the example app's payment journey
 // goes to the bank's consent page and back in the real browser, with the
 // simulator's redirect allow-list following the port.
@@ -129,8 +129,8 @@ func TestMakeRunOnAnyPort(t *testing.T) {
 
 // In development, the redirect path the upstream refused is visible: the
 // error's detail has URLs taken out, and upstreamMessage carries the
-// upstream's own message (issue 26, item 1) with the URL's path and not its
-// host (issue 33, item 2). Production never sends it.
+// upstream's own message with the URL's path and not its host
+// (docs/errors.md, upstreamMessage). Production never sends it.
 func TestDevelopmentShowsTheRefusedRedirect(t *testing.T) {
 	const refused = "http://localhost:5999/payment-done"
 	body := strings.Replace(fmt.Sprintf(validPayment, "refused redirect"), `"providerIds"`, `"redirectUrl":"`+refused+`","providerIds"`, 1)

@@ -19,7 +19,7 @@ import (
 )
 
 // Every key the BFF writes and every channel it uses is under
-// redis.key_prefix (issue 33). Two instances run as the Redis user
+// redis.key_prefix. Two instances run as the Redis user
 // docs/operations.md gives operators ("Sharing a Redis": keys and channels
 // under the prefix, the commands the BFF runs), on a single Redis and on a
 // Cluster, through the whole request path: OpenID logins (browser and

@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-// Through the real binary (issue 25, items 5 and 6): a static file of no
+// Through the real binary: a static file of no
 // known type is application/octet-stream, never text/html; a static miss
 // is logged with its path; HEAD on an allowlisted GET route answers as the
 // GET without a body.

@@ -39,7 +39,7 @@ func (s *otlpSink) spansOfTrace(t *testing.T, id string) []string {
 	return names
 }
 
-// A client cannot choose its trace (issue 25, item 1). The BFF believes
+// A client cannot choose its trace. The BFF believes
 // trace headers only from traceparent_from, never because a peer is in
 // trusted_proxies (a load balancer passes its clients' headers through);
 // with tracing off, a client's traceparent does not reach the upstream

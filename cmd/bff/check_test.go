@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 
 // bff -check reads every payments.webhook_secrets entry as start-up does:
 // a malformed one is a non-zero exit naming the key, not "configuration
-// OK" for a file that then stops every instance (issue 33, item 3).
+// OK" for a file that then stops every instance.
 func TestCheckRefusesAMalformedWebhookSecret(t *testing.T) {
 	const short = "whsec_c2hvcnQ=" // 5 bytes: start-up's NewVerifier refuses it
 	cfg := devConfig(t, freePort(t), "payments: { webhook_path: /webhooks/payments, webhook_secrets: [\""+short+"\"] }\n")

@@ -55,7 +55,8 @@ func (s Secret) MarshalYAML() (any, error) { return Redacted, nil }
 // MarshalJSON implements json.Marshaler.
 func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + Redacted + `"`), nil }
 
-// Config is the whole configuration. Field tags are the contract's key names.
+// Config is the whole configuration. Field tags are the key names of
+// docs/configuration.md.
 type Config struct {
 	Env            string   `yaml:"env"`
 	Listen         string   `yaml:"listen"`

@@ -95,8 +95,8 @@ func Defaults() Config {
 	}
 }
 
-// DefaultRoutes returns the contract's upstream allowlist, in the
-// contract's order. Each call returns a fresh slice.
+// DefaultRoutes returns the default upstream allowlist (upstream.routes in
+// config.example.yaml), in its order. Each call returns a fresh slice.
 func DefaultRoutes() []Route {
 	r := func(prefix string, methods ...string) Route { return Route{Prefix: prefix, Methods: methods} }
 	return []Route{

@@ -11,7 +11,7 @@ import (
 // payments.webhook_secrets are read as start-up reads them, so that a
 // malformed one stops Load (and bff -check) naming the key, and a secret
 // printed in the repository (the simulator's, a test's) is refused in
-// production as the other development settings are (issue 33, item 3).
+// production as the other development settings are.
 func TestValidateWebhookSecrets(t *testing.T) {
 	const simulator = "whsec_dXBzdHJlYW0tc2ltIGRldmVsb3BtZW50IHdlYmhvb2tzIQ==" // upstreamsim.DefaultWebhookSecret
 	key := make([]byte, 32)

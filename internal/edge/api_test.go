@@ -201,7 +201,7 @@ func send(t *testing.T, srv *httptest.Server, ck *http.Cookie, method, path stri
 
 // HEAD is answered wherever GET is (RFC 9110 9.3.2): sent upstream as
 // HEAD, the GET's headers back without a body. A route without GET still
-// refuses it, and Allow lists HEAD with GET (issue 25).
+// refuses it, and Allow lists HEAD with GET (docs/endpoints.md, "HEAD").
 func TestAPIHeadWhereGet(t *testing.T) {
 	const accounts = `{"items":[{"id":"a1","balance":12.5}],"nextPage":null}`
 	var mu sync.Mutex
@@ -261,7 +261,7 @@ func TestAPIHeadWhereGet(t *testing.T) {
 
 // An upstream Retry-After on a retried answer is the wait before the next
 // attempt when it fits in upstream.timeout; when it does not, the one
-// answer goes to the client with its Retry-After (issue 25). The waits are
+// answer goes to the client with its Retry-After. The waits are
 // recorded, not slept.
 func TestAPIRetryAfter(t *testing.T) {
 	cases := []struct {

@@ -157,7 +157,7 @@ type discard struct{}
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // errorHandler renders every error a handler or Echo itself returns as the
-// contract's envelope, Echo's own 404/405 and the proxy's failures
+// error envelope (docs/errors.md), Echo's own 404/405 and the proxy's failures
 // included: the one place the public listener writes a problem. It logs
 // the failures an operator acts on, with their cause (URLs taken out);
 // everything else is in the access log's code. A 503 is logged where it

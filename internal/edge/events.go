@@ -48,7 +48,7 @@ type Streams struct {
 }
 
 const (
-	// maxHeartbeat is the contract's bound on a stream's silence.
+	// maxHeartbeat bounds a stream's silence (docs/endpoints.md, GET /bff/events).
 	maxHeartbeat = 15 * time.Second
 	// streamWriteTimeout bounds each write of a change: a client that
 	// reads nothing loses its stream instead of holding a worker.

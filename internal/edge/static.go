@@ -128,7 +128,8 @@ var webTypes = map[string]string{
 // contentType is the Content-Type of a static file, by its extension. A
 // file of no known type is application/octet-stream: sniffing its bytes,
 // as http.ServeContent would, makes a stray file holding markup text/html
-// on the app's origin, a page that runs with the user's session (issue 25).
+// on the app's origin, a page that runs with the user's session
+// (docs/endpoints.md, "The web app").
 func contentType(name string) string {
 	ext := strings.ToLower(path.Ext(name))
 	if t, ok := webTypes[ext]; ok {

@@ -141,7 +141,7 @@ func TestStaticApp(t *testing.T) {
 }
 
 // A file of no known type is a download, never sniffed into a page that
-// runs on the app's origin (issue 25).
+// runs on the app's origin.
 func TestStaticAppUnknownTypeIsOctetStream(t *testing.T) {
 	app, _ := staticApp(t, false)
 	cases := []struct{ target, want string }{
@@ -163,7 +163,7 @@ func TestStaticAppUnknownTypeIsOctetStream(t *testing.T) {
 }
 
 // A miss is logged with its path, without the query, control characters
-// or more than maxLogPath bytes, under the request's id (issue 25).
+// or more than maxLogPath bytes, under the request's id.
 func TestStaticMissLogsItsPath(t *testing.T) {
 	app, logs := staticApp(t, false)
 	long := "/assets/" + strings.Repeat("a", 400) + ".js"

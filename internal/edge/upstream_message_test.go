@@ -19,7 +19,7 @@ import (
 
 // An upstream error naming its own addresses reaches the client, through
 // the real forwarder and the edge's renderer, without them in either env:
-// development's upstreamMessage keeps the paths only (issue 33, item 2).
+// development's upstreamMessage keeps the paths only (docs/errors.md).
 func TestUpstreamAddressesStayOutOfBodies(t *testing.T) {
 	sim := upstreamsim.New(upstreamsim.Options{})
 	up := httptest.NewServer(sim)

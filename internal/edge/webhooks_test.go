@@ -22,7 +22,7 @@ import (
 	"github.com/fintech-bff/bff/internal/webhooks"
 )
 
-// The answers a webhook sender sees (issue 33): a verified webhook is 204,
+// The answers a webhook sender sees (docs/payments.md, "Webhooks"): a verified webhook is 204,
 // also a webhook-id taken already (the sender's retry after a lost 2xx)
 // and a type the BFF does not read, and neither changes anything; a forged
 // signature is 403 and a stale timestamp 400, as before. Senders retry

@@ -124,16 +124,11 @@ var ErrTrackingUnsupported = errors.New("kv: key tracking needs a single Redis (
 // blocks; run it in a goroutine. With a Cluster client it returns
 // ErrTrackingUnsupported at once.
 //
-// onReady alone is not a time bound: a connection that goes half-open,
-// or an instance cut off from Redis, is noticed only after the checks'
-// timeouts, and after a Sentinel switch the tracker may follow the old
-// master while it stays reachable. onConfirmed is the bound: while live,
-// Track writes a canary key through the main client every canaryEvery,
-// and when its invalidation
-// comes back calls onConfirmed with the time it was written: every change
-// made on the main client's Redis before then has been reported. A
-// caller trusts what it kept only while the last confirmation is recent
-// (Lease). The canaries are keys under canaryPrefix, never reported.
+// onConfirmed is the time bound onReady is not (a half-open connection, a
+// Sentinel switch the tracker did not follow): a canary key written every
+// canaryEvery under canaryPrefix, never reported, comes back with the time
+// it was written after every earlier change, and a caller trusts its copies
+// only while that is recent (docs/operations.md, "Where the state lives").
 func (r *Redis) Track(ctx context.Context, prefixes []string, onKey func(string), onReady func(bool), onConfirmed func(time.Time)) error {
 	base, ok := r.client.(*redis.Client)
 	if !ok {

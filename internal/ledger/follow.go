@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Following payments after their answer (issue 27, migration 005): the
+// Following payments after their answer (migration 005): the
 // upstream's status of each payment a done record names is polled by one
 // instance at a time, under a fenced lease on the row, and every change of
 // a record a user can see is a position in that user's stream of changes,
@@ -27,14 +27,15 @@ import (
 //	Changes  a user's records changed after a position, in order.
 //	Listen   the announcements: which user's stream moved.
 //
-// Both writers keep a status by one rule (issue 32, case 6: final is
-// final), reported as a Write: a final status is never replaced, whatever
-// its updatedAt; otherwise only a strictly newer updatedAt replaces the
+// Both writers keep a status by one rule, reported as a Write: a final
+// status is never replaced, whatever its updatedAt (docs/payments.md,
+// "Webhooks"); otherwise only a strictly newer updatedAt replaces the
 // stored one (the upstream's has one-second resolution: an equal one may
 // be older), except a final status in the same second as a non-final one,
-// which can only be the later; a status dated more than futureSkew ahead of the writer's
-// clock is not believed. The following ends when a final status is stored,
-// and only then (or when the caller stops it: see Observed.Stop).
+// which can only be the later; a status dated more than futureSkew ahead
+// of the writer's clock is not believed. The following ends when a final
+// status is stored, and only then (or when the caller stops it: see
+// Observed.Stop).
 
 // FinalStatuses are the upstream's payment statuses after which nothing
 // changes: a payment in one is no longer followed. The trigger of

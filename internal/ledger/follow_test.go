@@ -321,7 +321,7 @@ func TestSettledUnknownIsStreamed(t *testing.T) {
 	})
 }
 
-// Final is final (issue 32, case 6), on both ledgers: a final status is
+// Final is final (docs/payments.md, "Webhooks"), on both ledgers: a final status is
 // never replaced, whatever its updatedAt; an equal updatedAt never replaces
 // a status (the upstream's has one-second resolution: a slow poll that
 // read INIT must not undo the ACSC a webhook stored in the same second),

@@ -7,7 +7,8 @@
 // The rate was github.com/go-redis/redis_rate/v10, whose keys always begin
 // with its own "rate:", outside redis.key_prefix: under a Redis ACL user
 // restricted to the prefix every decision failed, and the per-address
-// budgets let every request through (issue 33; TestKeysStayUnderThePrefix).
+// budgets let every request through (TestKeysStayUnderThePrefix;
+// docs/operations.md, "Sharing a Redis").
 package limits
 
 import (

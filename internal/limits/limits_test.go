@@ -116,7 +116,7 @@ func TestHoldOncePerInterval(t *testing.T) {
 	})
 }
 
-// Every key the budgets write is under their prefix (issue 33): run as the
+// Every key the budgets write is under their prefix: run as the
 // Redis user docs/operations.md gives operators, limited to the prefix,
 // on a single Redis and on a Cluster, every call answers and a budget
 // still refuses past its burst; no command or key was refused, and the

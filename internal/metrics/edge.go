@@ -13,7 +13,7 @@ import (
 )
 
 // Edge is the HTTP edge's edge.Observer, on the public and the admin
-// listener: the edge's metrics of the contract (section 5), logins and
+// listener: the edge's metrics (docs/operations.md, "Metrics reference"), logins and
 // revocations, and the per-address and per-session refusals. Labels are
 // route templates, bounded method names and known codes, never raw paths.
 // (The check that it satisfies edge.Observer is in the tests: the edge's

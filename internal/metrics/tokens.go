@@ -10,8 +10,8 @@ import (
 	"github.com/fintech-bff/bff/internal/tokens"
 )
 
-// Tokens is the token cache's tokens.Observer: the contract's token
-// metrics and the cache's own.
+// Tokens is the token cache's tokens.Observer: the token metrics of
+// docs/operations.md ("Metrics reference").
 type Tokens struct {
 	lookups   *prometheus.CounterVec
 	layers    *prometheus.CounterVec

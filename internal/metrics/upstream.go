@@ -11,7 +11,7 @@ import (
 )
 
 // Upstream is the forwarder's proxy.Observer: the upstream-side metrics of
-// the contract (section 5). Labels carry route templates and bounded error
+// docs/operations.md ("Metrics reference"). Labels carry route templates and bounded error
 // types only.
 type Upstream struct {
 	requests *prometheus.CounterVec

@@ -21,7 +21,7 @@ import (
 	"github.com/fintech-bff/bff/internal/upstreamsim"
 )
 
-// The attacks an adversarial pass made on the settlement rules (issue 32),
+// The attacks an adversarial pass made on the settlement rules,
 // each an ordinary sequence of requests against the upstream simulator;
 // each paid twice or answered a false "paid" before the rules became one
 // function (settlement.go).

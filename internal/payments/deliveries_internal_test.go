@@ -15,7 +15,7 @@ import (
 )
 
 // A webhook id is known for as long as an instance would still take its
-// message (issue 33). Ids are kept, and pruned, on the ledger's clock;
+// message (docs/payments.md, "Webhooks"). Ids are kept, and pruned, on the ledger's clock;
 // timestamps are checked on each instance's, and each may be clockSkew
 // off the ledger's. For every pair of offsets, the message is first taken
 // by instance A with a timestamp a whole tolerance ahead of A's clock (the

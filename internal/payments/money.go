@@ -55,13 +55,13 @@ const (
 // replayHeaders are the response headers kept with a stored response.
 var replayHeaders = []string{"Content-Type", "Location", "Retry-After", "Allow", "Cache-Control", "X-Request-Id"}
 
-// upstreamFailure are the types of the upstream's own 500 (its
-// specification: "Unexpected server or provider failure").
+// upstreamFailure are the types of the upstream's own 500 (docs/errors.md,
+// "Codes passed on from the upstream"; docs/payments.md).
 var upstreamFailure = map[string]bool{"INTERNAL_ERROR": true, "INTERNAL_SERVER_ERROR": true}
 
 // refusedBeforeActing are the upstream's typed answers that say it did not
-// act on the request (its specification: the provider down, a lock, the
-// caller not verified or not allowed): the key is given back and a repeat
+// act on the request (the provider down, a lock, the caller not verified
+// or not allowed: docs/payments.md, "What a frontend does"): the key is given back and a repeat
 // with it runs again.
 var refusedBeforeActing = map[string]bool{
 	problem.CodeProviderUnavailable: true, problem.CodeResourceLocked: true,
@@ -266,8 +266,8 @@ func (s *Service) sendAsOwner(ctx, bg context.Context, w http.ResponseWriter, m 
 			}
 			return out, p
 		case rep.Answered() && rep.Status == http.StatusInternalServerError && upstreamFailure[rep.Type]:
-			// The upstream's own error body (its documented 500): by its
-			// specification an HTTP error means the request failed. A
+			// The upstream's own error body (its documented 500), which it
+			// documents as a request that failed. A
 			// creation is given back only when settling concludes "not
 			// made"; an init of an existing payment creates nothing, and
 			// rests on the upstream's word. A gateway's 5xx, whatever its

@@ -74,7 +74,7 @@ func Clean(message string) string { return clean(message, false) }
 // (where a code or token would be) "?[redacted]". It is for a developer's
 // eyes (WithUpstreamMessage), who needs the path the upstream refused, and
 // still shows no upstream address and none of the credentials Clean takes
-// out (issue 33).
+// out.
 func cleanKeepingURLs(message string) string { return clean(message, true) }
 
 func clean(message string, keepURLs bool) string {

@@ -23,7 +23,7 @@ import (
 // ContentType is the media type of every error body (RFC 9457).
 const ContentType = "application/problem+json"
 
-// Codes the contract names (docs/errors.md).
+// The BFF's codes (docs/errors.md, "Codes").
 const (
 	CodeSessionRequired          = "SESSION_REQUIRED"
 	CodeCSRFRejected             = "CSRF_REJECTED"

@@ -9,7 +9,7 @@ import (
 )
 
 // MaxRetryAfter is the longest wait the BFF passes on from the upstream's
-// Retry-After (issue 33): an upstream that says 36000 s or a date in 9999
+// Retry-After: an upstream that says 36000 s or a date in 9999
 // would tell a client never to come back; after an hour the client asks
 // again and gets the upstream's wait as it is then.
 const MaxRetryAfter = time.Hour

@@ -8,7 +8,7 @@ import (
 )
 
 // The upstream's Retry-After reaches a client as seconds of at most an hour
-// (issue 33, item 6): a date becomes the seconds to it on the upstream's
+// (docs/errors.md, "Headers"): a date becomes the seconds to it on the upstream's
 // clock, one gone by "0", anything longer than MaxRetryAfter 3600.
 func TestRelayRetryAfter(t *testing.T) {
 	date := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)

@@ -21,7 +21,7 @@ import (
 const maxUpstreamBody = 64 << 10
 
 // defaultLockedRetryAfter is the Retry-After sent with a 423 when the
-// upstream gives none. The contract says 423 comes with Retry-After; the
+// upstream gives none. A 423 always comes with Retry-After (docs/errors.md); the
 // upstream documents no wait, and a connection lock lasts minutes (the
 // BigQuery lock is 90 minutes from creation), so a minute is a polite poll.
 const defaultLockedRetryAfter = "60"
@@ -112,7 +112,7 @@ const memberUpstreamMessage = "upstreamMessage"
 // development): there the path the upstream refused (a redirect URL not on
 // its allow-list) is what a developer needs. The member keeps the URLs'
 // paths, never their scheme, userinfo, host, port, query or fragment (no
-// upstream address in a body, issue 33), and is cleaned like the detail of
+// upstream address in a body: docs/errors.md), and is cleaned like the detail of
 // everything else that looks like a credential (a Bearer value, a JWT, a
 // secret's value).
 func WithUpstreamMessage(p *Problem) *Problem {
@@ -163,7 +163,7 @@ type reply struct {
 	balance *float64 // 402
 }
 
-// FromUpstream turns an upstream error reply into the contract's envelope
+// FromUpstream turns an upstream error reply into the error envelope
 // (docs/errors.md). status is the upstream status, expected
 // to be 400 or more; a status outside 400–599 is the upstream misbehaving
 // and becomes 502 UPSTREAM_ERROR. header may be nil; only Retry-After (and

@@ -29,8 +29,7 @@ type upstreamCase struct {
 	wantDetail string // checked when not "-"
 }
 
-// upstreamCases has a row per row of the contract's error table
-// (docs/errors.md) that involves the upstream, named after
+// upstreamCases has a row per row of the error tables of docs/errors.md that involves the upstream, named after
 // it, then the body shapes the upstream and its gateways produce. The fuzz
 // tests are seeded from it.
 var upstreamCases = []upstreamCase{
@@ -552,7 +551,7 @@ func TestWithUpstreamMessage(t *testing.T) {
 	}
 }
 
-// No upstream address reaches a body in any env (issue 33, item 2): the
+// No upstream address reaches a body in any env (docs/errors.md): the
 // detail drops a URL whole, and development's upstreamMessage keeps only
 // its path, whatever form the address takes.
 func TestUpstreamMessageNamesNoHost(t *testing.T) {

@@ -122,7 +122,7 @@ func TestCauseText(t *testing.T) {
 	}
 }
 
-// The 402's extension members are written where the contract has them,
+// The 402's extension members are written where docs/errors.md has them,
 // byte for byte: after the standard members, cost before balance, and
 // requestId last (api/openapi.yaml, docs/errors.md).
 func TestWriteExtensionMembers(t *testing.T) {

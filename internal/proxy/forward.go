@@ -357,7 +357,7 @@ var responseHeaders = map[string]bool{
 
 func modifyResponse(resp *http.Response) error {
 	// The upstream's Retry-After goes on as seconds of at most an hour
-	// (issue 33), read against the reply's Date before that is dropped.
+	// (docs/errors.md, "Headers"), read against the reply's Date before that is dropped.
 	retryAfter := problem.RelayRetryAfter(resp.Header, time.Now())
 	for k := range resp.Header {
 		if !responseHeaders[k] {

@@ -286,7 +286,7 @@ func TestForwardRetryPolicy(t *testing.T) {
 // place of the backoff (never shorter than it), when at least as much of
 // the deadline (the fixture's 5 s) remains after it for the attempt; one
 // that would not leave that is not waited for, and the client gets the
-// upstream's answer with its Retry-After (issue 25).
+// upstream's answer with its Retry-After.
 func TestForwardHonoursRetryAfter(t *testing.T) {
 	date := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 	cases := []struct {
@@ -308,7 +308,7 @@ func TestForwardHonoursRetryAfter(t *testing.T) {
 		{"503 leaving the attempt less time than the wait", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "3"}, 1, 503, []time.Duration{}, "3"},
 		{"503 malformed Retry-After: the backoff", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "soon"}, 2, 200, nil, ""},
 		{"503 past the deadline", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "30"}, 1, 503, []time.Duration{}, "30"},
-		// Passed on as seconds, at most an hour (issue 33).
+		// Passed on as seconds, at most an hour (docs/errors.md, "Headers").
 		{"503 absurd", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "99999999999999999999"}, 1, 503, []time.Duration{}, "3600"},
 		{"503 over a Duration", "GET", "/api/v2/payments", 503, map[string]string{"Retry-After": "9999999999"}, 1, 503, []time.Duration{}, "3600"},
 		{"503 HTTP-date past the deadline", "GET", "/api/v2/payments", 503,
@@ -352,7 +352,7 @@ func TestForwardHonoursRetryAfter(t *testing.T) {
 }
 
 // A success's Retry-After (a 202 polled later, a redirect) is bounded as an
-// error's is: seconds, at most an hour, a malformed one dropped (issue 33).
+// error's is: seconds, at most an hour, a malformed one dropped.
 func TestForwardBoundsRetryAfterOnSuccess(t *testing.T) {
 	date := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 	cases := []struct {

@@ -1,6 +1,6 @@
 // Package proxy forwards allowlisted API calls to the upstream with the
-// user's token, and turns every upstream failure into the contract's error
-// envelope. It is plain net/http: the edge mounts it.
+// user's token, and turns every upstream failure into the error envelope
+// of docs/errors.md. It is plain net/http: the edge mounts it.
 package proxy
 
 import (
@@ -14,7 +14,7 @@ import (
 
 // Route is one allowlisted upstream path prefix and the methods it accepts.
 // GET allows HEAD as well: RFC 9110 (9.3.2) has HEAD wherever GET is
-// served, and it is sent upstream as HEAD (issue 25).
+// served, and it is sent upstream as HEAD.
 type Route struct {
 	Prefix  string
 	Methods []string

@@ -16,7 +16,7 @@ import (
 )
 
 // transport adds the user's upstream token to each attempt and owns the
-// retry policy of the contract (section 3): one retry after a 401 with a
+// retry policy (docs/endpoints.md, "The API"): one retry after a 401 with a
 // freshly minted token; for idempotent methods, retries on 500, 503 and
 // PROVIDER_UNAVAILABLE with exponential backoff and full jitter, or after
 // the upstream's Retry-After when the reply has one, within the attempt
@@ -42,7 +42,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := callFrom(ctx)
 	retryable := idempotent(req.Method) && !c.once
 	// getBody re-reads the buffered body for this transport's own retries,
-	// which follow the contract. The outgoing request of a non-idempotent
+	// which follow that policy. The outgoing request of a non-idempotent
 	// call carries no GetBody: with one, net/http's Transport itself may
 	// send it again on a new connection when a reused one closes without
 	// an answer, which for a payment is a second payment.
@@ -151,7 +151,7 @@ func (c hiddenTrace) Value(key any) any {
 	return v
 }
 
-// transient reports the failures the contract retries.
+// transient reports the failures an idempotent call retries.
 func transient(status int, typ string) bool {
 	return status == http.StatusInternalServerError || status == http.StatusServiceUnavailable ||
 		(status == http.StatusBadRequest && typ == "PROVIDER_UNAVAILABLE")
@@ -159,7 +159,7 @@ func transient(status int, typ string) bool {
 
 // delay is the wait before the next attempt, and whether to make one: the
 // upstream's Retry-After when its reply carries one (it knows when it will
-// answer; issue 25), but never less than the backoff (a Retry-After of 0
+// answer), but never less than the backoff (a Retry-After of 0
 // or a date gone by must not make every instance retry at the same
 // moment), else the backoff. A Retry-After is waited for only when at
 // least as much of the request's deadline remains after it for the

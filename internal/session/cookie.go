@@ -41,7 +41,7 @@ const maxCookieLen = 512
 // derived from the newest master key, with the cookie's name as associated
 // data (a login cookie cannot pass for a session cookie) and its issue time
 // inside, checked against MaxAge. This is the "cheap codec for an id-only
-// cookie" of issue 7: gorilla's securecookie (HMAC, AES-CTR, timestamps in
+// cookie" (README.md, "Dependencies and why each is there"): gorilla's securecookie (HMAC, AES-CTR, timestamps in
 // text) cost 3× the time and allocations for the same guarantees. The
 // cookie's attributes still come from gorilla/sessions. Safe for
 // concurrent use.

@@ -173,8 +173,8 @@ func (m *Minter) Token(ctx context.Context, userID string) (Token, error) {
 }
 
 // expiry is the JWT exp claim when the token carries one (read without
-// verifying: it is the upstream's own token, and exp wins over expiresIn per
-// the contract), else now + expiresIn in the configured unit.
+// verifying: it is the upstream's own token, and exp wins over expiresIn:
+// docs/configuration.md, upstream.expires_in_unit), else now + expiresIn in the configured unit.
 func (m *Minter) expiry(r mintReply) time.Time {
 	if exp, ok := jwtExpiry(r.AccessToken); ok {
 		return exp

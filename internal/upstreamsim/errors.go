@@ -6,7 +6,7 @@ import (
 	"net/http"
 )
 
-// Error types of the specification's "Error types" table.
+// The upstream's error types (docs/upstream-sim.md).
 const (
 	typeClientError         = "CLIENT_ERROR"
 	typeValidationError     = "VALIDATION_ERROR"
@@ -19,7 +19,7 @@ const (
 	typeInternalError       = "INTERNAL_ERROR"
 )
 
-// Messages the specification or the public documentation fix word for word.
+// Messages the upstream sends word for word.
 const (
 	msgSandboxGate   = "production access is not enabled for this organization, you must include fake providers or contact us"
 	msgProviderError = "PROVIDER_ERROR"

@@ -7,7 +7,7 @@ import (
 
 // HEAD on a GET route answers as the GET without the body (net/http's
 // ServeMux routes HEAD to GET patterns; the server drops the body), so the
-// BFF can forward HEAD as HEAD (issue 25). Other methods' routes do not
+// BFF can forward HEAD as HEAD. Other methods' routes do not
 // take it.
 func TestHeadAnswersAsGet(t *testing.T) {
 	h := newHarness(t, Options{})

@@ -14,7 +14,8 @@ const (
 	PlanPro     = "pro"
 )
 
-// Refresh constants: the cost the specification fixes, and how long a
+// Refresh constants: the upstream's cost (docs/upstream-sim.md, "On-demand
+// refresh"), and how long a
 // refresh runs on the simulator clock.
 const (
 	refreshCost     = 20
@@ -27,7 +28,7 @@ func validPlan(p string) bool { return p == PlanFree || p == PlanStarter || p ==
 // running refresh, connector verification and the connection cap. It is
 // safe for concurrent use.
 //
-// Credits are the organization's, as the specification has them. A test
+// Credits are the organization's, as the upstream's are. A test
 // user may be given a balance of its own (userCredits): that user's
 // refreshes are charged to it, and its 402 reports it, while every other
 // user goes on with the organization's balance. The running refresh stays
@@ -143,7 +144,7 @@ func (o *org) releaseConnection() {
 }
 
 // refreshOutcome is the body of an on-demand refresh reply. Its 402 and 409
-// forms carry no type, as the specification's exceptions say.
+// forms carry no type, as the upstream's do (docs/upstream-sim.md).
 type refreshOutcome struct {
 	httpStatus int
 	Status     string `json:"status"`

@@ -19,8 +19,8 @@ func seededConnections(t *testing.T, h *harness, tok string) map[string]string {
 	return out
 }
 
-// TestRulesByCondition has one subtest per row of the specification's
-// "Rules by condition" table, named after the row.
+// TestRulesByCondition has one subtest per rule by condition of the
+// upstream (docs/upstream-sim.md, "Payment body"), named after it.
 func TestRulesByCondition(t *testing.T) {
 	tests := []struct {
 		name string

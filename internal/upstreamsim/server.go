@@ -3,7 +3,7 @@
 // shapes). It is an http.Handler: tests run it
 // in-process with httptest.NewServer, and cmd/upstream-sim serves it.
 //
-// It follows the specification's rules: token exchange and 401s, the Free
+// It follows the upstream's rules (docs/upstream-sim.md): token exchange and 401s, the Free
 // plan gate, the sandbox gate, the payment rules by condition, cursor
 // paging, the on-demand refresh and its credits, the connection deletion
 // lock, and connector tokens. Tests steer it through exported methods (or
@@ -36,7 +36,7 @@ const (
 )
 
 // DefaultMCPResource is the resource (audience) of connector tokens; the
-// specification requires its trailing slash.
+// upstream requires its trailing slash.
 const DefaultMCPResource = "https://mcp.open-finance.test/mcp/"
 
 // DefaultRedirectURLs is the redirect allow-list when none is given: the

@@ -22,7 +22,7 @@ import (
 	"time"
 )
 
-// Payment-status webhooks (issue 27). The upstream documents no events; the
+// Payment-status webhooks (docs/upstream-sim-control.md). The upstream documents no events; the
 // simulator can post them so the BFF's live status can be built and tested:
 // with a webhookUrl set, every change of a payment's status posts
 //

@@ -19,8 +19,7 @@ import (
 var reSecret = regexp.MustCompile(`whsec_[A-Za-z0-9+/]+={0,2}`)
 
 // Every secret printed in the repository (code, tests, docs, deploy files,
-// config.*.yaml) is in published, so that production refuses it (issue
-// 33, item 3). A secret that does not parse is not looked for: ParseSecret
+// config.*.yaml) is in published, so that production refuses it. A secret that does not parse is not looked for: ParseSecret
 // refuses it everywhere.
 func TestPublishedHoldsEverySecretInTheRepository(t *testing.T) {
 	root, err := filepath.Abs("../..")

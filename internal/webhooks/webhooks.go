@@ -1,5 +1,5 @@
 // Package webhooks verifies the signed webhooks the upstream simulator posts
-// when a payment's status changes (issue 27). They follow Standard Webhooks
+// when a payment's status changes (docs/payments.md, "Webhooks"). They follow Standard Webhooks
 // (https://www.standardwebhooks.com): a webhook-id, a webhook-timestamp in
 // unix seconds, and a webhook-signature holding one or more space-separated
 // "v1,<base64 HMAC-SHA256(key, id.timestamp.body)>", under a secret

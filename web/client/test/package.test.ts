@@ -1,4 +1,4 @@
-// The package as a team gets it (issue 26, item 3): `npm pack` (which builds dist/ afresh,
+// The package as a team gets it: `npm pack` (which builds dist/ afresh,
 // prepack), installed from the tarball into a new npm project outside the repository, then
 // programs compiled against it with the repository's TypeScript, as a team would compile them:
 // module and moduleResolution nodenext, strict, the package's .d.ts files checked
