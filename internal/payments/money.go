@@ -116,15 +116,18 @@ type labels struct {
 	replayedCode   string // the code of a stored refusal replayed
 }
 
-// moneyCall is one money-moving request that won its claim.
+// moneyCall is one money-moving request that won its claim. It keeps what
+// its sends need of the client's request, never the request itself (whose
+// context is the client's connection: the payment is detached from it).
 type moneyCall struct {
-	call    proxy.Call
-	target  proxy.Target
-	r       *http.Request
-	req     ledger.Request
-	claim   *ledger.Claim
-	body    []byte
-	creates bool // it asks the upstream to create a payment: settled from its list
+	call     proxy.Call
+	target   proxy.Target
+	rawQuery string
+	header   http.Header // the client's; proxy sends only the allowlisted ones
+	req      ledger.Request
+	claim    *ledger.Claim
+	body     []byte
+	creates  bool // it asks the upstream to create a payment: settled from its list
 }
 
 // pay runs a money-moving POST at most once per key: claimed in the ledger
@@ -169,7 +172,7 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 	bg := context.WithoutCancel(r.Context())
 	ctx, cancel := context.WithTimeout(bg, s.timeout)
 	defer cancel()
-	m := &moneyCall{call: c, target: t, r: r, req: req, body: body,
+	m := &moneyCall{call: c, target: t, rawQuery: r.URL.RawQuery, header: r.Header, req: req, body: body,
 		creates: creates && (path == creationPath || path == initPath)}
 	claim, rec, err := s.claim(bg, req)
 	switch {
@@ -207,8 +210,8 @@ func (s *Service) sendAsOwner(ctx, bg context.Context, w http.ResponseWriter, m 
 	for sends := 1; ; sends++ {
 		lost := false
 		rep, p := s.up.Exchange(ctx, proxy.Exchange{
-			Call: m.call, Target: m.target, Method: http.MethodPost, RawQuery: m.r.URL.RawQuery,
-			Header: m.r.Header, Body: m.body, Once: true, BeforeSend: s.sendMark(m.claim, snap, &lost),
+			Call: m.call, Target: m.target, Method: http.MethodPost, RawQuery: m.rawQuery,
+			Header: m.header, Body: m.body, Once: true, BeforeSend: s.sendMark(m.claim, snap, &lost),
 		})
 		out := labels{upstreamStatus: rep.Status}
 		code := ""

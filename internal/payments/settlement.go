@@ -129,16 +129,16 @@ func Conclude(e Evidence) Result {
 	case len(notOwned) > 1:
 		return unknownBecause("several payments equal this request")
 	}
-	made := notOwned[0]
-	if !insideWindow(snap, made.CreatedAt) {
+	candidate := notOwned[0]
+	if !insideWindow(snap, candidate.CreatedAt) {
 		return unknownBecause("the only equal payment was made outside this request's window")
 	}
 	for _, o := range e.Others {
-		if mayHaveMade(o, made) {
+		if mayHaveMade(o, candidate) {
 			return unknownBecause("another request of the user could have made the payment")
 		}
 	}
-	return Result{Conclusion: Made, Payment: made, Reason: "exactly one fresh payment equals this request"}
+	return Result{Conclusion: Made, Payment: candidate, Reason: "exactly one fresh payment equals this request"}
 }
 
 func unknownBecause(why string) Result { return Result{Conclusion: Unknown, Reason: why} }
