@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -426,11 +427,12 @@ func TestBrowserJourney(t *testing.T) {
 		// The sign-in page asked how to sign in (POST /auth/dev/login: 405
 		// with OpenID Connect). Its log line is written after the answer:
 		// wait for it, so the next step counts only its own POSTs.
-		for deadline := time.Now().Add(5 * time.Second); strings.Count(e.logs.String(), `"route":"/*","status":405`) <= probes; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the other device's sign-in page asked nothing of the BFF")
+		eventually(t, 5*time.Second, func() error {
+			if strings.Count(e.logs.String(), `"route":"/*","status":405`) <= probes {
+				return errors.New("the other device's sign-in page asked nothing of the BFF")
 			}
-		}
+			return nil
+		})
 	})
 
 	step("an attacker's page changes nothing and reads nothing", func(t *testing.T) {
@@ -458,9 +460,12 @@ func TestBrowserJourney(t *testing.T) {
 			// opaque answer reaches the page before its access log line is
 			// written: wait for the three lines.
 			var codes []string
-			for deadline := time.Now().Add(5 * time.Second); len(codes) < 3 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-				codes = postCodes(e.logs.String()[logged:])
-			}
+			_ = poll(5*time.Second, func() error { // the count is checked below
+				if codes = postCodes(e.logs.String()[logged:]); len(codes) < 3 {
+					return errors.New("fewer than three POSTs logged")
+				}
+				return nil
+			})
 			t.Logf("%s: the page saw %v; the BFF answered %v", link, got, codes)
 			if len(codes) != 3 || slices.ContainsFunc(codes, func(c string) bool { return !strings.HasSuffix(c, " "+tt.why) }) {
 				t.Errorf("%s: the BFF answered its POSTs with %v, want 3, each %s", link, codes, tt.why)

@@ -98,19 +98,19 @@ func TestPaymentsUnderFaults(t *testing.T) {
 		"upstream answers late (past the timeout)", "upstream 500 before acting", "redis restart (all keys lost)",
 		"upstream acts, then answers 401", "upstream hangs up before acting"}
 	for i := 0; time.Now().Add(1500 * time.Millisecond).Before(stop); i++ {
-		time.Sleep(1500 * time.Millisecond)
+		time.Sleep(1500 * time.Millisecond) // deliberate: the faults' pace
 		kind := kinds[i%len(kinds)]
 		faults[kind]++
 		switch i % len(kinds) {
 		case 0:
 			victim := instances[rng.IntN(len(instances))]
 			victim.kill()
-			time.Sleep(time.Second)
+			time.Sleep(time.Second) // deliberate: the instance stays dead a second
 			victim.relaunch()
 		case 1:
 			victim := instances[rng.IntN(len(instances))]
 			_ = victim.cmd.Process.Signal(syscall.SIGSTOP)
-			time.Sleep(3 * time.Second)
+			time.Sleep(3 * time.Second) // deliberate: the freeze lasts past the lease and the timeouts
 			_ = victim.cmd.Process.Signal(syscall.SIGCONT)
 		case 2:
 			a.sim.InjectFault(upstreamsim.Fault{Method: "POST", PathPrefix: "/v2/payments", AfterActing: true, HangUp: true, Times: 1})
@@ -231,7 +231,7 @@ func payWithRetries(front *env, user, key string, token *string) keyResult {
 			*token = tryLogin(front, user)
 			if *token == "" {
 				res.sawFault = true
-				time.Sleep(200 * time.Millisecond)
+				time.Sleep(200 * time.Millisecond) // a client's pace between logins
 				continue
 			}
 		}
@@ -252,7 +252,7 @@ func payWithRetries(front *env, user, key string, token *string) keyResult {
 			return res
 		}
 		res.sawFault = true
-		time.Sleep(time.Duration(100+rand.IntN(200)) * time.Millisecond)
+		time.Sleep(time.Duration(100+rand.IntN(200)) * time.Millisecond) // a client's jittered pace between retries
 	}
 	res.took = time.Since(start)
 	return res

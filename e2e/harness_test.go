@@ -380,7 +380,7 @@ ledger:
 		if time.Now().After(deadline) {
 			return fmt.Errorf("bff not ready after 15s:\n%s", e.logs)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // the poll's interval (an exit ends the wait at once)
 	}
 }
 

@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -233,7 +234,9 @@ func runHistory(t *testing.T, bin string, seed uint64, ops int) *history {
 	h.sim.ClearFaults()
 	// Quiescence: every claim past its deadline, the settlers' early looks
 	// done; then each key is repeated once, which settles what it can.
-	time.Sleep(historyTimeout + 6*time.Second) // the claims' deadline: timeout plus 5 s
+	// Deliberate: a claim's deadline is on the ledger's clock (PostgreSQL's
+	// now(), the real one): timeout plus 5 s, and a second more.
+	time.Sleep(historyTimeout + 6*time.Second)
 	h.settleAll(tokens)
 	h.readFinal(tokens)
 	return h
@@ -388,7 +391,7 @@ func (c *histClient) race(create string) {
 	if c.rng.IntN(2) == 0 {
 		f.Status, name = 500, "raced-held-500"
 	}
-	c.h.sim.InjectFault(f)
+	held := c.h.sim.InjectFault(f)
 	c.h.mu.Lock()
 	c.h.faults[name]++
 	c.h.mu.Unlock()
@@ -397,7 +400,20 @@ func (c *histClient) race(create string) {
 	key := c.newKey()
 	done := make(chan struct{})
 	go func() { defer close(done); other.send("create", "/api/v2/payments", create, key, true, "") }()
-	time.Sleep(200 * time.Millisecond) // the creation is at the upstream, its answer held
+	// The creation is at the upstream, its answer held: the fault is taken
+	// (the upstream acts at once after). A creation that never gets there
+	// (its instance killed meanwhile) is a history too: the race goes on.
+	_ = poll(5*time.Second, func() error {
+		select {
+		case <-done:
+			return nil
+		default:
+		}
+		if slices.ContainsFunc(c.h.sim.Faults(), func(f upstreamsim.Fault) bool { return f.ID == held }) {
+			return errors.New("the creation is not at the upstream yet")
+		}
+		return nil
+	})
 	if id := c.list(); id != "" {
 		c.send("init-id", "/api/v2/pay/open-banking-init", `{"providerId":"`+upstreamsim.ProviderSandbox+`","paymentId":"`+id+`"}`, c.newKey(), false, id)
 	}
@@ -535,7 +551,7 @@ func (h *history) globalFaults(rng *rand.Rand, stop chan struct{}) {
 			h.incident = append(h.incident, time.Now())
 			h.faults["instance-killed"]++
 			h.mu.Unlock()
-			time.Sleep(300 * time.Millisecond)
+			time.Sleep(300 * time.Millisecond) // deliberate: the instance stays dead a while
 			f.relaunch()
 		case 2:
 			// The ledger's server freezes, as a stopped VM does, and wakes.
@@ -544,7 +560,7 @@ func (h *history) globalFaults(rng *rand.Rand, stop chan struct{}) {
 			h.faults["ledger-paused"]++
 			h.mu.Unlock()
 			h.pg.Pause()
-			time.Sleep(time.Duration(300+rng.IntN(1200)) * time.Millisecond)
+			time.Sleep(time.Duration(300+rng.IntN(1200)) * time.Millisecond) // deliberate: the freeze's length
 			h.pg.Resume()
 		}
 	}

@@ -51,20 +51,20 @@ func startLB(t *testing.T, instances []*env) *lb {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if err := poll(10*time.Second, func() error {
 		resp, err := http.Get(l.url + "/auth/session")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 401 {
-				return l
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("haproxy not serving after 10s:\n%s", l.logs)
+		resp.Body.Close()
+		if resp.StatusCode != 401 {
+			return fmt.Errorf("GET /auth/session: got %d, want 401", resp.StatusCode)
 		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatalf("haproxy not serving: %v\n%s", err, l.logs)
 	}
+	return l
 }
 
 // lbConfig is deploy/haproxy.cfg, the shipped configuration, with only
@@ -178,7 +178,21 @@ func TestBehindALoadBalancer(t *testing.T) {
 				}
 			}()
 		}
-		time.Sleep(500 * time.Millisecond)
+		// The load runs before an instance stops, and goes on after it
+		// stopped (a failure ends the wait: it is reported below).
+		served := func(more int64) {
+			t.Helper()
+			want := ok.Load() + more
+			if err := poll(15*time.Second, func() error {
+				if n := ok.Load(); n < want && failed.Load() == 0 {
+					return fmt.Errorf("%d requests served, want %d", n, want)
+				}
+				return nil
+			}); err != nil {
+				t.Error(err)
+			}
+		}
+		served(20)
 		victim := instances[1]
 		victim.terminate()
 		select {
@@ -190,7 +204,7 @@ func TestBehindALoadBalancer(t *testing.T) {
 		case <-time.After(15 * time.Second):
 			t.Error("the stopped instance did not exit")
 		}
-		time.Sleep(500 * time.Millisecond)
+		served(20)
 		close(stop)
 		wg.Wait()
 		t.Logf("%d requests succeeded, %d failed while an instance drained and stopped", ok.Load(), failed.Load())

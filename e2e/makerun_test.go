@@ -82,18 +82,17 @@ func TestMakeRunOnAnyPort(t *testing.T) {
 			<-exited
 		}
 	})
-	deadline := time.Now().Add(90 * time.Second) // the app's npm ci on a first run
-	for !strings.Contains(out.String(), `"msg":"bff started"`) {
+	eventually(t, 90*time.Second, func() error { // 90 s: the app's npm ci on a first run
 		select {
 		case <-exited:
 			t.Fatalf("make run's script exited:\n%s", out.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("make run's script did not start within 90 s:\n%s", out.String())
+		if !strings.Contains(out.String(), `"msg":"bff started"`) {
+			return fmt.Errorf("make run's script did not start:\n%s", out.String())
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	banner := out.String()
 	for _, want := range []string{"The BFF listens on " + base, fmt.Sprintf("admin: http://127.0.0.1:%d", port+1010),
 		fmt.Sprintf("simulator on http://127.0.0.1:%d", port+1), base + "/auth/dev/login"} {

@@ -223,7 +223,7 @@ func opLaunch(t *testing.T, node, dir string, clients []map[string]any) (*OP, er
 			stop()
 			return nil, fmt.Errorf("oidc-provider did not answer %s/.well-known/openid-configuration within 15s; output:\n%s", issuer, out.String())
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // the poll's interval (an exit ends the wait at once)
 	}
 }
 

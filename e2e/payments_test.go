@@ -60,7 +60,7 @@ func retryUntilSettled(t *testing.T, c *client, body, key string) (reply, time.D
 		if err == nil && r.status != http.StatusConflict && r.status < 500 || err == nil && r.status == http.StatusBadGateway && strings.Contains(string(r.body), "PAYMENT_OUTCOME_UNKNOWN") {
 			return r, time.Since(start)
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond) // a client's pace between retries
 	}
 	t.Fatal("the payment was still in progress after 40 s")
 	return reply{}, 0
@@ -167,7 +167,7 @@ func TestPaymentReplaysAfterRedisLosesItsData(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no login 15 s after Redis restarted: %d %s", r.status, r.body)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // a client's pace between logins
 	}
 	if afterRestart.status != 201 || string(afterRestart.body) != string(first.body) || afterRestart.header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("after the restart: got %d %s, want the first answer replayed", afterRestart.status, afterRestart.body)
@@ -221,7 +221,7 @@ func TestPaymentsThroughASentinelFailover(t *testing.T) {
 						failures.Store(key, fmt.Sprintf("%d %s %v", r.status, r.body, err))
 					default: // 503 while the master is gone, 409 while another attempt runs
 						retries.Add(1)
-						time.Sleep(100 * time.Millisecond)
+						time.Sleep(100 * time.Millisecond) // a client's pace between retries
 						continue
 					}
 					break

@@ -254,19 +254,16 @@ func TestRevocationWithAnInstanceCutOffFromRedis(t *testing.T) {
 		t.Fatal("the cut-off instance served the session after the logout answered")
 	}
 	proxy.mend()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		s := status(c)
-		if s == 401 {
-			break
-		}
-		if s == 200 {
+	eventually(t, 15*time.Second, func() error {
+		switch s := status(c); s {
+		case 401:
+			return nil
+		case 200:
 			t.Fatal("the instance, back in reach of Redis, served the revoked session")
+			return nil
+		default:
+			return fmt.Errorf("the instance still answers %d after Redis came back, want 401", s)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the instance still answers %d 15 s after Redis came back", s)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	})
 	t.Logf("logout with an instance cut off from Redis took %v", took)
 }

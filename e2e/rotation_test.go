@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -144,19 +145,15 @@ func TestRefusedCredentialsAre502(t *testing.T) {
 // waitLog waits up to 5 s for a log line holding one of substrs.
 func waitLog(t *testing.T, e *env, substrs ...string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	eventually(t, 5*time.Second, func() error {
 		logs := e.logs.String()
 		for _, s := range substrs {
 			if strings.Contains(logs, s) {
-				return
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no log line with any of %q within 5s:\n%s", substrs, logs)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("no log line with any of %q:\n%s", substrs, logs)
+	})
 }
 
 // The admin listener's POST /reload-secret does what SIGHUP does, for

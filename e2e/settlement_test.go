@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,17 +17,17 @@ import (
 // request with this method and path, and returns the first.
 func waitForRequest(t *testing.T, sim *upstreamsim.Server, method, path string) upstreamsim.SeenRequest {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	var seen upstreamsim.SeenRequest
+	eventually(t, 15*time.Second, func() error {
 		for _, rq := range sim.Requests() {
 			if rq.Method == method && rq.Path == path {
-				return rq
+				seen = rq
+				return nil
 			}
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("%s %s never reached the upstream", method, path)
-	return upstreamsim.SeenRequest{}
+		return fmt.Errorf("%s %s never reached the upstream", method, path)
+	})
+	return seen
 }
 
 // An instance killed before it sent the payment (here while it reads the
@@ -144,13 +145,16 @@ func TestRefreshIsGuardedLikeMoney(t *testing.T) {
 	impatient.http.Timeout = 100 * time.Millisecond
 	for i := 0; i < 10; i++ {
 		_, _ = impatient.try("POST", "/api/chat/chat/connections/refresh", "")
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // a person's pace between clicks
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for refreshPosts(a.sim) == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(600 * time.Millisecond) // the detached refresh ends meanwhile
+	// The detached refresh ends: its click's access log line is written
+	// once the upstream answered it, long after the client gave up.
+	eventually(t, 5*time.Second, func() error {
+		if !strings.Contains(a.logs.String(), `"route":"/api/chat/chat/connections/refresh","status":200`) {
+			return errors.New("the detached refresh has not ended")
+		}
+		return nil
+	})
 	if n := refreshPosts(a.sim); n != 1 {
 		t.Fatalf("ten aborted clicks sent %d refreshes upstream, want 1", n)
 	}

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"testing"
@@ -21,23 +22,20 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 	e.sim.InjectFault(upstreamsim.Fault{PathPrefix: "/v2/data/accounts", Delay: 1500 * time.Millisecond})
 	done := make(chan reply, 1)
 	go func() { done <- b.do("GET", "/api/v2/data/accounts", "") }()
-	time.Sleep(300 * time.Millisecond) // the request is now waiting on the upstream
+	waitForRequest(t, e.sim, "GET", "/v2/data/accounts") // the request is now waiting on the upstream
 	e.terminate()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	eventually(t, 2*time.Second, func() error {
 		resp, err := http.Get(e.admin + "/readyz")
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 503 {
-				break
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("/readyz did not turn 503 after SIGTERM")
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 503 {
+			return fmt.Errorf("/readyz answers %d after SIGTERM, want 503", resp.StatusCode)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	select {
 	case r := <-done:
 		if r.status != 200 {

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -63,15 +64,12 @@ func TestEventStreamBounds(t *testing.T) {
 	// only keeps a broken build from hanging the run.
 	openStreams := func(want float64) {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			got := metricValue(t, e, "bff_event_streams")
-			if got == want {
-				return
+		eventually(t, 30*time.Second, func() error {
+			if got := metricValue(t, e, "bff_event_streams"); got != want {
+				return fmt.Errorf("bff_event_streams is %v, want %v", got, want)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("bff_event_streams is %v, want %v", got, want)
-			}
-		}
+			return nil
+		})
 	}
 
 	a1 := open("", http.StatusOK, "")

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,19 +12,18 @@ import (
 // spanOfRequest waits for the server span whose bff.request_id is id.
 func (s *otlpSink) spanOfRequest(t *testing.T, id string) span {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	var found span
+	eventually(t, 15*time.Second, func() error {
 		all, _ := s.read(t)
 		for _, sp := range all {
 			if sp.attr("bff.request_id") == id {
-				return sp
+				found = sp
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no server span with bff.request_id %s after 15 s", id)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("no server span with bff.request_id %s", id)
+	})
+	return found
 }
 
 // spansOfTrace is every span received so far in trace id.

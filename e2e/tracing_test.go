@@ -63,20 +63,20 @@ func startOTLPSink(t *testing.T) *otlpSink {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	// Ready when an empty export is accepted (it writes no line).
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	if err := poll(20*time.Second, func() error {
 		resp, err := http.Post(s.url+"/v1/traces", "application/json", strings.NewReader("{}"))
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return s
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the collector did not start: %v\n%s", err, logs.String())
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("an empty export: got %d, want 200", resp.StatusCode)
 		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatalf("the collector did not start: %v\n%s", err, logs.String())
 	}
+	return s
 }
 
 // span is one exported span, as OTLP JSON has it.
@@ -160,10 +160,12 @@ func (s *otlpSink) read(t *testing.T) ([]span, string) {
 // trace waits for the spans of one trace until those named have all come.
 func (s *otlpSink) trace(t *testing.T, traceID string, names ...string) ([]span, string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		all, raw := s.read(t)
-		var got []span
+	var got []span
+	var raw string
+	eventually(t, 15*time.Second, func() error {
+		var all []span
+		all, raw = s.read(t)
+		got = got[:0]
 		have := map[string]bool{}
 		for _, sp := range all {
 			if sp.TraceID == traceID {
@@ -177,14 +179,12 @@ func (s *otlpSink) trace(t *testing.T, traceID string, names ...string) ([]span,
 				missing = append(missing, n)
 			}
 		}
-		if len(missing) == 0 {
-			return got, raw
+		if len(missing) > 0 {
+			return fmt.Errorf("trace %s: spans %v never arrived; got %v", traceID, missing, spanNames(got))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("trace %s: spans %v never arrived; got %v", traceID, missing, spanNames(got))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	return got, raw
 }
 
 func spanNames(spans []span) []string {
@@ -358,7 +358,11 @@ func TestOneRequestIsOneTrace(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("GET accounts: %d %s", r.status, r.body)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Its server span is the request's last to end: once it is exported,
+	// every span the request made is.
+	if server := sink.spanOfRequest(t, r.header.Get("X-Request-Id")); server.TraceID == otherTrace {
+		t.Fatalf("the server span continued an untrusted client's trace")
+	}
 	all, _ := sink.read(t)
 	for _, s := range all {
 		if s.TraceID == otherTrace {
