@@ -165,7 +165,7 @@ func (p *prober) run(workers int, timeout time.Duration, stop <-chan struct{}) *
 					both.Go(func() { _, _ = p.claim(key, timeout) })
 				}
 				both.Wait()
-				time.Sleep(10 * time.Millisecond)
+				time.Sleep(10 * time.Millisecond) // deliberate: a double click every 10 ms per worker
 			}
 		})
 	}
@@ -205,7 +205,30 @@ func (p *prober) waitWorking(limit time.Duration) time.Time {
 		if time.Now().After(deadline) {
 			p.t.Fatalf("the ledger did not work again within %v", limit)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the poll's interval
+	}
+}
+
+// waitCalls waits until n more calls have succeeded: the workers of run
+// are claiming (before a fault, or again after it), however loaded the
+// machine.
+func (p *prober) waitCalls(n int) {
+	p.t.Helper()
+	p.mu.Lock()
+	want := p.oks + n
+	p.mu.Unlock()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		p.mu.Lock()
+		got := p.oks
+		p.mu.Unlock()
+		if got >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%d of %d calls succeeded within 30 s", got-(want-n), n)
+		}
+		time.Sleep(10 * time.Millisecond) // the poll's interval
 	}
 }
 
@@ -257,12 +280,12 @@ func TestLedgerSurvivesRestart(t *testing.T) {
 	before := p.claimNew(20, "before")
 	stop := make(chan struct{})
 	wg := p.run(2, time.Second, stop)
-	time.Sleep(300 * time.Millisecond)
+	p.waitCalls(10)
 	began := time.Now()
 	s.Restart()
 	restarted := time.Since(began)
 	back := p.waitWorking(30 * time.Second)
-	time.Sleep(200 * time.Millisecond)
+	p.waitCalls(10)
 	close(stop)
 	wg.Wait()
 
@@ -300,13 +323,15 @@ func TestLedgerSurvivesPause(t *testing.T) {
 	stop := make(chan struct{})
 	wg3 := p3.run(2, 3*time.Second, stop)
 	wg1 := p1.run(1, time.Second, stop)
-	time.Sleep(300 * time.Millisecond)
+	p3.waitCalls(10)
+	p1.waitCalls(5)
 	began := time.Now()
 	s.Pause()
-	time.Sleep(pause)
+	time.Sleep(pause) // deliberate: the freeze's length
 	s.Resume()
 	back := p3.waitWorking(30 * time.Second)
-	time.Sleep(300 * time.Millisecond)
+	p3.waitCalls(10)
+	p1.waitCalls(5)
 	close(stop)
 	wg3.Wait()
 	wg1.Wait()
@@ -363,13 +388,13 @@ func TestLedgerFailoverToSynchronousStandby(t *testing.T) {
 	before := p.claimNew(20, "before")
 	stop := make(chan struct{})
 	wg := p.run(2, time.Second, stop)
-	time.Sleep(300 * time.Millisecond)
+	p.waitCalls(10)
 	began := time.Now()
 	pair.Primary.Crash()
 	pair.Standby.Promote()
 	promoted := time.Since(began)
 	back := p.waitWorking(30 * time.Second)
-	time.Sleep(200 * time.Millisecond)
+	p.waitCalls(10)
 	close(stop)
 	wg.Wait()
 

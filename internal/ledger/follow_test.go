@@ -57,7 +57,7 @@ func TestFollowing(t *testing.T) {
 					mu.Unlock()
 					return n
 				}
-				time.Sleep(10 * time.Millisecond)
+				time.Sleep(10 * time.Millisecond) // the poll's interval
 			}
 		}
 		pos0, err := s.Position(ctx, user)

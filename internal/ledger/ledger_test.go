@@ -81,6 +81,7 @@ func stores(t *testing.T, f func(t *testing.T, s store, wait func(time.Duration)
 		f(t, m, wait)
 	})
 	t.Run("postgres", func(t *testing.T) {
+		// PostgreSQL's clock (now()) is the real one: wait lets real time pass.
 		f(t, openPostgres(t, pgtest.Database(t), key32()), time.Sleep)
 	})
 }
@@ -474,7 +475,7 @@ func TestClaimOfAnEarlierVersionIsNeverGivenBack(t *testing.T) {
 	if _, err := conn.Exec(ctx, "UPDATE money_requests SET owner = 'b2xkLXZlcnNpb24tb3du' WHERE id = $1", c.ID); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(60 * time.Millisecond)
+	time.Sleep(60 * time.Millisecond) // deliberate: the claim's deadline passes on PostgreSQL's clock (now(), the real one)
 	if st, err := p.Abandon(ctx, c.ID); st != ledger.StateUnknown || err != nil {
 		t.Fatalf("got %q, %v; want unknown", st, err)
 	}
