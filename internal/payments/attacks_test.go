@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -156,6 +157,20 @@ func attackFault(f upstreamsim.Fault) upstreamsim.Fault {
 	return f
 }
 
+// waitTaken waits until the simulator has taken the fault with this id:
+// its one request is at the upstream, held.
+func (a *attack) waitTaken(t *testing.T, id string) {
+	t.Helper()
+	held := func() bool {
+		return slices.ContainsFunc(a.sim.Faults(), func(f upstreamsim.Fault) bool { return f.ID == id })
+	}
+	for deadline := time.Now().Add(5 * time.Second); held(); time.Sleep(time.Millisecond) { // a bounded poll
+		if time.Now().After(deadline) {
+			t.Fatalf("fault %s: its request never reached the upstream", id)
+		}
+	}
+}
+
 func paidIDOf(w *httptest.ResponseRecorder) string {
 	var v struct{ ID, PaymentID string }
 	_ = json.Unmarshal(w.Body.Bytes(), &v)
@@ -198,10 +213,10 @@ func TestAttackInitOfAHeldPaymentIsNotAResend(t *testing.T) {
 // was refused with the typed 500 for.
 func TestAttackAnInitsPaymentIsNeverAnotherRequests(t *testing.T) {
 	a := newAttack(t)
-	a.sim.InjectFault(attackFault(upstreamsim.Fault{PathPrefix: "/v2/payments", Delay: 400 * time.Millisecond, HangUp: true}))
+	held := a.sim.InjectFault(attackFault(upstreamsim.Fault{PathPrefix: "/v2/payments", Delay: 400 * time.Millisecond, HangUp: true}))
 	done := make(chan *httptest.ResponseRecorder)
 	go func() { done <- a.post(t, "/v2/payments", attackPayment, "K1") }()
-	time.Sleep(100 * time.Millisecond) // K1 is at the upstream, held before acting
+	a.waitTaken(t, held) // K1 is at the upstream, held before acting
 	a.sim.InjectFault(attackFault(upstreamsim.Fault{PathPrefix: "/v2/pay/", AfterActing: true, Status: 500}))
 	a.post(t, "/v2/pay/open-banking-init", `{"providerId":"demobank-sandbox","paymentInformation":`+attackInfo+`}`, "K3")
 	w := <-done
@@ -271,12 +286,12 @@ func TestAttackBodiesReadAsTheUpstreamReadsThem(t *testing.T) {
 	}
 
 	info := `{"amount":5,"currency":"EUR","creditorName":"1e3","creditorAccount":{"iban":"DE89370400440532013000"}}`
-	a.sim.InjectFault(attackFault(upstreamsim.Fault{PathPrefix: "/v2/payments", Delay: 300 * time.Millisecond, HangUp: true}))
+	held := a.sim.InjectFault(attackFault(upstreamsim.Fault{PathPrefix: "/v2/payments", Delay: 300 * time.Millisecond, HangUp: true}))
 	done := make(chan *httptest.ResponseRecorder)
 	go func() {
 		done <- a.post(t, "/v2/payments", `{"paymentInformation":`+info+`,"providerIds":["demobank-sandbox"]}`, "K2")
 	}()
-	time.Sleep(100 * time.Millisecond) // K2 is at the upstream
+	a.waitTaken(t, held) // K2 is at the upstream
 	other := `{"paymentInformation":` + strings.Replace(info, `"1e3"`, `"1000"`, 1) + `,"providerIds":["demobank-sandbox"]}`
 	if _, err := a.sim.CreateDirectPayment(attackUser, []byte(other)); err != nil {
 		t.Fatal(err)

@@ -104,7 +104,7 @@ func (b *bank) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusUnauthorized, `{"message":"Unauthorized"}`)
 			return
 		case "slow":
-			time.Sleep(400 * time.Millisecond)
+			time.Sleep(400 * time.Millisecond) // a fake latency: a slow upstream
 		}
 		if r.URL.Path == "/v2/pay/open-banking-init" {
 			writeJSON(w, http.StatusOK, fmt.Sprintf(`{"paymentId":%q,"status":"PENDING","authorizationUrl":"https://pay.example/%s"}`, id, id))

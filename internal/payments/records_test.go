@@ -12,11 +12,13 @@ import (
 	"github.com/fintech-bff/bff/internal/ledger"
 	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/problem"
+	"github.com/fintech-bff/bff/internal/testing/testclock"
 )
 
 func recordsFixture(t *testing.T) *payments.Service {
 	t.Helper()
-	led, err := ledger.NewMemory(nil, make([]byte, 32), nil)
+	clock := testclock.New(time.Now())
+	led, err := ledger.NewMemory(clock.Now, make([]byte, 32), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +39,7 @@ func recordsFixture(t *testing.T) *payments.Service {
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Millisecond) // distinct createdAt
+		clock.Advance(time.Millisecond) // distinct createdAt
 	}
 	return payments.New(payments.Options{Ledger: led})
 }

@@ -43,7 +43,7 @@ func newRefreshFixture(t *testing.T) *refreshFixture {
 		case "401":
 			writeJSON(w, http.StatusUnauthorized, `{"message":"Unauthorized"}`)
 		case "slow":
-			time.Sleep(150 * time.Millisecond) // the client is gone by then
+			time.Sleep(150 * time.Millisecond) // a fake latency: the client is gone by then
 			writeJSON(w, http.StatusOK, `{"status":"accepted"}`)
 		default:
 			writeJSON(w, http.StatusOK, `{"status":"accepted"}`)

@@ -122,7 +122,7 @@ func TestAGatewaysProblemJSONKeepsTheKey(t *testing.T) {
 				if r.Method == http.MethodPost && first.CompareAndSwap(false, true) {
 					var body map[string]any
 					_ = json.NewDecoder(r.Body).Decode(&body)
-					go func() { time.Sleep(30 * time.Millisecond); f.bank.add(body) }() // the upstream still acts
+					go func() { time.Sleep(30 * time.Millisecond); f.bank.add(body) }() // a fake latency: the upstream still acts after its gateway answered
 					w.Header().Set("Content-Type", "application/problem+json")
 					w.WriteHeader(http.StatusGatewayTimeout)
 					_, _ = w.Write([]byte(`{"type":"about:blank","title":"Gateway Timeout","status":504}`))
@@ -131,7 +131,11 @@ func TestAGatewaysProblemJSONKeepsTheKey(t *testing.T) {
 				orig.ServeHTTP(w, r)
 			})
 			f.post(t, tc.path, tc.body, "gw-1")
-			time.Sleep(100 * time.Millisecond)
+			for deadline := time.Now().Add(5 * time.Second); f.bank.creates.Load() == 0; time.Sleep(time.Millisecond) { // a bounded poll: the upstream has acted
+				if time.Now().After(deadline) {
+					t.Fatal("the upstream never made the payment")
+				}
+			}
 			f.post(t, tc.path, tc.body, "gw-1")
 			if n := f.bank.creates.Load(); n != 1 {
 				t.Fatalf("one key made %d payments, want 1", n)
