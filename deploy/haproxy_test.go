@@ -238,7 +238,7 @@ func runHAProxy(t *testing.T, cfg, addr string) *syncbuf.Buffer {
 		if time.Now().After(deadline) {
 			t.Fatalf("haproxy not listening on %s after 10s:\n%s", addr, logs)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the poll's interval
 	}
 }
 
@@ -339,7 +339,7 @@ func (f *fakeInstance) serve(c net.Conn) {
 			_, _ = io.Copy(io.Discard, c) // until HAProxy gives up
 		case cutShort:
 			_, _ = io.WriteString(c, "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 64\r\n\r\n{\"id\":")
-			time.Sleep(50 * time.Millisecond) // HAProxy sends the beginning on
+			time.Sleep(50 * time.Millisecond) // a fake death: HAProxy sends the beginning on before the connection closes
 		}
 		return
 	}
@@ -698,7 +698,7 @@ func TestHAProxyPassesAnEventStreamOn(t *testing.T) {
 			return
 		}
 		for end := time.Now().Add(4 * time.Second); time.Now().Before(end); {
-			time.Sleep(300 * time.Millisecond)
+			time.Sleep(300 * time.Millisecond) // deliberate: the heartbeats' pace, under HAProxy's 1 s timeouts
 			if _, err := io.WriteString(w, ": heartbeat\n\n"); err != nil {
 				return
 			}

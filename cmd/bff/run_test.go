@@ -48,7 +48,7 @@ func TestRunServesAndShutsDownCleanly(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("not ready after 10s:\n%s", stderr.String())
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the poll's interval
 	}
 	if got := status("/healthz"); got != 200 {
 		t.Fatalf("healthz: got %d, want 200", got)
@@ -62,7 +62,7 @@ func TestRunServesAndShutsDownCleanly(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("readyz did not turn 503 during the shutdown delay")
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the poll's interval
 	}
 	select {
 	case err := <-done:

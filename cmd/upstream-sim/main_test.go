@@ -53,7 +53,7 @@ func start(t *testing.T, args []string, env map[string]string) (string, func() e
 			cancel()
 			t.Fatalf("server did not start; stderr %s", stderr.String())
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // the poll's interval
 	}
 }
 

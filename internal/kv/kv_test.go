@@ -284,7 +284,7 @@ func TestRedisMemberLeasesRunOut(t *testing.T) {
 	if got, _ := r.Expect(ctx, "g", "me", "n1"); len(got) != 1 {
 		t.Fatalf("got %+v, want the member", got)
 	}
-	time.Sleep(100 * time.Millisecond) // the member's lease runs out on Redis's clock
+	time.Sleep(100 * time.Millisecond) // deliberate: the member's lease runs out on Redis's clock, the real one
 	if got, err := r.Expect(ctx, "g", "me", "n2"); err != nil || len(got) != 0 {
 		t.Fatalf("after its lease: got %+v, %v; want no member", got, err)
 	}

@@ -203,6 +203,6 @@ func waitLease(t *testing.T, l *kv.Lease, fresh bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("lease fresh %t, want %t within 5s", l.Fresh(), fresh)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the poll's interval
 	}
 }

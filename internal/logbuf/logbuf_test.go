@@ -56,7 +56,7 @@ func TestFlushesOnTickAndWhenFull(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("not flushed by the ticker")
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // the poll's interval
 	}
 }
 
@@ -76,7 +76,7 @@ func TestFlushesEarlyWhenFull(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("got %d bytes written, want the full buffer flushed early", n)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // the poll's interval
 	}
 }
 

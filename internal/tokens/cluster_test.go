@@ -386,7 +386,7 @@ func TestBrokenCredentialsAreNotHammered(t *testing.T) {
 				if errors.As(err, &me) && me.Kind == tokens.KindAuth {
 					authErrors.Add(1)
 				}
-				time.Sleep(time.Millisecond)
+				time.Sleep(time.Millisecond) // deliberate: the callers' pace over the 2 s window
 			}
 		}()
 	}

@@ -24,7 +24,7 @@ type fakeSource struct {
 }
 
 func (f *fakeSource) Token(_ context.Context, userID string) (tokens.Token, error) {
-	time.Sleep(f.delay)
+	time.Sleep(f.delay) // a fake latency: the mint's round trip
 	f.total.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -55,6 +55,6 @@ func waitFor(t *testing.T, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatal("condition not met within 5s")
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // the poll's interval
 	}
 }

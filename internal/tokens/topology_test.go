@@ -134,11 +134,11 @@ func TestTokensSurviveSentinelFailover(t *testing.T) {
 		if time.Since(killed) > 30*time.Second {
 			t.Fatalf("the cache did not recover within 30s of the master's death: %v\n%s", err, s.Logs())
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // the poll's interval
 	}
 	recovered := time.Since(killed)
 	for time.Since(killed) < 30*time.Second && !(a.Live() && b.Live()) {
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the poll's interval
 	}
 	if !a.Live() || !b.Live() {
 		t.Fatalf("the invalidation subscriptions did not come back within 30s\n%s", s.Logs())

@@ -63,7 +63,7 @@ func TestServersAreKilledWhenTheTestEnds(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("write after the failover: %v\n%s", err, s.Logs())
 			}
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // the poll's interval
 		}
 		for _, n := range s.Servers() {
 			pids = append(pids, n.Pid())
