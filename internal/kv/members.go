@@ -11,10 +11,12 @@ import (
 
 // A group is the instances that keep local copies of some keys, each a
 // member with a lease on the store's clock: the rule Chubby uses for its
-// client caches (Burrows, OSDI 2006). A writer that ends what members may
+// client caches (Burrows, OSDI 2006). This is the store's side; the
+// members' side (the renewal, the trust, the announcement and its wait) is
+// internal/nearcache's members.go. A writer that ends what members may
 // hold calls Expect, which marks the invalidation pending for every member
 // whose lease has not run out and returns them with the time left; each
-// member Acks it once it dropped its copies. A member's Renew is refused
+// member Acks it once it forgot its copies. A member's Renew is refused
 // while invalidations are pending for it, so a member that missed one
 // (its subscription cut, a frozen process) cannot keep its lease past the
 // one it had: the writer waits for every ack or that lease, whichever
@@ -87,7 +89,7 @@ return out
 // Renew renews member's lease in group for lease (on the store's clock),
 // after removing done from its pending invalidations, unless some are
 // still pending: then it renews nothing and returns them, and the caller
-// drops every copy they could name before calling again with them as done.
+// forgets every copy they could name before calling again with them as done.
 func (r *Redis) Renew(ctx context.Context, group, member string, lease time.Duration, done []string) ([]string, error) {
 	args := make([]any, 0, 2+len(done))
 	args = append(args, member, lease.Milliseconds())

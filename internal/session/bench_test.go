@@ -50,8 +50,12 @@ func BenchmarkSessionLookupHitLocal(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go m.Run(ctx)
+	deadline := time.Now().Add(5 * time.Second)
 	for !m.Live() {
-		time.Sleep(time.Millisecond)
+		if time.Now().After(deadline) {
+			b.Fatal("the invalidation subscription did not come up")
+		}
+		time.Sleep(time.Millisecond) // bounded poll for the subscription
 	}
 	benchLookup(b, m)
 }

@@ -10,35 +10,55 @@ import (
 	"github.com/fintech-bff/bff/internal/telemetry"
 )
 
-// The local layer: sessions served from this instance's copy, dropped when
-// the store reports a change or another instance ends one.
+// Sessions served from this instance's copy (nearcache: the copies, the
+// rule that decides whether one may be served, the lease and the
+// announcement of ended sessions). What is the session package's own:
+// what a copy holds (record.go), how long an untracked copy may be served
+// (localTTL), and which group its instances form (memberGroup).
 
-// localTTL bounds how long an instance trusts its in-process copy of a
-// session without reading the store: the safety net behind pub/sub
-// invalidation, so a revoked session is refused everywhere within it even
-// if an invalidation message were lost.
+// localTTL bounds how long an instance serves its in-process copy of a
+// session without reading the store while Redis does not report every
+// change of the keys: the safety net behind pub/sub invalidation, so a
+// revoked session is refused everywhere within it even if an invalidation
+// message were lost.
 const localTTL = time.Second
+
+// memberGroup names the sessions' group in the store: the instances whose
+// leases a revocation waits for (nearcache's members.go).
+const memberGroup = "sessions"
 
 var tracer = telemetry.Tracer("session")
 
-// Run keeps the local layer correct until ctx ends: the invalidation
-// subscription and key tracking (nearcache), and this instance's lease in
-// the sessions' group (members.go). While the subscription is down the
-// layer is bypassed (and cleared), never trusted.
-func (m *Manager) Run(ctx context.Context) {
-	go m.renew(ctx)
-	m.local.Run(ctx, m.store)
-}
+// Run keeps the local copies correct until ctx ends, and returns once
+// everything it started has: the invalidation subscription, key tracking
+// and this instance's lease in the sessions' group (nearcache). While the
+// subscription is down the copies are bypassed (and forgotten), never
+// trusted.
+func (m *Manager) Run(ctx context.Context) { m.local.Run(ctx) }
 
 // Tracked reports whether local copies are trusted until reported
 // changed: the store reports every change of a session key, and confirmed
 // it did so within kv.LeaseFor.
 func (m *Manager) Tracked() bool { return m.local.Tracked() }
 
-// invalidate drops the session with this handle from the local layer, and
-// tells OnEnd's function, before the revocation is acknowledged.
-func (m *Manager) invalidate(handle string) {
-	m.local.Drop(handle)
+// Member reports whether this instance's lease in the sessions' group
+// holds, so that it may serve sessions from its local copies.
+func (m *Manager) Member() bool { return m.local.Member() }
+
+// Live reports whether the invalidation subscription is up.
+func (m *Manager) Live() bool { return m.local.Live() }
+
+// forgetEnded forgets this instance's copy of a session it ended, and
+// tells OnEnd's function; the other instances learn it from the
+// announcement.
+func (m *Manager) forgetEnded(handle string) {
+	m.local.Forget(handle)
+	m.ended(handle)
+}
+
+// ended tells OnEnd's function that the session with this handle is no
+// longer served here ("": every session must be checked again).
+func (m *Manager) ended(handle string) {
 	if f := m.onEnd.Load(); f != nil {
 		(*f)(handle)
 	}
@@ -47,7 +67,7 @@ func (m *Manager) invalidate(handle string) {
 // OnEnd registers f, called with the handle of every session this
 // instance stops serving (ended here, or announced by another instance)
 // before the revocation is acknowledged, so that what holds the session
-// open (an event stream) ends with it; and with "" when the instance drops
+// open (an event stream) ends with it; and with "" when the instance forgets
 // all its copies (it may have missed an announcement): then every session
 // held open must be checked again. f must not block.
 func (m *Manager) OnEnd(f func(handle string)) { m.onEnd.Store(&f) }
@@ -62,26 +82,22 @@ func (m *Manager) Alive(ctx context.Context, id string) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	handle := Handle(id)
-	seen := m.local.Version(handle)
+	read := m.local.BeginRead(handle)
 	now := m.now()
-	if k, ok := m.local.Get(handle); ok {
-		c := k.cached()
-		if m.local.Live() && m.member() && (m.Tracked() || now.Sub(c.fetched) < localTTL) {
-			return until(now, m.ExpiresAt(c.rec)), nil
-		}
+	if k, ok := m.local.Serve(handle); ok {
+		return until(now, m.ExpiresAt(k.cached().rec)), nil
 	}
 	rec, err := m.get(ctx, handle)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		m.local.Drop(handle)
+		m.local.Forget(handle)
 		return time.Time{}, nil
 	case err != nil:
 		return time.Time{}, err
 	}
 	// Kept as Lookup keeps what it reads (unless a change came meanwhile):
 	// the next check of a stream's session costs no round trip.
-	c := cached{rec: rec, handle: handle, fetched: now}
-	m.local.Keep(handle, c.compact(), seen)
+	m.local.Keep(handle, cached{rec: rec, handle: handle}.compact(), read)
 	return until(now, m.ExpiresAt(rec)), nil
 }
 
@@ -93,22 +109,20 @@ func until(now, expires time.Time) time.Time {
 	return time.Time{}
 }
 
-// Live reports whether the invalidation subscription is up.
-func (m *Manager) Live() bool { return m.local.Live() }
-
 // Lookup returns the live session named by id, enforcing the idle and
 // absolute timeouts, and slides the idle timeout: written back once a
 // quarter of it (at most 15 minutes) has passed since the last write-back. It
 // returns ErrNotFound or an error wrapping ErrUnavailable.
 //
 // In steady state it costs no store round trip: the session comes from the
-// local layer, re-read from the store at least every localTTL and dropped
-// at once when another instance ends it.
+// local copy when nearcache may serve it, re-read from the store at least
+// every localTTL (while untracked) and forgotten at once when another
+// instance ends it.
 //
 // Revocation wins: the write-back only updates a record that still
 // exists, and a Lookup that finds it gone reports ErrNotFound; a read that
-// raced a revocation is served (the request was in flight) but not kept in
-// the local layer.
+// raced a revocation is served (the request was in flight) but not kept
+// as a local copy.
 func (m *Manager) Lookup(ctx context.Context, id string) (_ Record, err error) {
 	if id == "" {
 		return Record{}, ErrNotFound
@@ -122,35 +136,34 @@ func (m *Manager) Lookup(ctx context.Context, id string) (_ Record, err error) {
 		span.End()
 	}()
 	handle := Handle(id)
-	seen := m.local.Version(handle)
+	read := m.local.BeginRead(handle)
 	now := m.now()
-	k, ok := m.local.Get(handle)
+	k, fresh := m.local.Serve(handle)
 	c := k.cached()
-	fresh := ok && m.local.Live() && m.member() && (m.Tracked() || now.Sub(c.fetched) < localTTL) && now.Before(m.ExpiresAt(c.rec))
 	if !fresh {
 		source = "store"
 		rec, err := m.get(ctx, handle)
 		if err != nil {
-			m.local.Drop(handle)
+			m.local.Forget(handle)
 			return Record{}, err
 		}
-		c = cached{rec: rec, handle: handle, fetched: now}
+		c = cached{rec: rec, handle: handle}
 	}
 	if now.Sub(c.rec.LastSeen) >= m.touchEvery {
 		c.rec.LastSeen = now
 		if err := m.touch(ctx, c.handle, c.rec); err != nil {
 			if errors.Is(err, ErrNotFound) {
-				m.local.Drop(handle)
+				m.local.Forget(handle)
 			}
 			return Record{}, err
 		}
 		// Kept when Redis's report of this write-back comes back: no read
 		// back of what this instance just wrote on its next request.
-		m.local.KeepOwnWrite(c.handle, c.compact(), seen)
+		m.local.KeepOwnWrite(c.handle, c.compact(), read)
 		return c.rec, nil
 	} else if fresh {
 		return c.rec, nil
 	}
-	m.local.Keep(c.handle, c.compact(), seen)
+	m.local.Keep(c.handle, c.compact(), read)
 	return c.rec, nil
 }

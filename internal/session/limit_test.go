@@ -76,7 +76,7 @@ func limitRules(t *testing.T, newStore func(now func() time.Time) session.Store,
 	// revocation does: gone from the store and the user's index, and
 	// refused by every instance, also by one holding a fresh local copy
 	// (the clock stands still between the last lookups and the login, so
-	// only the invalidation message can drop it). The newest survive.
+	// only the invalidation message can forget it). The newest survive.
 	for _, tc := range []struct {
 		limit, logins, instances int
 	}{

@@ -13,12 +13,13 @@ import (
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/session"
 	"github.com/fintech-bff/bff/internal/testing/redistest"
+	"github.com/fintech-bff/bff/internal/testing/testclock"
 )
 
 // lateMessages is an instance's view of the store whose invalidation
 // messages arrive late (a paused process, a slow connection) or never (a
 // cut subscription), and which has no key tracking: its copies are
-// dropped only by those messages or by its lease.
+// forgotten only by those messages or by its lease.
 type lateMessages struct {
 	session.Store
 	delay time.Duration
@@ -31,7 +32,7 @@ func (l *lateMessages) Subscribe(ctx context.Context, channel string, onMessage 
 			if l.drop.Load() {
 				return
 			}
-			time.Sleep(l.delay) // holds the subscription, as a paused process does
+			time.Sleep(l.delay) // fake latency: holds the subscription, as a paused process does
 		}
 		onMessage(msg)
 	}, onReady)
@@ -45,7 +46,7 @@ func startMember(t *testing.T, m *session.Manager) {
 		if time.Now().After(deadline) {
 			t.Fatal("the instance's lease did not start")
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // bounded poll for the lease
 	}
 }
 
@@ -103,14 +104,59 @@ func revocationWaits(t *testing.T, store session.Store) {
 		late.drop.Store(true)
 		round(t)
 		late.drop.Store(false)
-		// It caught up: dropped everything, renewed, and trusts again.
+		// It caught up: forgot everything, renewed, and trusts again.
 		deadline := time.Now().Add(5 * time.Second)
 		for !b.Member() {
 			if time.Now().After(deadline) {
 				t.Fatal("the instance did not renew its lease after the missed invalidation")
 			}
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // bounded poll for the renewal
 		}
 		round(t)
 	})
+}
+
+// refusedRenewals is a store whose lease renewals fail while refuse is
+// set, as a Redis the instance cannot reach would.
+type refusedRenewals struct {
+	session.Store
+	refuse atomic.Bool
+}
+
+func (r *refusedRenewals) Renew(ctx context.Context, group, member string, lease time.Duration, done []string) ([]string, error) {
+	if r.refuse.Load() {
+		return nil, kv.ErrUnavailable
+	}
+	return r.Store.Renew(ctx, group, member, lease, done)
+}
+
+// The lease is measured on the instance's clock (Options.Now): once its
+// renewals fail, it stops serving its copies when that clock passes the
+// lease. The test moves the clock; nothing sleeps.
+func TestLeaseRunsOutOnTheInstancesClock(t *testing.T) {
+	ctx := context.Background()
+	clk := testclock.New(time.Unix(1_700_000_000, 0))
+	renewals := &refusedRenewals{Store: kv.NewMemory(clk.Now)}
+	st := &countingStore{Store: renewals}
+	m := session.NewManager(st, session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalBytes: 1 << 20, Now: clk.Now})
+	startMember(t, m)
+	id, _, err := m.Create(ctx, session.New{UserID: "lee", Method: session.MethodDev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Lookup(ctx, id); err != nil { // kept
+		t.Fatal(err)
+	}
+	gets := st.gets.Load()
+	if _, err := m.Lookup(ctx, id); err != nil || st.gets.Load() != gets {
+		t.Fatalf("under a held lease: got %v and %d store reads, want the session from the copy", err, st.gets.Load()-gets)
+	}
+	renewals.refuse.Store(true)
+	clk.Advance(time.Second)
+	if m.Member() {
+		t.Fatal("the lease holds a second after the last renewal on the instance's clock, want it run out")
+	}
+	if _, err := m.Lookup(ctx, id); err != nil || st.gets.Load() != gets+1 {
+		t.Fatalf("after the lease ran out: got %v and %d store reads, want the session read from the store once", err, st.gets.Load()-gets)
+	}
 }

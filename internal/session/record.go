@@ -7,11 +7,11 @@ import (
 	"math"
 	"time"
 
-	"github.com/fintech-bff/bff/internal/localcache"
+	"github.com/fintech-bff/bff/internal/nearcache"
 )
 
-// The session record as stored, its public name, and the compact form the
-// local layer holds it in.
+// The session record as stored, its public name, and the compact form a
+// local copy holds it in.
 
 // Record is a session as stored.
 type Record struct {
@@ -34,27 +34,26 @@ type New struct {
 	Sub, SID string
 }
 
-// cached is a session in the in-process layer, keyed by its handle (which
-// the store's key and invalidation messages name).
+// cached is a session as a local copy holds it, keyed by its handle
+// (which the store's key and invalidation messages name). How old the copy
+// is, nearcache counts.
 type cached struct {
-	rec     Record
-	handle  string
-	fetched time.Time
+	rec    Record
+	handle string
 }
 
-// compact is a cached session as the local layer's bytes hold it
-// (appendCompact): its times as int64 nanoseconds. The record's times are
-// Unix times (they are the stored record's); fetched is localcache.Mono,
-// an age that a wall-clock step must not stretch.
+// compact is a cached session as the local copy's bytes hold it
+// (appendCompact): its times as int64 nanoseconds, Unix times (they are
+// the stored record's).
 type compact struct {
-	userID, method, sub, sid, handle     string
-	created, lastSeen, authTime, fetched int64
+	userID, method, sub, sid, handle string
+	created, lastSeen, authTime      int64
 }
 
 func (c cached) compact() compact {
 	r := c.rec
 	return compact{userID: r.UserID, method: r.Method, sub: r.Sub, sid: r.SID, handle: c.handle,
-		created: unixNano(r.CreatedAt), lastSeen: unixNano(r.LastSeen), authTime: unixNano(r.AuthTime), fetched: localcache.Mono(c.fetched)}
+		created: unixNano(r.CreatedAt), lastSeen: unixNano(r.LastSeen), authTime: unixNano(r.AuthTime)}
 }
 
 func (k compact) cached() cached {
@@ -64,7 +63,7 @@ func (k compact) cached() cached {
 		}
 		return time.Unix(0, ns).UTC()
 	}
-	return cached{handle: k.handle, fetched: localcache.FromMono(k.fetched), rec: Record{UserID: k.userID, Method: k.method, Sub: k.sub, SID: k.sid,
+	return cached{handle: k.handle, rec: Record{UserID: k.userID, Method: k.method, Sub: k.sub, SID: k.sid,
 		CreatedAt: at(k.created), LastSeen: at(k.lastSeen), AuthTime: at(k.authTime)}}
 }
 
@@ -78,22 +77,22 @@ func unixNano(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-// appendCompact is how the local layer holds a session: its times, then
-// its strings (the handle is the cache's key).
+// appendCompact is how a local copy holds a session: its times, then its
+// strings (the handle is the copy's key).
 func appendCompact(b []byte, k compact) []byte {
-	for _, t := range [...]int64{k.created, k.lastSeen, k.authTime, k.fetched} {
-		b = localcache.AppendInt(b, t)
+	for _, t := range [...]int64{k.created, k.lastSeen, k.authTime} {
+		b = nearcache.AppendInt(b, t)
 	}
 	for _, s := range [...]string{k.userID, k.method, k.sub, k.sid} {
-		b = localcache.AppendString(b, s)
+		b = nearcache.AppendString(b, s)
 	}
 	return b
 }
 
 // readCompact is the session appendCompact wrote under handle.
 func readCompact(handle string, b []byte) compact {
-	r := localcache.Reader(b)
-	k := compact{handle: handle, created: r.Int(), lastSeen: r.Int(), authTime: r.Int(), fetched: r.Int(), userID: r.String()}
+	r := nearcache.Reader(b)
+	k := compact{handle: handle, created: r.Int(), lastSeen: r.Int(), authTime: r.Int(), userID: r.String()}
 	k.method = internMethod(r.Bytes())
 	k.sub, k.sid = r.String(), r.String()
 	return k

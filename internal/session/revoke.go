@@ -9,37 +9,37 @@ import (
 // and the back-channel revocations.
 
 // Delete ends the session named by id everywhere. It returns once no
-// instance can serve it (members.go).
+// instance can serve it (nearcache's Announce).
 func (m *Manager) Delete(ctx context.Context, id string) error {
 	return m.deleteHandle(ctx, Handle(id))
 }
 
 func (m *Manager) deleteHandle(ctx context.Context, handle string) error {
-	if err := m.drop(ctx, handle); err != nil {
+	if err := m.end(ctx, handle); err != nil {
 		return err
 	}
-	return m.announce(ctx, []string{handle})
+	return m.local.Announce(ctx, []string{handle})
 }
 
-// drop ends the session with this handle in the store: its record is
-// deleted, this instance's copy dropped and, when its record is known, its
-// handle removed from its indexes. The caller announces it.
-func (m *Manager) drop(ctx context.Context, handle string) error {
+// end ends the session with this handle in the store: its record is
+// deleted, this instance's copy forgotten and, when its record is known,
+// its handle removed from its indexes. The caller announces it.
+func (m *Manager) end(ctx context.Context, handle string) error {
 	rec, err := m.get(ctx, handle)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	return m.end(ctx, handle, rec, err == nil)
+	return m.endRecord(ctx, handle, rec, err == nil)
 }
 
-// end deletes the record and this instance's copy, and removes the handle
-// from the record's indexes when it is known; the other instances learn it
-// from announce.
-func (m *Manager) end(ctx context.Context, handle string, rec Record, known bool) error {
+// endRecord deletes the record and forgets this instance's copy, and
+// removes the handle from the record's indexes when it is known; the other
+// instances learn it from the announcement.
+func (m *Manager) endRecord(ctx context.Context, handle string, rec Record, known bool) error {
 	if err := m.store.Del(ctx, handleKey(handle)); err != nil {
 		return err
 	}
-	m.invalidate(handle)
+	m.forgetEnded(handle)
 	if known {
 		for _, ix := range indexes(rec) {
 			_ = m.store.SRem(ctx, ix, handle)
@@ -113,12 +113,12 @@ func (m *Manager) revokeIndex(ctx context.Context, ix string) ([]Info, error) {
 	}
 	handles := make([]string, 0, len(list))
 	for _, in := range list {
-		if err := m.drop(ctx, in.Handle); err != nil {
+		if err := m.end(ctx, in.Handle); err != nil {
 			// Those already ended still must not be served anywhere.
-			return nil, errors.Join(err, m.announce(ctx, handles))
+			return nil, errors.Join(err, m.local.Announce(ctx, handles))
 		}
 		handles = append(handles, in.Handle)
 	}
 	// One announcement for them all: one wait, however many sessions.
-	return list, m.announce(ctx, handles)
+	return list, m.local.Announce(ctx, handles)
 }

@@ -26,7 +26,7 @@ import (
 // and no record of it is left in the store.
 //
 // There is no slack: a revocation returns only once the other instance
-// acknowledged dropping its in-process copy (or its lease ran out), so a
+// acknowledged forgetting its in-process copy (or its lease ran out), so a
 // request that starts after it is refused on every instance at once.
 func TestRevocationWinsUnderLoad(t *testing.T) {
 	for _, st := range []struct {
@@ -73,14 +73,15 @@ type raceSession struct {
 	by                 int          // the instance that revokes it
 	revokedAt          atomic.Int64 // unix ns once the revocation returned
 	served             [2]atomic.Int64
+	after              [2]atomic.Int64 // requests started after the revocation returned, per instance
 }
 
 func revocationRace(t *testing.T, store session.Store, clk *testclock.Clock, mode raceMode) {
 	const (
 		sessions = 50
-		// tail keeps the requests going after the last revocation, long
-		// enough to catch a local copy that outlives its invalidation.
-		tail = 1500 * time.Millisecond
+		// tail is how many requests for each session each instance starts
+		// after its revocation returned, before the test stops them.
+		tail = 100
 	)
 	ctx := context.Background()
 	opts := session.Options{IdleTimeout: mode.idle, AbsoluteTimeout: 10 * 365 * 24 * time.Hour, LocalBytes: int64(mode.local) << 10}
@@ -124,6 +125,9 @@ func revocationRace(t *testing.T, store session.Store, clk *testclock.Clock, mod
 					rev := s.revokedAt.Load() // before the request starts
 					start := time.Now()
 					_, err := m.Lookup(ctx, s.id)
+					if rev != 0 {
+						s.after[k].Add(1)
+					}
 					switch {
 					case err == nil && rev == 0:
 						s.served[k].Add(1)
@@ -137,7 +141,7 @@ func revocationRace(t *testing.T, store session.Store, clk *testclock.Clock, mod
 					}
 					// Busy, not flat out: 100 clients on a small machine
 					// must leave the revocations some CPU.
-					time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
+					time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond) // fake latency: a client's think time
 				}
 			})
 		}
@@ -155,7 +159,7 @@ func revocationRace(t *testing.T, store session.Store, clk *testclock.Clock, mod
 			if time.Now().After(deadline) {
 				t.Fatal("the sessions were not all served on both instances within 10s")
 			}
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // bounded poll for the first lookups
 		}
 	}
 
@@ -185,9 +189,20 @@ func revocationRace(t *testing.T, store session.Store, clk *testclock.Clock, mod
 			t.Fatalf("revoking session %d: got %d revoked, %v; want 1 (was it still alive?)", p, n, err)
 		}
 		s.revokedAt.Store(time.Now().UnixNano())
-		time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond)
+		time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond) // fake latency: revocations spread as users' are
 	}
-	time.Sleep(tail)
+	// The requests go on until every session was asked for tail times on
+	// each instance after its revocation returned: a local copy that
+	// outlived its invalidation is served to the first of them.
+	deadline = time.Now().Add(30 * time.Second)
+	for _, s := range all {
+		for s.after[0].Load() < tail || s.after[1].Load() < tail {
+			if time.Now().After(deadline) {
+				t.Fatalf("the sessions were not all asked for %d times on both instances after their revocation within 30s", tail)
+			}
+			time.Sleep(time.Millisecond) // bounded poll for the requests after the revocations
+		}
+	}
 	halt()
 
 	mu.Lock()

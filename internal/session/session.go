@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/kv"
-	"github.com/fintech-bff/bff/internal/localcache"
 	"github.com/fintech-bff/bff/internal/nearcache"
 )
 
@@ -51,7 +50,7 @@ type Store interface {
 	Publish(ctx context.Context, channel, msg string) error
 	Subscribe(ctx context.Context, channel string, onMessage func(string), onReady func(bool))
 	// Members keeps the instances' leases that make a revocation wait
-	// until no instance can serve the session (members.go).
+	// until no instance can serve the session (nearcache's members.go).
 	kv.Members
 }
 
@@ -64,15 +63,18 @@ var (
 type Options struct {
 	IdleTimeout     time.Duration
 	AbsoluteTimeout time.Duration
-	// LocalBytes bounds the memory of the in-process copy of
-	// live sessions in front of the store; 0 turns it off. It is used only while Run keeps the invalidation subscription
-	// up.
+	// LocalBytes bounds the memory of the in-process copies of live
+	// sessions in front of the store; 0 turns them off. They are used only
+	// while Run keeps the invalidation subscription up.
 	LocalBytes int64
 	// MaxPerUser caps a user's live sessions: a login beyond it ends that
 	// user's oldest sessions (by CreatedAt), as a revocation would. 0 is
 	// no cap. The cap is approximate across instances (see Create).
 	MaxPerUser int
-	Now        func() time.Time // time.Now when nil
+	// Now is the clock records are stamped and expire on, and the one the
+	// local copies' ages and this instance's lease are measured on
+	// (nearcache); time.Now when nil. A test moves them all by moving it.
+	Now func() time.Time
 	// Observe, when set, is told of each session created (metrics).
 	Observe Observer
 	Logger  *slog.Logger // discarded when nil
@@ -100,17 +102,9 @@ type Manager struct {
 	observe    Observer
 	log        *slog.Logger
 	maxPerUser int
-	id         string // this instance, to skip its own messages
-	// local is the in-process layer, by handle (nearcache: the
-	// subscription, the tracking and its lease, the invalidate-versus-fill
-	// race).
+	// local are the in-process copies, by handle, and everything that
+	// decides whether one may be served (nearcache).
 	local *nearcache.Layer[compact]
-
-	// trustUntil is when this instance's lease in the sessions' group
-	// stops holding (monotonic, see members.go): local copies are trusted
-	// only before it. acks are the revocations waiting on the others.
-	trustUntil atomic.Int64
-	acks       acks
 	// onEnd is told of every session this instance stops serving (OnEnd).
 	onEnd atomic.Pointer[func(handle string)]
 }
@@ -127,32 +121,15 @@ func NewManager(store Store, o Options) *Manager {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Manager{store: store, idle: o.IdleTimeout, absolute: o.AbsoluteTimeout, touchEvery: touchInterval(o.IdleTimeout),
-		now: o.Now, observe: o.Observe, log: o.Logger, maxPerUser: max(o.MaxPerUser, 0), id: NewID()[:16]}
-	m.local = nearcache.New(nearcache.Options[compact]{
-		Cache: localcache.Options[compact]{
-			MaxBytes: o.LocalBytes, Append: appendCompact, Read: readCompact, Now: o.Now,
-			// A copy is gone from the heap once it would not be served any
-			// more: at the session's end, or localTTL after it was read when
-			// the store does not report changes.
-			Until: func(k compact) time.Time {
-				c := k.cached()
-				end := m.ExpiresAt(c.rec)
-				if !m.Tracked() {
-					end = earliest(end, c.fetched.Add(localTTL))
-				}
-				return end
-			},
-		},
-		Channel: channel, OnMessage: m.onMessage,
-		Prefix: "sess:", LocalKey: func(key string) (string, bool) { return strings.CutPrefix(key, "sess:") },
+		now: o.Now, observe: o.Observe, log: o.Logger, maxPerUser: max(o.MaxPerUser, 0)}
+	m.local = nearcache.New(store, nearcache.Options[compact]{
+		MaxBytes: o.LocalBytes, Append: appendCompact, Read: readCompact,
+		Expires: func(k compact) time.Time { return m.ExpiresAt(k.cached().rec) },
+		MaxAge:  localTTL, Now: o.Now,
+		Channel: channel,
+		Prefix:  "sess:", LocalKey: func(key string) (string, bool) { return strings.CutPrefix(key, "sess:") },
+		Group: memberGroup, Members: store, OnEnd: m.ended,
 		What: "session", Logger: o.Logger,
 	})
 	return m
-}
-
-func earliest(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }

@@ -77,7 +77,7 @@ func startRun(t *testing.T, m *session.Manager) {
 		if time.Now().After(deadline) {
 			t.Fatal("the invalidation subscription did not come up")
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // bounded poll for the subscription
 	}
 }
 
@@ -385,7 +385,7 @@ func waitInvalidated(t *testing.T, m *session.Manager, id string) {
 		if time.Now().After(deadline) {
 			t.Fatal("the instance still serves its local copy 2s after the session was revoked elsewhere")
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // bounded poll for the invalidation
 	}
 }
 
@@ -493,7 +493,7 @@ func TestRevocationReachesOtherInstances(t *testing.T) {
 	waitUntil(t, "session keys tracked", b2.Tracked)
 	id, _, _ := a.Create(ctx, session.New{UserID: "rev2", Method: session.MethodDev})
 	// Redis reports the create's own write to b2 too, on another
-	// connection than b2's read: let it arrive first, or it drops the copy
+	// connection than b2's read: let it arrive first, or it forgets the copy
 	// b2 keeps next. A marker written after it is reported after it.
 	if err := store.Sync(ctx, "sess:"); err != nil {
 		t.Fatal(err)
@@ -501,7 +501,9 @@ func TestRevocationReachesOtherInstances(t *testing.T) {
 	if _, err := b2.Lookup(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(10 * time.Second)
+	// Past localTTL on b2's clock, which its lease is measured on too:
+	// moved in steps, each followed by renewals, as real time would be.
+	advanceRenewing(t, clk, &store.renews, 2*time.Second)
 	waitUntil(t, "session keys tracked", b2.Tracked) // a lease that lapsed under load would send the next read to the store
 	gets := store.gets.Load()
 	if _, err := b2.Lookup(ctx, id); err != nil {
@@ -527,12 +529,33 @@ func TestRevocationReachesOtherInstances(t *testing.T) {
 // kv.Tracker (the embedded Redis's Track).
 type countingGets struct {
 	*redistest.Tracked
-	gets atomic.Int64
+	gets   atomic.Int64
+	renews atomic.Int64 // renewals of the instance's lease begun
 }
 
 func (s *countingGets) Get(ctx context.Context, key string) ([]byte, error) {
 	s.gets.Add(1)
 	return s.Tracked.Get(ctx, key)
+}
+
+func (s *countingGets) Renew(ctx context.Context, group, member string, lease time.Duration, done []string) ([]string, error) {
+	s.renews.Add(1)
+	return s.Tracked.Renew(ctx, group, member, lease, done)
+}
+
+// advanceRenewing moves clk on by d in steps shorter than an instance's
+// lease, and after each waits for two renewals to begin (so that one began
+// after the step): the lease, measured on clk, holds throughout, as it
+// does while real time passes.
+func advanceRenewing(t *testing.T, clk *testclock.Clock, renews *atomic.Int64, d time.Duration) {
+	t.Helper()
+	for d > 0 {
+		step := min(d, 500*time.Millisecond)
+		clk.Advance(step)
+		d -= step
+		n := renews.Load()
+		waitUntil(t, "two renewals of the lease", func() bool { return renews.Load() >= n+2 })
+	}
 }
 
 // Without key tracking (the in-process store here; a Redis Cluster), a
@@ -569,6 +592,6 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not within 5s", what)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // bounded poll for cond
 	}
 }

@@ -90,7 +90,7 @@ const pruneSample = 32
 // from the user's index (and from the new session's provider indexes: the
 // same user's sessions share them), and with MaxPerUser ends the user's
 // oldest sessions beyond the cap, exactly as a revocation does: the record
-// deleted, the local copies on every instance dropped (pub/sub), the
+// deleted, the local copies on every instance forgotten (announced), the
 // handle removed from its indexes.
 //
 // Without a cap the index is bounded by the user's live sessions; with
@@ -138,12 +138,12 @@ func (m *Manager) trim(ctx context.Context, h string, rec Record) error {
 		if byAge(o, self) > 0 {
 			break // a newer login raced this one: it trims, not this one
 		}
-		if err := m.end(ctx, o.Handle, o.Record, true); err != nil {
-			return errors.Join(err, m.announce(ctx, ended))
+		if err := m.endRecord(ctx, o.Handle, o.Record, true); err != nil {
+			return errors.Join(err, m.local.Announce(ctx, ended))
 		}
 		ended = append(ended, o.Handle)
 	}
-	return m.announce(ctx, ended)
+	return m.local.Announce(ctx, ended)
 }
 
 // encode returns the record as stored and the ttl of its key: until the

@@ -80,7 +80,7 @@ func TestSessionsSurviveSentinelFailover(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the manager did not recover within 30s of the master's death: read %v, write %v\n%s", errRead, errWrite, s.Logs())
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // bounded poll for the failover's end
 	}
 	recovered := time.Since(killed)
 	promoted := s.WaitFailover(t)

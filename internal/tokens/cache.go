@@ -18,7 +18,6 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/fintech-bff/bff/internal/kv"
-	"github.com/fintech-bff/bff/internal/localcache"
 	"github.com/fintech-bff/bff/internal/nearcache"
 	"github.com/fintech-bff/bff/internal/seal"
 	"github.com/fintech-bff/bff/internal/telemetry"
@@ -76,8 +75,8 @@ type CacheOptions struct {
 	// longer. Default 15s.
 	MintTimeout time.Duration
 	// Now is the clock token lifetimes are measured on (serve-until,
-	// refresh-ahead, the local layer's age); default time.Now. The mint
-	// lock's waits use real time (see mintShared).
+	// refresh-ahead) and the local copies' ages (nearcache); default
+	// time.Now. The mint lock's waits use real time (see mintShared).
 	Now func() time.Time
 	// Observe, when set, is told of lookups, mints and lock waits (metrics).
 	Observe Observer
@@ -126,10 +125,10 @@ type Cache struct {
 
 	group singleflight.Group
 	gen   atomic.Pointer[string]
-	// local is the in-process layer, by store key (nearcache: the
-	// subscription, the tracking and its lease, the invalidate-versus-fill
-	// race). A copy is served until its serve-until time while the layer
-	// is Tracked, else for localMaxAge.
+	// local are the in-process copies, by store key, and everything that
+	// decides whether one may be served (nearcache): a copy is served
+	// until its serve-until time while the layer is Tracked, else for
+	// localMaxAge.
 	local   *nearcache.Layer[localEntry]
 	hmacs   sync.Pool // keyed HMACs for mac
 	waiters waiters
@@ -171,20 +170,10 @@ func NewCache(store Store, source Source, secret *Secret, o CacheOptions) (*Cach
 		before: o.RefreshBefore, maxTTL: o.MaxTTL, mintTTL: o.MintTimeout, now: o.Now,
 		observe: o.Observe, log: o.Logger, secret: secret, id: hex.EncodeToString(id[:]),
 	}
-	c.local = nearcache.New(nearcache.Options[localEntry]{
-		Cache: localcache.Options[localEntry]{
-			MaxBytes: o.LocalBytes, Append: appendEntry, Read: readEntry, Now: o.Now,
-			// An entry is gone from the heap once it would not be served
-			// any more: at its serve-until time, or localMaxAge after it was
-			// read when the store does not report changes.
-			Until: func(e localEntry) time.Time {
-				until := time.Unix(0, e.until)
-				if aged := localcache.FromMono(e.added + int64(localMaxAge)); !c.Tracked() && aged.Before(until) {
-					return aged
-				}
-				return until
-			},
-		},
+	c.local = nearcache.New(store, nearcache.Options[localEntry]{
+		MaxBytes: o.LocalBytes, Append: appendEntry, Read: readEntry,
+		Expires: func(e localEntry) time.Time { return time.Unix(0, e.until) },
+		MaxAge:  localMaxAge, Now: o.Now,
 		Channel: channel, OnMessage: c.onMessage,
 		Prefix: "tok:", LocalKey: func(key string) (string, bool) { return key, true },
 		What: "token", Logger: o.Logger,
@@ -193,11 +182,11 @@ func NewCache(store Store, source Source, secret *Secret, o CacheOptions) (*Cach
 	return c, nil
 }
 
-// Run keeps the local layer correct until ctx ends (nearcache): messages
-// from other instances drop local entries and wake waiters. While the
-// subscription is down the local layer is bypassed (and cleared), never
-// trusted.
-func (c *Cache) Run(ctx context.Context) { c.local.Run(ctx, c.store) }
+// Run keeps the local copies correct until ctx ends, and returns once
+// everything it started has (nearcache): messages from other instances
+// forget local copies and wake waiters. While the subscription is down the
+// copies are bypassed (and forgotten), never trusted.
+func (c *Cache) Run(ctx context.Context) { c.local.Run(ctx) }
 
 // Live reports whether the invalidation subscription is up, so the local
 // layer is in use.
@@ -218,16 +207,8 @@ func (c *Cache) setSecret(secret string) {
 		return
 	}
 	c.gen.Store(&g)
-	c.dropAll()
+	c.local.ForgetAll()
 }
-
-// drop removes the local copy of key and counts a change of it: a read in
-// flight keeps nothing it read before, so a token dropped here is not put
-// back by a request that read it a moment earlier.
-func (c *Cache) drop(key string) { c.local.Drop(key) }
-
-// dropAll is drop for every key.
-func (c *Cache) dropAll() { c.local.DropAll() }
 
 // Token returns the user's token: local layer, shared store, or a mint.
 func (c *Cache) Token(ctx context.Context, userID string) (_ Token, err error) {
@@ -246,17 +227,12 @@ func (c *Cache) Token(ctx context.Context, userID string) (_ Token, err error) {
 		gen := c.gen.Load()
 		now := c.now()
 		tok := c.tokKey(userID, *gen)
-		if c.local.Live() {
-			if e, ok := c.local.Get(tok); ok {
-				if ns := now.UnixNano(); ns < e.until && (c.Tracked() || localcache.Mono(now)-e.added < int64(localMaxAge)) {
-					c.observe.CacheLookup("local")
-					if ns >= e.refreshAt {
-						c.refreshAhead(userID, gen, tok)
-					}
-					return e.token(), nil
-				}
-				c.local.Drop(tok)
+		if e, ok := c.local.Serve(tok); ok {
+			c.observe.CacheLookup("local")
+			if now.UnixNano() >= e.refreshAt {
+				c.refreshAhead(userID, gen, tok)
 			}
+			return e.token(), nil
 		}
 		k := keysOf(tok)
 		v, ok, err := c.read(ctx, k.tok, userID)
@@ -300,13 +276,13 @@ type stored struct {
 	tok       Token
 	until     time.Time // served until then
 	refreshAt time.Time // refreshed in the background from then
-	// seen is the version of its key (tracked changes) before the value
-	// was read or written: remember keeps it only if none came since.
-	seen uint64
+	// read is noted before the value was read or written: remember keeps
+	// it only if no change of its key came since.
+	read nearcache.Read
 }
 
 func (c *Cache) read(ctx context.Context, key, userID string) (stored, bool, error) {
-	seen := c.local.Version(key)
+	read := c.local.BeginRead(key)
 	b, err := c.store.Get(ctx, key)
 	if errors.Is(err, kv.ErrNotFound) {
 		return stored{}, false, nil
@@ -321,15 +297,15 @@ func (c *Cache) read(ctx context.Context, key, userID string) (stored, bool, err
 	if !c.now().Before(v.until) { // the store's TTL is the safety net; this is the rule
 		return stored{}, false, nil
 	}
-	v.seen = seen
+	v.read = read
 	return v, true, nil
 }
 
-// remember keeps v in the local layer, unless a tracked change came since
+// remember keeps v as a local copy, unless a change of its key came since
 // it was read or written: it may be of a token changed meanwhile, which a
 // tracked copy would otherwise serve until it expires.
 func (c *Cache) remember(storeKey string, v stored) {
-	c.local.Keep(storeKey, newLocalEntry(v, c.now()), v.seen)
+	c.local.Keep(storeKey, newLocalEntry(v), v.read)
 }
 
 // recheck reads the user's token again, on the mint path (before and after
@@ -343,29 +319,30 @@ func (c *Cache) recheck(ctx context.Context, gen *string, userID string, k keys)
 	return v, ok, err
 }
 
-// Invalidate drops the user's token everywhere.
+// Invalidate deletes the user's token from the store and every instance's
+// copy.
 func (c *Cache) Invalidate(ctx context.Context, userID string) error {
 	gen := c.gen.Load()
 	k := c.keys(userID, *gen)
 	err := c.store.Del(ctx, k.tok)
 	// After the delete: a read that got the token before it must not
-	// keep it.
-	c.drop(k.tok)
+	// keep it (nearcache's Forget counts a change of the key).
+	c.local.Forget(k.tok)
 	if err != nil {
 		return err
 	}
 	return c.publish(ctx, "inv", k.tok)
 }
 
-// InvalidateToken drops the user's token everywhere if it is still the
-// given one (the token the upstream just refused): concurrent 401s for one
+// InvalidateToken deletes the user's token from the store and every
+// instance's copy if it is still the given one (the token the upstream just refused): concurrent 401s for one
 // expired token cause one re-mint, not one each.
 func (c *Cache) InvalidateToken(ctx context.Context, userID, token string) error {
 	gen := c.gen.Load()
 	k := c.keys(userID, *gen)
-	dropped, err := c.store.DelIf(ctx, k.tok, c.tokenFP(token))
-	c.drop(k.tok) // after the delete, as in Invalidate
-	if err != nil || !dropped {
+	deleted, err := c.store.DelIf(ctx, k.tok, c.tokenFP(token))
+	c.local.Forget(k.tok) // after the delete, as in Invalidate
+	if err != nil || !deleted {
 		return err
 	}
 	return c.publish(ctx, "inv", k.tok)

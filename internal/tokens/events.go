@@ -31,7 +31,7 @@ func (c *Cache) onMessage(msg string) {
 	switch op {
 	case "set", "inv", "neg":
 		if from != c.id {
-			c.drop(key)
+			c.local.Forget(key)
 		}
 		c.waiters.notify(key)
 	case "rot":

@@ -35,7 +35,7 @@ func (c *Cache) fingerprint(label, v string, n int) string {
 }
 
 // tokenFP is the fingerprint stored in front of each encrypted value, so a
-// rejected token can be dropped only if it is still the cached one.
+// rejected token can be deleted only if it is still the cached one.
 func (c *Cache) tokenFP(token string) []byte {
 	sum := c.mac("token", token)
 	return sum[:8]

@@ -4,39 +4,38 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fintech-bff/bff/internal/localcache"
+	"github.com/fintech-bff/bff/internal/nearcache"
 )
 
-// localEntry is a token in the in-process layer, keyed by its store key
+// localEntry is a token as a local copy holds it, keyed by its store key
 // (which invalidations name), as its bytes hold it (appendEntry). Its
-// times are int64 nanoseconds: expiry, until and refreshAt as Unix times
-// (they come from the store's value too), added as localcache.Mono (an
-// age, which a wall-clock step must not stretch).
+// times are int64 nanoseconds, Unix times (they come from the store's
+// value too); how old the copy is, nearcache counts.
 type localEntry struct {
-	value                           string
-	expiry, until, refreshAt, added int64
+	value                    string
+	expiry, until, refreshAt int64
 }
 
-func newLocalEntry(v stored, added time.Time) localEntry {
+func newLocalEntry(v stored) localEntry {
 	return localEntry{value: v.tok.Value, expiry: v.tok.Expiry.UnixNano(), until: v.until.UnixNano(),
-		refreshAt: v.refreshAt.UnixNano(), added: localcache.Mono(added)}
+		refreshAt: v.refreshAt.UnixNano()}
 }
 
 func (e localEntry) token() Token { return Token{Value: e.value, Expiry: time.Unix(0, e.expiry)} }
 
-// appendEntry is how the local layer holds a token: its times, then the
+// appendEntry is how a local copy holds a token: its times, then the
 // token.
 func appendEntry(b []byte, e localEntry) []byte {
-	for _, t := range [...]int64{e.expiry, e.until, e.refreshAt, e.added} {
-		b = localcache.AppendInt(b, t)
+	for _, t := range [...]int64{e.expiry, e.until, e.refreshAt} {
+		b = nearcache.AppendInt(b, t)
 	}
-	return localcache.AppendString(b, e.value)
+	return nearcache.AppendString(b, e.value)
 }
 
 // readEntry is the token appendEntry wrote.
 func readEntry(_ string, b []byte) localEntry {
-	r := localcache.Reader(b)
-	return localEntry{expiry: r.Int(), until: r.Int(), refreshAt: r.Int(), added: r.Int(), value: r.String()}
+	r := nearcache.Reader(b)
+	return localEntry{expiry: r.Int(), until: r.Int(), refreshAt: r.Int(), value: r.String()}
 }
 
 // waiters lets goroutines of this process wait for news of a store key (a

@@ -131,13 +131,13 @@ func (c *Cache) put(ctx context.Context, gen *string, userID, key string, tok To
 	if ttl <= 0 {
 		return nil
 	}
-	v := stored{tok: tok, until: now.Add(ttl), refreshAt: now.Add(ttl - ttl/refreshShare), seen: c.local.Version(key)}
+	v := stored{tok: tok, until: now.Add(ttl), refreshAt: now.Add(ttl - ttl/refreshShare), read: c.local.BeginRead(key)}
 	if err := c.store.Set(ctx, key, c.seal(v, userID), ttl); err != nil {
 		return err
 	}
 	// Kept when Redis's report of this very write comes back, so the next
 	// request does not read back the token just written.
-	c.local.KeepOwnWrite(key, newLocalEntry(v, c.now()), v.seen)
+	c.local.KeepOwnWrite(key, newLocalEntry(v), v.read)
 	return c.publish(ctx, "set", key)
 }
 

@@ -78,7 +78,7 @@ func (s *Secret) Reload() (changed bool, err error) {
 	// The value first, then the generations: a mint captures its cache's
 	// generation before the Minter reads Current, so in between a token
 	// minted under the new secret may land under the old generation (and
-	// is dropped with it), never one minted under the old secret under the
+	// is forgotten with it), never one minted under the old secret under the
 	// new generation.
 	s.cur.Store(&v)
 	for _, c := range s.caches {

@@ -1,37 +1,51 @@
-// Package localcachetest is what the tests of the cached layers share: the
-// heap a filled cache takes, against the cache's own count.
-package localcachetest
+// Package nearcachetest is what the tests of the near-cache's users share:
+// the heap a filled layer's copies take, against the layer's own count.
+package nearcachetest
 
 import (
+	"context"
 	"runtime"
 	"testing"
 	"time"
 
-	"github.com/fintech-bff/bff/internal/localcache"
+	"github.com/fintech-bff/bff/internal/kv"
+	"github.com/fintech-bff/bff/internal/nearcache"
 )
 
-// BytesPerEntry fills n entries, with fill, into a cache that stores
-// them as o does (its Append and Read) and with a far deadline (an
-// untracked layer's would drop them after a second or ten, which the race
-// detector's slowness can reach). It measures the heap they added, after
-// collections, and fails t unless the cache's own count (what its byte
-// bound counts) is within [0.9, 1.5] times the measurement: the bound is
-// then neither exceeded nor wasted. It returns the measured and counted
-// bytes per entry.
-func BytesPerEntry[V any](t testing.TB, o localcache.Options[V], n int, fill func(c *localcache.Cache[V], i int)) (measured, counted float64) {
+// BytesPerEntry keeps n copies, made by value, in a layer that holds
+// them as o does (its Append and Read), live on an in-process store, with
+// a far deadline and no age bound (an untracked layer's would forget them
+// after a second or ten, which the race detector's slowness can reach).
+// It measures the heap they added, after collections, and fails t unless
+// the layer's own count (what its byte bound counts) is within [0.9, 1.5]
+// times the measurement: the bound is then neither exceeded nor wasted.
+// It returns the measured and counted bytes per copy.
+func BytesPerEntry[V any](t testing.TB, o nearcache.Options[V], n int, value func(i int) (key string, v V)) (measured, counted float64) {
 	t.Helper()
 	far := time.Now().Add(time.Hour)
-	o.MaxBytes, o.Now = 1<<30, nil
-	o.Until = func(V) time.Time { return far }
-	c := localcache.New(o)
+	o.MaxBytes, o.Now, o.MaxAge = 1<<30, nil, time.Hour
+	o.Expires = func(V) time.Time { return far }
+	l := nearcache.New(kv.NewMemory(nil), o)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(5 * time.Second)
+	for !l.Live() { // bounded poll: the in-process subscription comes up at once
+		if time.Now().After(deadline) {
+			t.Fatal("the layer did not go live")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	before := heap()
 	for i := range n {
-		fill(c, i)
+		key, v := value(i)
+		l.Keep(key, v, l.BeginRead(key))
 	}
 	measured = float64(heap()-before) / float64(n)
-	counted = float64(c.Bytes()) / float64(n)
-	if got := c.Len(); got != n {
-		t.Fatalf("%d entries cached, want %d", got, n)
+	counted = float64(l.Bytes()) / float64(n)
+	if got := l.Len(); got != n {
+		t.Fatalf("%d copies kept, want %d", got, n)
 	}
 	if r := counted / measured; r < 0.9 || r > 1.5 {
 		t.Errorf("count of %.0f bytes is %.2f× the measured %.0f, want within [0.9, 1.5]", counted, r, measured)

@@ -50,12 +50,12 @@ func valueLen(rec, klen int) int {
 // FuzzOps runs a sequence of operations, read from ops, on a cache of
 // budget%5MiB bytes (several shards from 2 MiB up) with the hash mode%3
 // picks (the real one, 16 hashes for all keys, one), against a model: a
-// map of each key's last Put, less the Drops, the Clears and the
+// map of each key's last Put, less the Forgets, the Clears and the
 // deadlines passed on a clock the sequence moves. Values run from empty
 // through a chunk and MaxEntry to the shard's whole budget, deadlines
 // from before the Put to the farthest time. It checks that
 //   - a Get that hits returns exactly the key's last Put (its value and
-//     deadline), which is neither dropped, cleared nor past its deadline;
+//     deadline), which is neither forgotten, cleared nor past its deadline;
 //   - a Put of a record that fits the shard, with a deadline ahead, is
 //     read back at once (op 7);
 //   - Bytes never exceeds MaxBytes, and Clear leaves no entry nor byte;
@@ -65,7 +65,7 @@ func valueLen(rec, klen int) int {
 // and, as any test does, that nothing panics.
 //
 // Each byte of ops is an operation, some followed by arguments:
-// 0, 1 Put (key, size, deadline); 2, 6 Get (key); 3 Drop (key); 4 Clear;
+// 0, 1 Put (key, size, deadline); 2, 6 Get (key); 3 Forget (key); 4 Clear;
 // 5 the clock moves (step); 7 Put then Get (key, size, deadline).
 func FuzzOps(f *testing.F) {
 	for i, b := range fuzzBudgets {
@@ -78,13 +78,13 @@ func FuzzOps(f *testing.F) {
 			f.Add(b, mode, ops)
 		}
 	}
-	// By hand: a Put read back, replaced, dropped, expired; an empty key
+	// By hand: a Put read back, replaced, forgotten, expired; an empty key
 	// and value; a record of the shard's whole budget and one byte more;
 	// MaxEntry and one byte more; a Clear between.
 	f.Add(uint32(20_000), uint8(0), []byte{
 		7, 5, 2, 2, 3, // k0, session-sized, for a second, read back
 		7, 5, 0, 2, 3, // k0 again, an empty value
-		2, 5, 3, 5, 2, 5, // Get, Drop, Get
+		2, 5, 3, 5, 2, 5, // Get, Forget, Get
 		7, 0, 0, 2, 3, // "" -> ""
 		7, 5, 6, 2, 5, // k0 of the shard's whole budget
 		7, 5, 6, 3, 5, // and of one byte more: refused, the older value gone
@@ -212,7 +212,7 @@ func fuzzOps(t *testing.T, budget uint32, mode uint8, ops []byte) {
 			}
 		case 3:
 			k := fuzzKeys[next()%len(fuzzKeys)]
-			c.Drop(k)
+			c.Forget(k)
 			model[k] = modelEntry{}
 		case 4:
 			c.Clear()

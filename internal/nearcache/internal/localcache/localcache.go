@@ -1,9 +1,11 @@
-// Package localcache is the in-process layer the BFF keeps in front of
-// Redis for sessions and tokens: a cache bounded in bytes, with a deadline
-// per entry, that does not push returning users out for users seen once (a
-// login storm, a crawler), and that holds no pointer per entry.
+// Package localcache is the memory of nearcache's local copies: a cache
+// bounded in bytes, with a deadline per entry, that does not push returning
+// users out for users seen once (a login storm, a crawler), and that holds
+// no pointer per entry. Only nearcache uses it (it is internal to it):
+// what a copy is, when it may be served and when it is forgotten are
+// nearcache's; this package only keeps bytes.
 //
-// The last is why it is our own code. With 100,000 users an instance holds
+// The last property is why it is our own code. With 100,000 users an instance holds
 // about 200,000 entries; kept as heap objects (otter's nodes, which this
 // package wrapped before), every garbage collection marked them all, and
 // its long mark phases were the p99 cost that remained at that scale. Here
@@ -16,7 +18,7 @@
 // for all entries.
 //
 // The evidence, kept as BenchmarkAgainstOtter (otter_bench_test.go; run
-// `go test -run '^$' -bench Otter -count=2 ./internal/localcache`, about
+// `go test -run '^$' -bench Otter -count=2 ./internal/nearcache/internal/localcache`, about
 // 30 s, and compare after a Go upgrade). With 200,000 session-sized
 // entries, on Go 1.26.8 on 2 vCPUs: localcache adds 56 MiB of heap in
 // 3,800 objects of which 0.4 MiB is scanned, otter 89 MiB in 1.2 million
@@ -33,12 +35,15 @@
 //
 // Eviction is S3-FIFO (Yang et al., SOSP 2023): a new entry enters a small
 // queue (a tenth of the bytes); leaving it, an entry read meanwhile moves
-// to the main queue and one not read is dropped, its key's hash kept in a
+// to the main queue and one not read is evicted, its key's hash kept in a
 // ghost filter so that its next Put goes to the main queue; the main
 // queue gives each entry read since its last pass another one (up to
 // three). Entries are keyed by the string the shared store names them by
 // (a session's handle, a token's store key), so an invalidation reported
-// by Redis drops exactly one entry without a second index.
+// by Redis forgets exactly one entry without a second index.
+//
+// Words: Forget is a caller removing an entry (its key changed); evicting
+// is the cache making room. Neither touches the shared store.
 package localcache
 
 import (
@@ -47,18 +52,17 @@ import (
 	"math"
 	"math/bits"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
 // EntryOverhead is what an entry costs besides its key's and its value's
 // bytes: its record's header (24 bytes) and its slot in the index
 // (about 30). The layers' TestBytesPerCached* tests
-// (localcachetest.BytesPerEntry) hold the sum to the measured heap.
+// (nearcachetest.BytesPerEntry) hold the sum to the measured heap.
 const EntryOverhead = hdrSize + indexBytes
 
 // MaxEntry is the largest record (header, key and value) the cache keeps;
-// Put of a larger one only drops what the key held.
+// Put of a larger one only forgets what the key held.
 const MaxEntry = 64 << 10
 
 // Options configures a Cache.
@@ -121,7 +125,7 @@ func (c *Cache[V]) Get(k string) (V, bool) {
 		return zero, false
 	}
 	h := hashOf(c.seed, k)
-	now := Mono(c.o.Now())
+	now := mono(c.o.Now())
 	s := c.shard(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -162,7 +166,7 @@ func (c *Cache[V]) Put(k string, v V) {
 	// Unix deadline (a token's expiry) is then not moved by a step of the
 	// wall clock since the process started.
 	nowT := c.o.Now()
-	now := Mono(nowT)
+	now := mono(nowT)
 	until := now + min(int64(c.o.Until(v).Sub(nowT)), math.MaxInt64-max(now, 0))
 	hd := header{hash: h, until: until, klen: uint16(len(k)), vlen: uint32(len(rec) - hdrSize - len(k))}
 	tooBig := len(k) > 0xffff || len(rec) > MaxEntry
@@ -176,7 +180,7 @@ func (c *Cache[V]) Put(k string, v V) {
 		return
 	}
 	hd.put(rec)
-	// A key put again (a refresh, a touch) is in use; a key dropped from
+	// A key put again (a refresh, a touch) is in use; a key evicted from
 	// the small queue lately came back: both go to the main queue.
 	q := small
 	if had || s.ghost.has(h) {
@@ -185,10 +189,10 @@ func (c *Cache[V]) Put(k string, v V) {
 	s.push(q, h, rec, true, now)
 }
 
-// Drop removes the entry under k. Its key is in use (a change of it is
-// what drops an entry), so the ghost filter remembers it: the copy put
-// next goes to the main queue, as a replaced one does.
-func (c *Cache[V]) Drop(k string) {
+// Forget removes the entry under k. Its key is in use (a change of it is
+// what makes a caller forget an entry), so the ghost filter remembers it:
+// the copy put next goes to the main queue, as a replaced one does.
+func (c *Cache[V]) Forget(k string) {
 	if c.shards == nil {
 		return
 	}
@@ -231,7 +235,7 @@ func (c *Cache[V]) Len() int {
 }
 
 // Bytes is the memory the entries take, which MaxBytes bounds: the
-// queues' records (including those dropped but not yet reclaimed) and the
+// queues' records (including those forgotten or evicted but not yet reclaimed) and the
 // index.
 func (c *Cache[V]) Bytes() int64 {
 	var n int64
@@ -260,7 +264,7 @@ const (
 
 // shard is one lock's share of the cache. The index maps a key's hash to
 // the queue and log position of its record; a record whose position the
-// index does not hold is dead (dropped or replaced) and its bytes are
+// index does not hold is dead (forgotten, evicted or replaced) and its bytes are
 // reclaimed when its queue's tail passes it.
 type shard struct {
 	mu      sync.Mutex
@@ -351,7 +355,7 @@ func (s *shard) front(q int) (r *ring, pos uint64, hd header, live bool) {
 }
 
 // evictSmall takes the record at the small queue's tail: read while
-// there, it moves to the main queue; else it is dropped, its hash kept in
+// there, it moves to the main queue; else it is evicted, its hash kept in
 // the ghost filter. It reports false when the queue is empty.
 func (s *shard) evictSmall(now int64) bool {
 	r, pos, hd, live := s.front(small)
@@ -376,7 +380,7 @@ func (s *shard) evictSmall(now int64) bool {
 
 // evictMain takes the record at the main queue's tail: read since its
 // last pass, it goes back to the head with one read less; else it is
-// dropped. It reports false when the queue is empty.
+// evicted. It reports false when the queue is empty.
 func (s *shard) evictMain(now int64) bool {
 	r, pos, hd, live := s.front(main)
 	if r == nil {
@@ -400,7 +404,7 @@ func (s *shard) evictMain(now int64) bool {
 }
 
 // header is a record's first hdrSize bytes: the key's hash, the deadline
-// (Mono), the value's and the key's lengths and the reads counted.
+// (mono), the value's and the key's lengths and the reads counted.
 type header struct {
 	hash  uint64
 	until int64
@@ -534,7 +538,7 @@ func (r *ring) header(pos uint64, buf *[hdrSize]byte) header {
 
 func (r *ring) setFreq(pos uint64, f uint8) { r.chunk(pos + freqAt)[0] = f }
 
-// ghost remembers the hashes of the keys the small queue dropped lately:
+// ghost remembers the hashes of the keys the small queue evicted lately:
 // two Bloom filters of n keys each, the older cleared when the newer is
 // full, so it remembers the last n to 2n (and errs, rarely, towards
 // "seen", which only sends a new key to the main queue).
@@ -585,58 +589,16 @@ func (g *ghost) has(h uint64) bool {
 	return in(g.cur) || in(g.old)
 }
 
-// Versions counts the reported changes of store keys, so that a reader can
-// tell whether the key it read changed while it was reading: it notes Of
-// its key before the read and keeps what it read only if Of is the same
-// after (under the lock its drops also take). The count is per shard of
-// keys, not per key: a change of another key in the same shard is taken
-// for a change of this one (a needless re-read, never a stale copy), and
-// with 16,384 shards (128 KiB) that is rare, where a single count would
-// refuse every read that overlapped any write. It was 1,024: with 100,000
-// sessions written back within seconds of each other (a quiet spell's end),
-// 8% of the write-backs saw another key's report in their shard within
-// their own round trip, and were read back once more (make bench -pause).
-type Versions struct {
-	all    atomic.Uint64
-	shards [1 << 14]atomic.Uint64
-}
-
-var versionSeed = maphash.MakeSeed()
-
-func (v *Versions) shard(key string) *atomic.Uint64 {
-	return &v.shards[maphash.String(versionSeed, key)%uint64(len(v.shards))]
-}
-
-// Of is the version of key: it grows with every Bump of key (or of a key
-// in its shard) and every BumpAll.
-func (v *Versions) Of(key string) uint64 { return v.all.Load() + v.shard(key).Load() }
-
-// Bump records a change of key.
-func (v *Versions) Bump(key string) { v.shard(key).Add(1) }
-
-// BumpBy records a change of key that counts n: a caller that tells kinds
-// of change apart by the difference of two versions.
-func (v *Versions) BumpBy(key string, n uint64) { v.shard(key).Add(n) }
-
-// BumpAll records a change of every key (a flush, tracking lost).
-func (v *Versions) BumpAll() { v.all.Add(1) }
-
-// BumpAllBy is BumpAll counting n.
-func (v *Versions) BumpAllBy(n uint64) { v.all.Add(n) }
-
 // hashOf is the hash that indexes a key: a variable, so that a test can
 // make keys collide.
 var hashOf = maphash.String
 
-// epoch is the origin of Mono.
+// epoch is the origin of mono.
 var epoch = time.Now()
 
-// Mono is t as nanoseconds since this process started, on the monotonic
-// clock when t has a reading of it (time.Now's do): an entry's age kept as
-// an int64 this way is not stretched by a step of the wall clock, as
+// mono is t as nanoseconds since this process started, on the monotonic
+// clock when t has a reading of it (time.Now's do): a deadline kept as an
+// int64 this way is not stretched by a step of the wall clock, as
 // UnixNano would be. Times without one (a test's clock, a time read from
-// the store) count on the wall clock, as comparing them did.
-func Mono(t time.Time) int64 { return int64(t.Sub(epoch)) }
-
-// FromMono is the time Mono(t) came from (with a monotonic reading).
-func FromMono(ns int64) time.Time { return epoch.Add(time.Duration(ns)) }
+// the store) count on the wall clock, as comparing them does.
+func mono(t time.Time) int64 { return int64(t.Sub(epoch)) }

@@ -119,7 +119,7 @@ func valueOfSize(k string, i int, rng *rand.Rand) string {
 	return prefix + strings.Repeat("v", n-len(prefix))
 }
 
-// A model of the cache (the last Put of each key, less the Drops, the
+// A model of the cache (the last Put of each key, less the Forgets, the
 // Clears and the deadlines passed) against the cache itself, for every
 // hash (real; 16 hashes for all keys; one), shard budgets from 1 byte to
 // 3 MiB, values about a chunk, two chunks and MaxEntry long, keys empty,
@@ -161,7 +161,7 @@ func TestModel(t *testing.T) {
 							c.Put(k, rv{v, until})
 							model[k] = modelEntry{v, until, true}
 						case op < 47:
-							c.Drop(k)
+							c.Forget(k)
 							model[k] = modelEntry{}
 						case op < 48:
 							if rng.IntN(10) == 0 {
@@ -255,7 +255,7 @@ func TestConcurrentCollisions(t *testing.T) {
 						}
 						c.Put(k, rv{k + "|" + strings.Repeat("x", n), far()})
 					case 3:
-						c.Drop(k)
+						c.Forget(k)
 					case 4:
 						if i%1000 == 0 {
 							c.Clear()

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fintech-bff/bff/internal/localcache"
+	"github.com/fintech-bff/bff/internal/nearcache/internal/localcache"
 )
 
 type val struct {
@@ -33,7 +33,7 @@ func newCache(maxBytes int64, now func() time.Time) *localcache.Cache[val] {
 	})
 }
 
-func TestGetPutDropClear(t *testing.T) {
+func TestGetPutForgetClear(t *testing.T) {
 	c := newCache(1<<20, nil)
 	far := time.Now().Add(time.Hour)
 	c.Put("a", val{"1", far})
@@ -45,12 +45,12 @@ func TestGetPutDropClear(t *testing.T) {
 	if v, _ := c.Get("a"); v.s != "3" {
 		t.Fatalf("Get(a) after a second Put = %q, want 3", v.s)
 	}
-	c.Drop("a")
+	c.Forget("a")
 	if _, ok := c.Get("a"); ok {
-		t.Fatal("Get(a) after Drop: found")
+		t.Fatal("Get(a) after Forget: found")
 	}
 	if _, ok := c.Get("b"); !ok {
-		t.Fatal("Drop(a) dropped b")
+		t.Fatal("Forget(a) forgot b")
 	}
 	c.Clear()
 	if _, ok := c.Get("b"); ok || c.Len() != 0 {
@@ -64,7 +64,7 @@ func TestOffKeepsNothing(t *testing.T) {
 	if _, ok := c.Get("a"); ok || c.Len() != 0 || c.Bytes() != 0 {
 		t.Fatal("a cache of 0 bytes kept an entry")
 	}
-	c.Drop("a")
+	c.Forget("a")
 	c.Clear()
 }
 
@@ -137,15 +137,15 @@ func TestBoundInBytesAndScanResistance(t *testing.T) {
 	}
 }
 
-// Whatever the sequence of Puts, Gets and Drops, a Get returns the value
-// of the key's last Put or misses: never another key's value, a dropped
+// Whatever the sequence of Puts, Gets and Forgets, a Get returns the value
+// of the key's last Put or misses: never another key's value, a forgotten
 // one or an older one. Values of 0 to 40 KB cross the rings' chunk
 // boundaries (16 KiB) and wrap the rings many times over.
 func TestGetReturnsTheLastPutOrMisses(t *testing.T) {
 	c := newCache(2<<20, nil)
 	rng := rand.New(rand.NewPCG(1, 2))
 	far := time.Now().Add(time.Hour)
-	last := map[string]string{} // "" once dropped
+	last := map[string]string{} // "" once forgotten
 	hits := 0
 	for i := range 200_000 {
 		k := fmt.Sprintf("key-%d", rng.IntN(3000))
@@ -159,7 +159,7 @@ func TestGetReturnsTheLastPutOrMisses(t *testing.T) {
 			c.Put(k, val{v, far})
 			last[k] = v
 		case op < 5:
-			c.Drop(k)
+			c.Forget(k)
 			last[k] = ""
 		default:
 			got, ok := c.Get(k)
@@ -180,22 +180,22 @@ func TestGetReturnsTheLastPutOrMisses(t *testing.T) {
 	}
 }
 
-// A key dropped (a change reported by the store) and put again is in use:
+// A key forgotten (a change reported by the store) and put again is in use:
 // it goes to the main queue, where a stream of one-time keys five times
 // the cache's size does not reach it. In the small queue, unread, it
 // would be among the first to go.
-func TestDroppedKeyComesBackToTheMainQueue(t *testing.T) {
+func TestForgottenKeyComesBackToTheMainQueue(t *testing.T) {
 	const maxBytes = 1 << 20
 	c := newCache(maxBytes, nil)
 	far := time.Now().Add(time.Hour)
 	c.Put("k", val{"1", far})
-	c.Drop("k")
+	c.Forget("k")
 	c.Put("k", val{"2", far})
-	c.Put("never-dropped", val{"3", far})
+	c.Put("never-forgotten", val{"3", far})
 	for i := range maxBytes / 300 * 5 {
 		c.Put(fmt.Sprintf("scan-%06d", i), val{strings.Repeat("s", 300), far})
 	}
-	if _, ok := c.Get("never-dropped"); ok {
+	if _, ok := c.Get("never-forgotten"); ok {
 		t.Fatal("an unread key in the small queue outlived five caches' worth of others: the test does not test")
 	}
 	if v, ok := c.Get("k"); !ok || v.s != "2" {
@@ -240,7 +240,7 @@ func TestColdCacheKeepsAllItFits(t *testing.T) {
 
 // A value larger than MaxEntry is not kept, and the key's older value
 // goes: a Get must not serve what the failed Put replaced.
-func TestTooLargeDropsTheOlderValue(t *testing.T) {
+func TestTooLargeForgetsTheOlderValue(t *testing.T) {
 	c := newCache(4<<20, nil)
 	far := time.Now().Add(time.Hour)
 	c.Put("k", val{"small", far})
@@ -291,7 +291,7 @@ func TestConcurrentUse(t *testing.T) {
 				case 0:
 					c.Put(k, val{k + strings.Repeat("x", i%900), far})
 				case 1:
-					c.Drop(k)
+					c.Forget(k)
 				default:
 					if v, ok := c.Get(k); ok && !strings.HasPrefix(v.s, k) {
 						t.Errorf("Get(%s) = %.20q", k, v.s)
@@ -306,32 +306,4 @@ func TestConcurrentUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
-}
-
-func TestVersions(t *testing.T) {
-	var v localcache.Versions
-	a := v.Of("sess:a")
-	v.Bump("sess:a")
-	if v.Of("sess:a") == a {
-		t.Fatal("Bump(a) left a's version as it was")
-	}
-	a = v.Of("sess:a")
-	v.BumpAll()
-	if v.Of("sess:a") == a {
-		t.Fatal("BumpAll left a's version as it was")
-	}
-	// A change of another key leaves a's version alone unless they share
-	// a shard: of 1,000 other keys, few may.
-	a = v.Of("sess:a")
-	same := 0
-	for i := range 1000 {
-		v.Bump(fmt.Sprintf("sess:other-%d", i))
-		if v.Of("sess:a") != a {
-			same++
-			a = v.Of("sess:a")
-		}
-	}
-	if same > 10 {
-		t.Fatalf("%d of 1000 changes of other keys changed a's version, want about 1", same)
-	}
 }

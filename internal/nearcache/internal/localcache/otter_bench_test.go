@@ -17,7 +17,7 @@ import (
 
 	"github.com/maypok86/otter/v2"
 
-	"github.com/fintech-bff/bff/internal/localcache"
+	"github.com/fintech-bff/bff/internal/nearcache/internal/localcache"
 )
 
 // The case for this package, kept measurable: localcache against otter
@@ -25,7 +25,7 @@ import (
 // weight in bytes, a deadline per entry) at the scale that made the
 // difference, 200,000 session-sized entries. Run it with
 //
-//	go test -run '^$' -bench Otter ./internal/localcache
+//	go test -run '^$' -bench Otter ./internal/nearcache/internal/localcache
 //
 // For each cache it fills 200,000 entries once, then reports:
 //   - gc: the heap the entries added (heap-MiB, heap-objects, scan-MiB:
