@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/fintech-bff/bff/internal/testing/leaktest"
 )
 
 // asBFF, set in a child's environment, makes the test binary run main
@@ -21,7 +23,7 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	leaktest.Main(m)
 }
 
 // bff -check reads every payments.webhook_secrets entry as start-up does:

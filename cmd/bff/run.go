@@ -14,7 +14,6 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -123,7 +122,7 @@ type app struct {
 	// streams are the open event streams: ended, with a retry hint, when
 	// the drain starts (a stream never goes idle by itself), and waited for
 	// before the stores close.
-	streams *edge.Streams
+	streams *events.Hub
 }
 
 // server is what build makes: the two handlers, readiness, the secret
@@ -260,17 +259,26 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 	// by another instance) ends its streams before it is acknowledged.
 	go func() { _ = led.Listen(cacheCtx, hub.Changed, hub.Resync, log) }()
 	sessions.OnEnd(hub.SessionEnded)
-	streams := &edge.Streams{Hub: hub, Changes: pay}
-	a.streams = streams
+	// The pusher writes the streams the edge opens; stopped after the
+	// drain (Hub.Wait), it closes any stream still open.
+	pusher := events.NewPusher(hub, pay, sessions, 0)
+	go pusher.Run(cacheCtx)
+	a.streams = hub
 	deps := edge.Deps{
-		AuthLimit: a.limits, AuthPerMinute: cfg.Limits.AuthPerMinute, BackchannelPerMinute: cfg.Limits.BackchannelPerMinute,
-		PendingLoginsPerAddress: cfg.Limits.PendingLoginsPerAddress, IPv6Prefix: cfg.Limits.IPv6Prefix,
-		Budget: sessionBudget(cacheCtx, cfg, a, log),
-		Logger: log, Observe: obs.Edge, Sessions: sessions, Cookies: cookies, Forwarder: fwd, Payments: pay, PaymentRecords: pay,
-		Streams:      streams,
-		PublicOrigin: cfg.PublicOrigin(), AllowedOrigins: cfg.CORS.AllowedOrigins,
-		TrustedProxies: cfg.TrustedProxyPrefixes(), TraceparentFrom: cfg.TraceparentPrefixes(), TrustClientTraceparent: cfg.TrustClientTraceparent, DevLogin: cfg.Auth.Mode == config.AuthModeDev, Development: cfg.Env != config.EnvProduction, Tokens: cache,
-		MobileRedirectURIs: cfg.Auth.MobileRedirectURIs,
+		Observability: edge.Observability{Logger: log, Observe: obs.Edge},
+		Clients: edge.Clients{
+			PublicOrigin: cfg.PublicOrigin(), AllowedOrigins: cfg.CORS.AllowedOrigins,
+			TrustedProxies: cfg.TrustedProxyPrefixes(), TraceparentFrom: cfg.TraceparentPrefixes(), TrustClientTraceparent: cfg.TrustClientTraceparent,
+		},
+		Sessions: edge.Sessions{Manager: sessions, Cookies: cookies, Tokens: cache},
+		Login:    edge.Login{Dev: cfg.Auth.Mode == config.AuthModeDev, MobileRedirectURIs: cfg.Auth.MobileRedirectURIs},
+		Limits: edge.Limits{
+			PerAddress: a.limits, AuthPerMinute: cfg.Limits.AuthPerMinute, BackchannelPerMinute: cfg.Limits.BackchannelPerMinute,
+			PendingLoginsPerAddress: cfg.Limits.PendingLoginsPerAddress, IPv6Prefix: cfg.Limits.IPv6Prefix,
+			Budget: sessionBudget(cacheCtx, cfg, a, log),
+		},
+		API:      edge.API{Forwarder: fwd, Payments: pay, Development: cfg.Env != config.EnvProduction},
+		Payments: edge.PaymentRoutes{Records: pay, Streams: pusher},
 	}
 	if cfg.Payments.WebhookPath != "" {
 		secrets := make([]string, len(cfg.Payments.WebhookSecrets))
@@ -289,7 +297,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		}
 	}
 	if cfg.Auth.Mode == config.AuthModeOIDC {
-		if deps.Login, deps.LoginCookies, err = openLogin(ctx, cfg, store, sessionKeys, encKey, decKeys, obs.Login); err != nil {
+		if deps.Login.OIDC, deps.Login.Cookies, err = openLogin(ctx, cfg, store, sessionKeys, encKey, decKeys, obs.Login); err != nil {
 			return nil, err
 		}
 	}
@@ -345,7 +353,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		MaxHeaderBytes: 64 << 10, ErrorLog: errLog,
 	}
 	if sv.streams != nil {
-		publicSrv.RegisterOnShutdown(sv.streams.Hub.Shutdown)
+		publicSrv.RegisterOnShutdown(sv.streams.Shutdown)
 	}
 	adminSrv := &http.Server{
 		Handler: admin, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
@@ -496,22 +504,8 @@ func sessionBudget(ctx context.Context, cfg *config.Config, a app, log *slog.Log
 		counter, registry = a.counter, a.counter
 	}
 	b := limits.NewBudget(float64(cfg.Limits.RequestsPerSecond), cfg.Limits.Burst, counter, nil)
-	go b.Run(ctx, budgetSync, registry, &budgetWarning{log: log})
+	go b.Run(ctx, budgetSync, registry, metrics.NewBudgets(log))
 	return b
-}
-
-// budgetWarning is the request budgets' limits.Observer: the first failed
-// exchange is a warning, the others are not logged (Redis outages are
-// reported by bff_store_up).
-type budgetWarning struct {
-	log    *slog.Logger
-	warned atomic.Bool
-}
-
-func (w *budgetWarning) ExchangeFailed(err error) {
-	if w.warned.CompareAndSwap(false, true) {
-		w.log.Warn("the request budgets could not be exchanged with the other instances", slog.String("error", err.Error()))
-	}
 }
 
 // instance names this process in what it sends the upstream on its own

@@ -62,8 +62,10 @@ func TestAPIFailuresAreRenderedByTheEdge(t *testing.T) {
 	pay := payments.New(payments.Options{Upstream: fwd, Timeout: 5 * time.Second, MoneyRoutes: []string{"/v2/payments"}, Ledger: led})
 	var logs syncbuf.Buffer
 	e := NewPublic(Deps{
-		Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Sessions: sessions,
-		Cookies: cookies, Forwarder: fwd, Payments: pay, PublicOrigin: "http://bff.local", Tokens: noTokens{},
+		Observability: Observability{Logger: slog.New(slog.NewJSONHandler(&logs, nil))},
+		Sessions:      Sessions{Manager: sessions, Cookies: cookies, Tokens: noTokens{}},
+		Clients:       Clients{PublicOrigin: "http://bff.local"},
+		API:           API{Forwarder: fwd, Payments: pay},
 	})
 	id, _, err := sessions.Create(ctx, session.New{UserID: "alice", Method: session.MethodDev})
 	if err != nil {
@@ -167,8 +169,10 @@ func apiServer(t *testing.T, upstream http.Handler, o proxy.Options) (*httptest.
 		o.Timeout = 5 * time.Second
 	}
 	e := NewPublic(Deps{
-		Logger: slog.New(slog.DiscardHandler), Sessions: sessions,
-		Cookies: cookies, Forwarder: proxy.New(o), PublicOrigin: "http://bff.local", Tokens: noTokens{},
+		Observability: Observability{Logger: slog.New(slog.DiscardHandler)},
+		Sessions:      Sessions{Manager: sessions, Cookies: cookies, Tokens: noTokens{}},
+		Clients:       Clients{PublicOrigin: "http://bff.local"},
+		API:           API{Forwarder: proxy.New(o)},
 	})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	eventhub "github.com/fintech-bff/bff/internal/events"
+	"github.com/fintech-bff/bff/internal/events"
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/ledger"
 	"github.com/fintech-bff/bff/internal/limits"
@@ -78,11 +78,13 @@ func benchmarkSteadyStateWith(b *testing.B, budget *limits.Budget, streams int) 
 		Tokens: cache, Timeout: 5 * time.Second, MaxBodyBytes: 1 << 20, Retry: proxy.Retry{MaxAttempts: 1},
 	})
 	d := Deps{
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Observe: metrics.New(prometheus.NewRegistry()).Edge, Sessions: sessions,
-		Cookies: cookies, Forwarder: fwd, PublicOrigin: "http://bff.local", Tokens: cache,
+		Observability: Observability{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Observe: metrics.New(prometheus.NewRegistry()).Edge},
+		Sessions:      Sessions{Manager: sessions, Cookies: cookies, Tokens: cache},
+		Clients:       Clients{PublicOrigin: "http://bff.local"},
+		API:           API{Forwarder: fwd},
 	}
 	if budget != nil {
-		d.Budget = budget
+		d.Limits.Budget = budget
 	}
 	if streams < 0 {
 		stop := holdSockets(b, -streams)
@@ -97,8 +99,15 @@ func benchmarkSteadyStateWith(b *testing.B, budget *limits.Budget, streams int) 
 			b.Fatal(err)
 		}
 		pay := payments.New(payments.Options{Ledger: led})
-		hub := eventhub.NewHub(eventhub.Limits{})
-		d.Streams = &Streams{Hub: hub, Changes: pay}
+		hub := events.NewHub(events.Limits{})
+		pusher := events.NewPusher(hub, pay, sessions, 0)
+		pushed := make(chan struct{})
+		go func() {
+			defer close(pushed)
+			pusher.Run(ctx)
+		}()
+		defer func() { cancel(); <-pushed }()
+		d.Payments.Streams = pusher
 		e := NewPublic(d)
 		srv := httptest.NewServer(e)
 		defer srv.Close()

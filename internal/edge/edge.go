@@ -26,28 +26,33 @@ type Payments interface {
 	Serve(w http.ResponseWriter, r *http.Request, c proxy.Call, t proxy.Target) (proxy.Result, error)
 }
 
-// Deps is what the public edge is built from.
+// Deps is what the public edge is built from, grouped by concern. A
+// group's zero value leaves its routes out, or its limits off.
 type Deps struct {
-	Logger *slog.Logger
-	// Observe, when set, is told of each request served, error envelope,
-	// login, revocation and refusal (metrics).
-	Observe   Observer
-	Sessions  *session.Manager
-	Cookies   *session.Cookies
-	Forwarder *proxy.Forwarder
-	// Payments, when set, serves the API calls that cost money (money-
-	// moving POSTs, the refresh); the Forwarder serves the rest.
-	Payments Payments
-	// PaymentRecords, when set, serves GET /bff/payments and
-	// GET /bff/payments/{idempotencyKey}: the caller's money-moving
-	// requests from the ledger.
-	PaymentRecords PaymentRecords
-	// Streams, when set, serves GET /bff/events: the caller's payment
-	// changes as they happen.
-	Streams *Streams
+	Observability Observability
+	Clients       Clients
+	Sessions      Sessions
+	Login         Login
+	Limits        Limits
+	API           API
+	Payments      PaymentRoutes
 	// Webhooks, when set, receives the upstream's signed payment-status
 	// webhooks on its path (payments.webhook_path).
 	Webhooks *Webhooks
+	// Static, when set, is the web app served at / (static_dir).
+	Static *Static
+}
+
+// Observability is where the edge reports what it serves.
+type Observability struct {
+	Logger *slog.Logger
+	// Observe, when set, is told of each request served, error envelope,
+	// login, revocation, refusal and webhook (metrics).
+	Observe Observer
+}
+
+// Clients is whom the edge answers and what it believes of them.
+type Clients struct {
 	// PublicOrigin is public_url's origin (scheme://host[:port]).
 	PublicOrigin string
 	// AllowedOrigins are cors.allowed_origins.
@@ -59,37 +64,69 @@ type Deps struct {
 	TraceparentFrom []netip.Prefix
 	// TrustClientTraceparent believes the trace headers of any client.
 	TrustClientTraceparent bool
-	// Development (env: development) adds the upstream's own message to
-	// its error answers (problem.WithUpstreamMessage).
-	Development bool
-	// DevLogin enables POST /auth/dev/login (auth.mode: dev).
-	DevLogin bool
-	// Login, when set, enables the OpenID Connect endpoints: /auth/login,
-	// /auth/callback, /auth/mobile/token and /auth/backchannel-logout.
-	Login *login.Provider
-	// LoginCookies binds a pending login's state to the browser.
-	LoginCookies *session.Cookies
-	// MobileRedirectURIs are auth.mobile_redirect_uris.
-	MobileRedirectURIs []string
+}
+
+// Sessions is who the caller is: the session store and its cookie.
+type Sessions struct {
+	Manager *session.Manager
+	Cookies *session.Cookies
 	// Tokens drops a user's upstream token when their last session ends.
 	Tokens TokenInvalidator
-	// AuthLimit, when set, keeps the per-client-address budgets, shared
+}
+
+// Login is how sessions begin.
+type Login struct {
+	// Dev enables POST /auth/dev/login (auth.mode: dev).
+	Dev bool
+	// OIDC, when set, enables the OpenID Connect endpoints: /auth/login,
+	// /auth/callback, /auth/mobile/token and /auth/backchannel-logout.
+	OIDC *login.Provider
+	// Cookies binds a pending login's state to the browser.
+	Cookies *session.Cookies
+	// MobileRedirectURIs are auth.mobile_redirect_uris.
+	MobileRedirectURIs []string
+}
+
+// Limits are the budgets the edge spends before anything reaches the
+// upstream.
+type Limits struct {
+	// PerAddress, when set, keeps the per-client-address budgets, shared
 	// by every instance: /auth/* requests (limits.auth_per_minute), the
 	// back-channel logout (limits.backchannel_per_minute) and logins
 	// started (limits.pending_logins_per_address per login.StateTTL); 0
 	// switches one off. An IPv6 client is its first IPv6Prefix bits
 	// (limits.ipv6_prefix), here and in the event streams' per-address
 	// bound.
-	AuthLimit               RateLimiter
+	PerAddress              RateLimiter
 	AuthPerMinute           int
 	BackchannelPerMinute    int
 	PendingLoginsPerAddress int
 	IPv6Prefix              int
-	// Budget, when set, is each session's request budget on /api
-	// (limits.requests_per_second, burst), shared by every instance.
+	// Budget, when set, is each session's request budget on /api and
+	// /bff (limits.requests_per_second, burst), shared by every instance.
 	Budget SessionBudget
-	// Static, when set, is the web app served at / (static_dir).
-	Static *Static
+}
+
+// API is /api: the upstream's API in the caller's name.
+type API struct {
+	Forwarder *proxy.Forwarder
+	// Payments, when set, serves the API calls that cost money (money-
+	// moving POSTs, the refresh); the Forwarder serves the rest.
+	Payments Payments
+	// Development (env: development) adds the upstream's own message to
+	// its error answers (problem.WithUpstreamMessage).
+	Development bool
+}
+
+// PaymentRoutes are the BFF's own views of the caller's payments.
+type PaymentRoutes struct {
+	// Records, when set, serves GET /bff/payments and
+	// GET /bff/payments/{idempotencyKey}: the caller's money-moving
+	// requests from the ledger.
+	Records PaymentRecords
+	// Streams, when set, serves GET /bff/events: the caller's payment
+	// changes as they happen.
+	Streams StreamOpener
 }
 
 // Observer receives the edge's events, on the public listener and the
@@ -116,6 +153,11 @@ type Observer interface {
 	// on this instance: streams (a user's), streams_address (a client
 	// address's) or streams_instance (the instance's bound).
 	Refused(limit string)
+	// Webhook reports a verified-or-not webhook answered before anything
+	// was stored: forged, stale or malformed (refused), or ignored (a type
+	// or a payment status the BFF does not read). Payments reports those
+	// that reach the ledger.
+	Webhook(result string)
 }
 
 type nopObserver struct{}
@@ -125,6 +167,7 @@ func (nopObserver) Problem(string)                            {}
 func (nopObserver) Login(string, string)                      {}
 func (nopObserver) Revoked(string, int)                       {}
 func (nopObserver) Refused(string)                            {}
+func (nopObserver) Webhook(string)                            {}
 
 // SessionBudget spends one request of a session's budget, in process
 // (limits.Budget).
@@ -143,10 +186,10 @@ func NewPublic(d Deps) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(discard{})
-	e.IPExtractor = ipExtractor(d.TrustedProxies)
-	e.HTTPErrorHandler = errorHandler(d.Logger, d.Development)
-	if d.Observe == nil {
-		d.Observe = nopObserver{}
+	e.IPExtractor = ipExtractor(d.Clients.TrustedProxies)
+	e.HTTPErrorHandler = errorHandler(d.Observability.Logger, d.API.Development)
+	if d.Observability.Observe == nil {
+		d.Observability.Observe = nopObserver{}
 	}
 	routes(e, d)
 	return e

@@ -22,7 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	eventhub "github.com/fintech-bff/bff/internal/events"
+	"github.com/fintech-bff/bff/internal/events"
 	"github.com/fintech-bff/bff/internal/ledger"
 	"github.com/fintech-bff/bff/internal/metrics"
 	"github.com/fintech-bff/bff/internal/payments"
@@ -33,13 +33,17 @@ import (
 // slowPosition delays reading a user's position: the window in which a
 // stream is registered but has no connection yet.
 type slowPosition struct {
-	PaymentChanges
-	d time.Duration
+	next events.Changes
+	d    time.Duration
+}
+
+func (s slowPosition) Changes(ctx context.Context, u string, after int64) ([]payments.Change, error) {
+	return s.next.Changes(ctx, u, after)
 }
 
 func (s slowPosition) Position(ctx context.Context, u string) (int64, error) {
 	time.Sleep(s.d)
-	return s.PaymentChanges.Position(ctx, u)
+	return s.next.Position(ctx, u)
 }
 
 // hookBudget runs f when a request spends its budget: after the session's
@@ -51,29 +55,43 @@ func (b hookBudget) Allow(id string) (bool, time.Duration) { b.f(id); return tru
 // streamsServer is an edge serving GET /bff/events over an in-process
 // ledger, with a live session manager on the test Redis, on a real
 // listener; ch wraps what it reads changes from.
-func streamsServer(t testing.TB, ch func(PaymentChanges) PaymentChanges, budget SessionBudget, heartbeat time.Duration) (*httptest.Server, *session.Manager, *eventhub.Hub) {
-	return boundedStreamsServer(t, ch, budget, heartbeat, eventhub.Limits{}, nil, prometheus.NewRegistry())
+func streamsServer(t testing.TB, ch func(events.Changes) events.Changes, budget SessionBudget, heartbeat time.Duration) (*httptest.Server, *session.Manager, *events.Hub) {
+	return boundedStreamsServer(t, ch, budget, heartbeat, events.Limits{}, nil, prometheus.NewRegistry())
 }
 
 // boundedStreamsServer is streamsServer with the hub's bounds lim, the
 // X-Forwarded-For of the trusted peers believed, and the metrics on reg.
-func boundedStreamsServer(t testing.TB, ch func(PaymentChanges) PaymentChanges, budget SessionBudget, heartbeat time.Duration,
-	lim eventhub.Limits, trusted []netip.Prefix, reg prometheus.Registerer) (*httptest.Server, *session.Manager, *eventhub.Hub) {
+func boundedStreamsServer(t testing.TB, ch func(events.Changes) events.Changes, budget SessionBudget, heartbeat time.Duration,
+	lim events.Limits, trusted []netip.Prefix, reg prometheus.Registerer) (*httptest.Server, *session.Manager, *events.Hub) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	_, sessions, cookies := liveSessions(ctx, t)
 	led, _ := ledger.NewMemory(nil, make([]byte, 32), nil)
 	pay := payments.New(payments.Options{Ledger: led})
-	hub := eventhub.NewHub(lim)
+	hub := events.NewHub(lim)
 	sessions.OnEnd(hub.SessionEnded)
-	go func() { _ = led.Listen(ctx, hub.Changed, hub.Resync, slog.New(slog.DiscardHandler)) }()
+	listened := make(chan struct{})
+	go func() {
+		defer close(listened)
+		_ = led.Listen(ctx, hub.Changed, hub.Resync, slog.New(slog.DiscardHandler))
+	}()
+	pusher := events.NewPusher(hub, ch(pay), sessions, heartbeat)
+	pushed := make(chan struct{})
+	go func() {
+		defer close(pushed)
+		pusher.Run(ctx)
+	}()
+	// After the server's close (cleanups run last first): the pusher ends
+	// the streams still open.
+	t.Cleanup(func() { cancel(); <-pushed; <-listened })
 	e := NewPublic(Deps{
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Observe: metrics.New(reg).Edge,
-		Sessions: sessions, Cookies: cookies, PublicOrigin: "http://bff.local", PaymentRecords: pay, Budget: budget,
-		Forwarder: proxy.New(proxy.Options{BaseURL: &url.URL{Scheme: "http", Host: "127.0.0.1:9"}, Routes: proxy.NewRoutes(nil), Timeout: time.Second, MaxBodyBytes: 1 << 20}),
-		Streams:   &Streams{Hub: hub, Changes: ch(pay), Heartbeat: heartbeat},
-
-		TrustedProxies: trusted, IPv6Prefix: 64,
+		Observability: Observability{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Observe: metrics.New(reg).Edge},
+		Sessions:      Sessions{Manager: sessions, Cookies: cookies},
+		Clients:       Clients{PublicOrigin: "http://bff.local", TrustedProxies: trusted},
+		Limits:        Limits{Budget: budget, IPv6Prefix: 64},
+		API: API{Forwarder: proxy.New(proxy.Options{BaseURL: &url.URL{Scheme: "http", Host: "127.0.0.1:9"},
+			Routes: proxy.NewRoutes(nil), Timeout: time.Second, MaxBodyBytes: 1 << 20})},
+		Payments: PaymentRoutes{Records: pay, Streams: pusher},
 	})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
@@ -97,7 +115,7 @@ func dialStream(t *testing.T, addr, token string) (net.Conn, *bufio.Reader) {
 // to it before it has a connection (found in review: a worker wrote to a
 // nil connection and the process died).
 func TestStreamSignalledWhileOpening(t *testing.T) {
-	srv, sessions, hub := streamsServer(t, func(p PaymentChanges) PaymentChanges { return slowPosition{p, 2500 * time.Millisecond} }, nil, 2*time.Second)
+	srv, sessions, hub := streamsServer(t, func(p events.Changes) events.Changes { return slowPosition{p, 2500 * time.Millisecond} }, nil, 2*time.Second)
 	id, _, err := sessions.Create(context.Background(), session.New{UserID: "opening", Method: session.MethodDev})
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +146,7 @@ func TestStreamOfASessionRevokedWhileOpening(t *testing.T) {
 			panic(err)
 		}
 	}}
-	srv, s, hub := streamsServer(t, func(p PaymentChanges) PaymentChanges { return p }, budget, 2*time.Second)
+	srv, s, hub := streamsServer(t, func(p events.Changes) events.Changes { return p }, budget, 2*time.Second)
 	sessions = s
 	id, _, err := sessions.Create(context.Background(), session.New{UserID: "revoked-opening", Method: session.MethodDev})
 	if err != nil {
@@ -148,7 +166,7 @@ func TestStreamOfASessionRevokedWhileOpening(t *testing.T) {
 // A revocation cuts the stream before it returns: the client reads the
 // end of the stream at once after Delete, and nothing after it.
 func TestStreamCutBeforeTheRevocationReturns(t *testing.T) {
-	srv, sessions, hub := streamsServer(t, func(p PaymentChanges) PaymentChanges { return p }, nil, 2*time.Second)
+	srv, sessions, hub := streamsServer(t, func(p events.Changes) events.Changes { return p }, nil, 2*time.Second)
 	id, _, err := sessions.Create(context.Background(), session.New{UserID: "cut", Method: session.MethodDev})
 	if err != nil {
 		t.Fatal(err)
@@ -223,8 +241,8 @@ func openFrom(t *testing.T, addr, token, from string) (net.Conn, *http.Response,
 // that leaves frees its places; each refusal is counted by its bound.
 func TestStreamBounds(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	lim := eventhub.Limits{PerAddress: 2, PerInstance: 4}
-	srv, sessions, hub := boundedStreamsServer(t, func(p PaymentChanges) PaymentChanges { return p }, nil, 2*time.Second,
+	lim := events.Limits{PerAddress: 2, PerInstance: 4}
+	srv, sessions, hub := boundedStreamsServer(t, func(p events.Changes) events.Changes { return p }, nil, 2*time.Second,
 		lim, []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, reg)
 	addr := srv.Listener.Addr().String()
 	n := 0

@@ -22,30 +22,31 @@ import (
 	"github.com/fintech-bff/bff/internal/session"
 )
 
-// events is an Observer that records what it hears, one line each.
-type events struct {
+// heard is an Observer that records what it hears, one line each.
+type heard struct {
 	mu   sync.Mutex
 	list []string
 }
 
-func (e *events) add(format string, args ...any) {
+func (e *heard) add(format string, args ...any) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.list = append(e.list, fmt.Sprintf(format, args...))
 }
 
-func (e *events) Served(route, method string, status int, took time.Duration) {
+func (e *heard) Served(route, method string, status int, took time.Duration) {
 	if took <= 0 {
 		status = -1 // not measured
 	}
 	e.add("served %s %s %d", method, route, status)
 }
-func (e *events) Problem(code string)          { e.add("problem %s", code) }
-func (e *events) Login(method, result string)  { e.add("login %s %s", method, result) }
-func (e *events) Revoked(reason string, n int) { e.add("revoked %s %d", reason, n) }
-func (e *events) Refused(limit string)         { e.add("refused %s", limit) }
+func (e *heard) Problem(code string)          { e.add("problem %s", code) }
+func (e *heard) Login(method, result string)  { e.add("login %s %s", method, result) }
+func (e *heard) Revoked(reason string, n int) { e.add("revoked %s %d", reason, n) }
+func (e *heard) Refused(limit string)         { e.add("refused %s", limit) }
+func (e *heard) Webhook(result string)        { e.add("webhook %s", result) }
 
-func (e *events) take() []string {
+func (e *heard) take() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	l := e.list
@@ -78,11 +79,14 @@ func TestObserverHearsOfTheEdgesEvents(t *testing.T) {
 		BaseURL: base, Routes: proxy.NewRoutes([]proxy.Route{{Prefix: "/v2/payments", Methods: []string{"GET"}}}),
 		Tokens: fixedToken{}, Timeout: 5 * time.Second, MaxBodyBytes: 1 << 20, Retry: proxy.Retry{MaxAttempts: 1},
 	})
-	obs := &events{}
+	obs := &heard{}
 	e := NewPublic(Deps{
-		Logger: slog.New(slog.DiscardHandler), Observe: obs, Sessions: sessions, Cookies: cookies, Forwarder: fwd,
-		PublicOrigin: "http://bff.local", Tokens: noTokens{}, DevLogin: true,
-		Budget: &budgetOf{n: 1}, AuthLimit: limits.NewLocal(nil), AuthPerMinute: 3,
+		Observability: Observability{Logger: slog.New(slog.DiscardHandler), Observe: obs},
+		Sessions:      Sessions{Manager: sessions, Cookies: cookies, Tokens: noTokens{}},
+		Clients:       Clients{PublicOrigin: "http://bff.local"},
+		Login:         Login{Dev: true},
+		Limits:        Limits{Budget: &budgetOf{n: 1}, PerAddress: limits.NewLocal(nil), AuthPerMinute: 3},
+		API:           API{Forwarder: fwd},
 	})
 	var cookie *http.Cookie
 	do := func(method, path, body string) int {

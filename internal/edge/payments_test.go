@@ -41,7 +41,13 @@ func TestPaymentRecordsRoutes(t *testing.T) {
 	pay := payments.New(payments.Options{Ledger: led})
 	base, _ := url.Parse("http://upstream.invalid")
 	fwd := proxy.New(proxy.Options{BaseURL: base, Routes: proxy.NewRoutes(nil), Tokens: fixedToken{}, Timeout: time.Second, MaxBodyBytes: 1 << 10})
-	e := NewPublic(Deps{Logger: slog.New(slog.DiscardHandler), Forwarder: fwd, Sessions: sessions, Cookies: cookies, PaymentRecords: pay, PublicOrigin: "http://bff.local", Tokens: noTokens{}})
+	e := NewPublic(Deps{
+		Observability: Observability{Logger: slog.New(slog.DiscardHandler)},
+		Sessions:      Sessions{Manager: sessions, Cookies: cookies, Tokens: noTokens{}},
+		Clients:       Clients{PublicOrigin: "http://bff.local"},
+		API:           API{Forwarder: fwd},
+		Payments:      PaymentRoutes{Records: pay},
+	})
 	login := func(user string) *http.Cookie {
 		id, _, err := sessions.Create(ctx, session.New{UserID: user, Method: session.MethodDev})
 		if err != nil {

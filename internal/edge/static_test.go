@@ -59,8 +59,8 @@ func staticApp(t *testing.T, hsts bool) (http.Handler, *syncbuf.Buffer) {
 	upstream, _ := url.Parse("http://127.0.0.1:1")
 	fwd := proxy.New(proxy.Options{BaseURL: upstream, Routes: proxy.NewRoutes(nil), Tokens: fixedToken{}})
 	var logs syncbuf.Buffer
-	return NewPublic(Deps{Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
-		Forwarder: fwd, PublicOrigin: "https://app.example.com", Static: st}), &logs
+	return NewPublic(Deps{Observability: Observability{Logger: slog.New(slog.NewJSONHandler(&logs, nil))},
+		API: API{Forwarder: fwd}, Clients: Clients{PublicOrigin: "https://app.example.com"}, Static: st}), &logs
 }
 
 func TestStaticApp(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	eventhub "github.com/fintech-bff/bff/internal/events"
+	"github.com/fintech-bff/bff/internal/events"
 	"github.com/fintech-bff/bff/internal/session"
 )
 
@@ -32,7 +32,7 @@ const idleStreams = 10000
 // spends per second while they idle (heartbeats every 15 s included: the
 // idle window is 16 s), against the same edge without streams (8 s).
 func BenchmarkIdleStreams(b *testing.B) {
-	srv, sessions, hub := streamsServer(b, func(p PaymentChanges) PaymentChanges { return p }, nil, 0)
+	srv, sessions, hub := streamsServer(b, func(p events.Changes) events.Changes { return p }, nil, 0)
 	token, _, err := sessions.Create(context.Background(), session.New{UserID: "stream-holder", Method: session.MethodDev})
 	if err != nil {
 		b.Fatal(err)
@@ -113,7 +113,7 @@ func holdSockets(b *testing.B, n int) (stop func()) {
 
 // waitStreams waits until n streams are open and idle: the pusher has
 // written what each was queued for when it opened, and a second more.
-func waitStreams(b *testing.B, hub *eventhub.Hub, n int) {
+func waitStreams(b *testing.B, hub *events.Hub, n int) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for hub.Count() < n {
 		if time.Now().After(deadline) {

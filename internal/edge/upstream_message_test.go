@@ -42,8 +42,10 @@ func TestUpstreamAddressesStayOutOfBodies(t *testing.T) {
 			Tokens: fixedToken{}, Timeout: 5 * time.Second, MaxBodyBytes: 1 << 20, Retry: proxy.Retry{MaxAttempts: 1},
 		})
 		e := NewPublic(Deps{
-			Logger: slog.New(slog.DiscardHandler), Sessions: sessions, Cookies: cookies, Forwarder: fwd,
-			PublicOrigin: "http://bff.local", Tokens: noTokens{}, Development: dev,
+			Observability: Observability{Logger: slog.New(slog.DiscardHandler)},
+			Sessions:      Sessions{Manager: sessions, Cookies: cookies, Tokens: noTokens{}},
+			Clients:       Clients{PublicOrigin: "http://bff.local"},
+			API:           API{Forwarder: fwd, Development: dev},
 		})
 		r := httptest.NewRequest("GET", "http://bff.local/api/v2/providers", nil)
 		r.AddCookie(ck)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/fintech-bff/bff/internal/ledger"
 	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/webhooks"
@@ -18,9 +17,7 @@ import (
 // StatusWebhooks is what the edge needs of payments.Service to take the
 // upstream's payment-status webhooks.
 type StatusWebhooks interface {
-	StatusPushed(ctx context.Context, deliveryID string, u ledger.StatusUpdate) (ledger.Delivery, error)
-	WebhookRefused(why string)
-	WebhookIgnored()
+	StatusPushed(ctx context.Context, deliveryID string, u payments.StatusUpdate) (payments.Delivery, error)
 }
 
 var _ StatusWebhooks = (*payments.Service)(nil)
@@ -44,8 +41,9 @@ const maxWebhookBody = 64 << 10
 // or not the BFF knows the payment: also a webhook-id taken already (the
 // sender's retry after our 2xx was lost), a type the BFF does not read and
 // a status it does not know, which change nothing. Senders retry whatever is not 2xx and disable an
-// endpoint that keeps failing, so neither may be refused.
-func receiveWebhook(wh Webhooks) echo.HandlerFunc {
+// endpoint that keeps failing, so neither may be refused. observe counts
+// the webhooks answered here; payments those it stores.
+func receiveWebhook(wh Webhooks, observe Observer) echo.HandlerFunc {
 	if wh.Now == nil {
 		wh.Now = time.Now
 	}
@@ -53,32 +51,32 @@ func receiveWebhook(wh Webhooks) echo.HandlerFunc {
 		r := c.Request()
 		body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, maxWebhookBody))
 		if err != nil {
-			wh.Payments.WebhookRefused("malformed")
+			observe.Webhook("malformed")
 			return problem.New(problem.CodeBadRequest, "the webhook's body is unreadable or over 64 KiB")
 		}
 		msg, err := wh.Verifier.Verify(r.Header, body, wh.Now())
 		switch {
 		case errors.Is(err, webhooks.ErrForged):
-			wh.Payments.WebhookRefused("forged")
+			observe.Webhook("forged")
 			return problem.New(problem.CodeForbidden, "the webhook's signature does not verify under payments.webhook_secrets")
 		case errors.Is(err, webhooks.ErrStale):
-			wh.Payments.WebhookRefused("stale")
+			observe.Webhook("stale")
 			return problem.New(problem.CodeBadRequest, "the webhook's timestamp is more than 5 minutes from this server's clock")
 		case err != nil:
-			wh.Payments.WebhookRefused("malformed")
+			observe.Webhook("malformed")
 			return problem.New(problem.CodeBadRequest, "the webhook lacks a readable webhook-id, webhook-timestamp or webhook-signature")
 		}
 		st, err := webhooks.ParsePaymentStatus(body)
 		switch {
 		case errors.Is(err, webhooks.ErrUnknownType), errors.Is(err, webhooks.ErrUnknownStatus):
-			wh.Payments.WebhookIgnored()
+			observe.Webhook("ignored")
 			return c.NoContent(http.StatusNoContent)
 		case err != nil:
-			wh.Payments.WebhookRefused("malformed")
+			observe.Webhook("malformed")
 			return problem.New(problem.CodeBadRequest, "the webhook is not a payment.status_changed event with data.id, data.status and data.updatedAt")
 		}
-		// A replay (ledger.Replayed) is answered as the first delivery was.
-		if _, err := wh.Payments.StatusPushed(r.Context(), msg.ID, ledger.StatusUpdate{PaymentID: st.PaymentID, Status: st.Status, At: st.UpdatedAt}); err != nil {
+		// A replay is answered as the first delivery was.
+		if _, err := wh.Payments.StatusPushed(r.Context(), msg.ID, payments.StatusUpdate{PaymentID: st.PaymentID, Status: st.Status, At: st.UpdatedAt}); err != nil {
 			return err
 		}
 		return c.NoContent(http.StatusNoContent)

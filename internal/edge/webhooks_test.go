@@ -40,7 +40,8 @@ func TestWebhookAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	pay := payments.New(payments.Options{Ledger: led, Observe: metrics.New(reg).Payments})
+	obs := metrics.New(reg)
+	pay := payments.New(payments.Options{Ledger: led, Observe: obs.Payments})
 	const user, pid = "hooked", "01JWEBHOOKPAYMENT"
 	fp := make([]byte, 32)
 	c, _, err := led.Claim(ctx, ledger.Request{UserID: user, Route: "/v2/payments", Key: "hook-1", Fingerprint: fp, RequestID: "r1"}, time.Hour)
@@ -55,7 +56,7 @@ func TestWebhookAnswers(t *testing.T) {
 	e := echo.New()
 	e.HTTPErrorHandler = errorHandler(slog.New(slog.DiscardHandler), false)
 	e.Use(requestIDMiddleware(nil))
-	e.POST("/webhooks/payments", receiveWebhook(Webhooks{Path: "/webhooks/payments", Verifier: v, Payments: pay}))
+	e.POST("/webhooks/payments", receiveWebhook(Webhooks{Path: "/webhooks/payments", Verifier: v, Payments: pay}, obs.Edge))
 	post := func(id string, ts time.Time, signWith, body string) *httptest.ResponseRecorder {
 		t.Helper()
 		sig, err := webhooks.Sign(signWith, id, ts, []byte(body))

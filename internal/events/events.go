@@ -11,12 +11,15 @@
 // every object of every idle stream at each collection (the edge's
 // BenchmarkIdleStreams counts them).
 //
-// The package is plain Go: the edge writes the streams, the ledger's
-// announcements (PostgreSQL LISTEN/NOTIFY) and the sessions' revocations
-// call in.
+// A Pusher writes the streams: the edge opens each (Pusher.Open) and
+// hands it its connection; the ledger's announcements (PostgreSQL
+// LISTEN/NOTIFY) and the sessions' revocations call the Hub. The package is
+// plain Go, with no Echo: its Run loop is started by cmd/bff like every
+// other.
 package events
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"sync"
@@ -140,6 +143,9 @@ type Hub struct {
 	byAddr  map[string]addrStreams
 	open    int
 	closing bool
+	// idle is closed when the last stream closes, for Wait; nil while
+	// nobody waits.
+	idle chan struct{}
 }
 
 // NewHub returns a Hub that holds at most lim's streams at once.
@@ -204,6 +210,29 @@ func (h *Hub) Close(s *Stream) {
 			}
 		}
 		h.open--
+		if h.open == 0 && h.idle != nil {
+			close(h.idle)
+			h.idle = nil
+		}
+	}
+}
+
+// Wait returns once no stream is open, or ctx has ended: shutdown waits,
+// after Shutdown, for the streams' retry hints.
+func (h *Hub) Wait(ctx context.Context) {
+	h.mu.Lock()
+	if h.open == 0 {
+		h.mu.Unlock()
+		return
+	}
+	if h.idle == nil {
+		h.idle = make(chan struct{})
+	}
+	idle := h.idle
+	h.mu.Unlock()
+	select {
+	case <-idle:
+	case <-ctx.Done():
 	}
 }
 

@@ -25,6 +25,7 @@ type Edge struct {
 	logins      *prometheus.CounterVec
 	revocations *prometheus.CounterVec
 	refusals    *prometheus.CounterVec // shared with Payments
+	followed    *prometheus.CounterVec // shared with Payments
 	// series caches the children per label set (bounded: route templates,
 	// known methods, status codes), sparing a label hash per request.
 	series sync.Map // seriesKey -> *series
@@ -40,9 +41,10 @@ type series struct {
 	dur   prometheus.Observer
 }
 
-func newEdge(reg prometheus.Registerer, refusals *prometheus.CounterVec) *Edge {
+func newEdge(reg prometheus.Registerer, followed, refusals *prometheus.CounterVec) *Edge {
 	return &Edge{
 		refusals: refusals,
+		followed: followed,
 		requests: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
 			Name: "bff_http_requests_total",
 			Help: "Requests served on the public listener by route template, method and status code.",
@@ -101,6 +103,10 @@ func (m *Edge) Revoked(reason string, n int) {
 
 // Refused implements edge.Observer.
 func (m *Edge) Refused(limit string) { m.refusals.WithLabelValues(limit).Inc() }
+
+// Webhook implements edge.Observer: bff_payment_follow_total's
+// webhook_forged, webhook_stale, webhook_malformed and webhook_ignored.
+func (m *Edge) Webhook(result string) { m.followed.WithLabelValues("webhook_" + result).Inc() }
 
 // methodLabel bounds the method label: the methods the BFF serves, else
 // OTHER.

@@ -15,6 +15,9 @@
 // carry: a mint's error kind, the codes a metric may carry), but never
 // Echo or the edge, whose tests import it; metrics.Edge is checked
 // against edge.Observer in this package's tests.
+//
+// Every Observer is implemented here; Budgets (limits.Observer) is the one
+// whose event is a log line, not a metric.
 package metrics
 
 import (
@@ -50,13 +53,19 @@ func New(reg prometheus.Registerer) *Metrics {
 		Name: "bff_limit_refusals_total",
 		Help: "Requests refused by a limit before reaching the upstream, by limit (requests, auth, backchannel, pending_logins, refresh, streams, streams_address, streams_instance).",
 	}, []string{"limit"})
+	// The payments' follower and webhooks, and the webhooks the edge
+	// answers alone, in one metric.
+	followed := promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
+		Name: "bff_payment_follow_total",
+		Help: "Polls of followed payments at the upstream (changed, unchanged, not_found, failed, lease_lost) and status webhooks (webhook_applied, webhook_unmatched, webhook_replayed, webhook_ignored, webhook_forged, webhook_stale, webhook_malformed).",
+	}, []string{"result"})
 	return &Metrics{
 		Tokens:   newTokens(reg),
 		Sessions: newSessions(reg),
 		Login:    newLogin(reg),
 		Upstream: newUpstream(reg),
-		Payments: newPayments(reg, refusals),
-		Edge:     newEdge(reg, refusals),
+		Payments: newPayments(reg, followed, refusals),
+		Edge:     newEdge(reg, followed, refusals),
 		reg:      reg,
 	}
 }

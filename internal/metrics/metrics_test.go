@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"slices"
@@ -15,11 +16,13 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/fintech-bff/bff/internal/edge"
+	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/login"
 	"github.com/fintech-bff/bff/internal/metrics"
 	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/session"
+	"github.com/fintech-bff/bff/internal/testing/syncbuf"
 	"github.com/fintech-bff/bff/internal/tokens"
 )
 
@@ -162,6 +165,14 @@ func TestPayments(t *testing.T) {
 	o.MoneyRequest("key_required")
 	o.Refused("refresh")
 	m.Edge.Refused("requests")
+	o.Followed("changed")
+	o.Followed("webhook_applied")
+	m.Edge.Webhook("forged") // answered by the edge alone: the same metric
+	wantSamples(t, reg, "bff_payment_follow_", map[string]float64{
+		`bff_payment_follow_total{result="changed"}`:         1,
+		`bff_payment_follow_total{result="webhook_applied"}`: 1,
+		`bff_payment_follow_total{result="webhook_forged"}`:  1,
+	})
 	wantSamples(t, reg, "bff_money_", map[string]float64{
 		`bff_money_requests_total{result="answered"}`:     2,
 		`bff_money_requests_total{result="key_required"}`: 1,
@@ -279,6 +290,8 @@ func TestEdge(t *testing.T) {
 	o.Revoked("admin", 3)
 	o.Revoked("logout", 1)
 	o.Refused("auth")
+	o.Webhook("stale")
+	o.Webhook("ignored")
 	wantSamples(t, reg, "bff_http_", map[string]float64{
 		`bff_http_requests_total{code="200",method="GET",route="/api/v2/payments"}`:      2,
 		`bff_http_requests_total{code="502",method="GET",route="/api/v2/payments"}`:      1,
@@ -300,6 +313,23 @@ func TestEdge(t *testing.T) {
 		`bff_session_revocations_total{reason="logout"}`: 1,
 	})
 	wantSamples(t, reg, "bff_limit_", map[string]float64{`bff_limit_refusals_total{limit="auth"}`: 1})
+	wantSamples(t, reg, "bff_payment_follow_", map[string]float64{
+		`bff_payment_follow_total{result="webhook_stale"}`:   1,
+		`bff_payment_follow_total{result="webhook_ignored"}`: 1,
+	})
+}
+
+// The request budgets' failed exchanges: the first is a warning with its
+// error, the others are not logged.
+func TestBudgets(t *testing.T) {
+	var logs syncbuf.Buffer
+	var o limits.Observer = metrics.NewBudgets(slog.New(slog.NewJSONHandler(&logs, nil)))
+	o.ExchangeFailed(errors.New("NOPERM this user has no permissions"))
+	o.ExchangeFailed(errors.New("i/o timeout"))
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], `"level":"WARN"`) || !strings.Contains(lines[0], "NOPERM") {
+		t.Fatalf("got %q, want one warning naming the first error", lines)
+	}
 }
 
 // Every bff_* metric is registered once: a second set on the same

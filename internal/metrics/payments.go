@@ -16,17 +16,14 @@ import (
 // bounded results only.
 type Payments struct {
 	moneyReq *prometheus.CounterVec
-	followed *prometheus.CounterVec
+	followed *prometheus.CounterVec // shared with Edge (the webhooks it answers)
 	refusals *prometheus.CounterVec // shared with Edge
 }
 
 var _ payments.Observer = (*Payments)(nil)
 
-func newPayments(reg prometheus.Registerer, refusals *prometheus.CounterVec) *Payments {
-	return &Payments{refusals: refusals, followed: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
-		Name: "bff_payment_follow_total",
-		Help: "Polls of followed payments at the upstream (changed, unchanged, not_found, failed, lease_lost) and status webhooks (webhook_applied, webhook_unmatched, webhook_replayed, webhook_ignored, webhook_forged, webhook_stale, webhook_malformed).",
-	}, []string{"result"}), moneyReq: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
+func newPayments(reg prometheus.Registerer, followed, refusals *prometheus.CounterVec) *Payments {
+	return &Payments{refusals: refusals, followed: followed, moneyReq: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
 		Name: "bff_money_requests_total",
 		Help: "Money-moving requests by how the BFF answered or the settler ended them: answered, released, unknown (502 PAYMENT_OUTCOME_UNKNOWN to the request that sent it), settled (by the owner), replayed, in_progress, outcome_unknown (a repeat of an unknown key), settled (a repeat), not_made (a repeat of an unknown key proved not made, then run), key_reused, key_required, key_invalid, route_refused (a path variant the upstream does not define), body_refused (duplicate or case-variant keys), ledger_unavailable, claim_lost, snapshot_failed, resent_after_401, released_unsent (an owner that died before its send mark), settled_background, not_made_background (the settler proved an unknown outcome not made and gave the key back).",
 	}, []string{"result"})}

@@ -233,12 +233,19 @@ func (s *Service) ignored(wr ledger.Write, status string, at time.Time, ids ...a
 // followPath is the upstream's payments, under which each is looked up.
 const followPath = "/v2/payments"
 
+// StatusUpdate is a payment status the upstream pushed by webhook.
+type StatusUpdate = ledger.StatusUpdate
+
+// Delivery is what a pushed status did: ledger.Applied, Replayed or
+// Unmatched.
+type Delivery = ledger.Delivery
+
 // StatusPushed stores a payment status the upstream pushed by webhook,
 // once per delivery id (the caller verified its signature): a final status
 // stored ends the following, another pushes the next poll out to
 // MaxInterval. One after a final status, or dated ahead, is logged and not
 // stored.
-func (s *Service) StatusPushed(ctx context.Context, deliveryID string, u ledger.StatusUpdate) (ledger.Delivery, error) {
+func (s *Service) StatusPushed(ctx context.Context, deliveryID string, u StatusUpdate) (Delivery, error) {
 	if s.follower == nil {
 		return 0, s.noLedger()
 	}
@@ -259,11 +266,3 @@ func (s *Service) StatusPushed(ctx context.Context, deliveryID string, u ledger.
 	}
 	return d, nil
 }
-
-// WebhookRefused reports a webhook refused before it reached the ledger:
-// forged, stale or malformed.
-func (s *Service) WebhookRefused(why string) { s.observe.Followed("webhook_" + why) }
-
-// WebhookIgnored reports a verified webhook of a type the BFF does not
-// read: acknowledged, and nothing stored.
-func (s *Service) WebhookIgnored() { s.observe.Followed("webhook_ignored") }

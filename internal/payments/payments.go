@@ -110,9 +110,9 @@ type Observer interface {
 	// settled_background, not_made_background.
 	MoneyRequest(result string)
 	// Followed reports a poll of a followed payment: changed, unchanged,
-	// not_found, failed, lease_lost; or a webhook: webhook_applied,
-	// webhook_unmatched, webhook_replayed, webhook_ignored, webhook_forged,
-	// webhook_stale, webhook_malformed.
+	// not_found, failed, lease_lost; or a webhook stored: webhook_applied,
+	// webhook_unmatched, webhook_replayed (those the edge answers alone
+	// are the edge's Observer's).
 	Followed(result string)
 	// Refused reports a request a limit refused before it reached the
 	// upstream: limit is "refresh" (the credit guard).

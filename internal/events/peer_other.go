@@ -1,12 +1,12 @@
 //go:build !linux
 
-package edge
+package events
 
 import "net"
 
 // bare keeps the connection as it is here: the pusher writes it with
 // deadlines, and a goroutine blocked in a one-byte read sees the client
-// leave (pusher.add). The fd functions are then never called.
+// leave (Pusher.add). The fd functions are then never called.
 func bare(net.Conn) (int, bool) { return -1, false }
 
 func fdWrite(int, []byte) error { return nil }

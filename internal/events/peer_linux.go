@@ -1,4 +1,4 @@
-package edge
+package events
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 // the net.Conn is closed (the socket stays open through the duplicate).
 // The runtime then holds nothing of it (no poller entry, no connection
 // object for the garbage collector to mark), and the pusher writes it with
-// write(2) and looks at it with a non-blocking peek.
+// write(2) and looks at it with a non-blocking peek. The edge's
 // BenchmarkSteadyStateRequestWithIdleStreams is why: every object a stream
 // keeps is marked by every collection the requests' garbage causes, so the
 // GET path paid for the idle streams.
