@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	mrand "math/rand/v2"
 	"slices"
 	"strings"
@@ -58,14 +59,20 @@ func (m *Manager) Create(ctx context.Context, n New) (string, Record, error) {
 	h := Handle(id)
 	for _, ix := range indexes(rec) {
 		if err := m.store.SAdd(ctx, ix, h, m.absolute); err != nil {
-			_ = m.store.Del(ctx, key(id))
-			return "", Record{}, err
+			// The record is deleted again (not left unindexed, which no
+			// revocation of the user would find); should that fail too, its
+			// ttl ends it, and the caller hears of both.
+			return "", Record{}, errors.Join(err, m.store.Del(ctx, key(id)))
 		}
 	}
 	// Housekeeping, best effort: the session exists and is indexed, so a
 	// store error here does not fail the login; the next login of the user
-	// does the work again.
-	_ = m.trim(ctx, h, rec)
+	// does the work again. Logged, as a cap that is not kept would
+	// otherwise go unseen.
+	if err := m.trim(ctx, h, rec); err != nil {
+		m.log.Warn("pruning the user's sessions after a login failed; the next login retries",
+			slog.String("error", err.Error()))
+	}
 	m.observe.Created()
 	return id, rec, nil
 }
@@ -200,6 +207,16 @@ func (m *Manager) get(ctx context.Context, handle string) (Record, error) {
 	}
 	var rec Record
 	if err := json.Unmarshal(b, &rec); err != nil || rec.UserID == "" {
+		// Not found, as before; but logged: a change of the record's
+		// schema would otherwise look like users logged out en masse. The
+		// line names the kind of error only, never the record's values
+		// (a decoding error may quote them).
+		reason := "no user id"
+		if err != nil {
+			reason = fmt.Sprintf("%T", err)
+		}
+		m.log.Warn("a session record could not be read; the session is treated as ended",
+			slog.String("reason", reason), slog.Int("bytes", len(b)))
 		return Record{}, ErrNotFound
 	}
 	if !m.now().Before(m.ExpiresAt(rec)) {
