@@ -282,31 +282,15 @@ func (l *Layer[T]) Keep(key string, v T, r Read) {
 // KeepOwnWrite is Keep for a copy the caller has just written to the
 // store itself (a session's idle write-back, a minted token), when the
 // keys are tracked. The store reports every write to every instance, the
-// writer's own included, and the report does not say whose write it was:
-// Keep's copy would be forgotten at the writer's own report, and the next
-// request would read back what this instance wrote. Here the copy is kept
-// now (as Keep would), and again when the first report of the key after r
-// arrives, if it is the only change counted since r; if that report came
-// before the caller is here, the copy is kept at once on the same
-// condition.
-//
-// What a report can and cannot tell. Reports come in the order of the
-// writes, but Redis sends the keys changed in one pass of its event loop
-// as one report: this write and another instance's write or delete of the
-// same key in the same pass arrive as one, taken here for this write's.
-// So a tracking report alone must not be what ends a copy that matters:
-// every writer that deletes or replaces a key others must stop serving
-// says so on the layer's channel too, and that message forgets the copy
-// (and cancels a pending own write) whenever it arrives. Sessions do:
-// every end is announced, and a revocation answers only once every
-// instance has acknowledged the announcement or its lease has run out
-// (members.go); a token that changed is announced ("set", "inv", "rot"),
-// and a stale one the upstream refuses is deleted and minted again. What
-// the tracking report alone then covers is a writer that died between its
-// write and its message (a revocation that never answered): a copy of that
-// session, kept through a coalesced report, is served until the instance
-// next writes it back (a quarter of the idle timeout at most), which finds
-// it gone. Untracked, it is Keep.
+// writer's own included, without saying whose it was: Keep's copy would
+// be forgotten at the writer's own report, and the next request would read
+// back what this instance wrote. Here the copy is kept now (as Keep
+// would), and again when the first report of the key after r arrives, if
+// it is the only change counted since r (or at once, if that report came
+// first). A report alone may be another instance's write coalesced with
+// this one, so every end that matters is also announced on the channel,
+// whose message forgets the copy and cancels a pending own write whenever
+// it arrives (docs/operations.md, "Key tracking"). Untracked, it is Keep.
 func (l *Layer[T]) KeepOwnWrite(key string, v T, r Read) {
 	if !l.Tracked() {
 		l.Keep(key, v, r)

@@ -10,22 +10,14 @@ import (
 	"time"
 )
 
-// A layer in a group (Options.Members: sessions) answers a revocation at
-// once on every instance: a copy never outlives an answered revocation
-// (docs/operations.md, "Revocation waits for every instance"). Each instance is a member of the group in the store,
-// with a lease on the store's clock (kv.Members), and trusts its copies
-// only while its own lease holds, measured on the layer's clock from
-// before the renewal began, and a tenth shorter (so it stops trusting
-// before the store lets the lease go). An end, once the caller deleted
-// what the keys name, is announced (Announce): marked pending for every
-// member with a lease (kv.Members.Expect), published, and answered only
-// when each member has acknowledged forgetting its copies or its lease has
-// run out; a member cannot renew its lease while an announcement is
-// pending for it, so one that missed the message (its subscription cut,
-// the process frozen) stops trusting its copies by the time the lease
-// runs out, and forgets them all before it renews. This is the rule
-// Chubby keeps for its client caches (Burrows, OSDI 2006). Typical cost:
-// one message round trip; worst case: the lease.
+// A layer in a group (Options.Members: sessions) never serves a copy past
+// an answered revocation: each instance trusts its copies only while its
+// lease in the store holds (measured on the layer's clock, a tenth short),
+// and Announce returns once every member acknowledged forgetting the keys
+// or its lease ran out; a member with an announcement pending cannot renew.
+// Chubby's rule for its client caches (Burrows, OSDI 2006); the protocol
+// and its measured cost are in docs/operations.md ("Revocation waits for
+// every instance"), the store's side in kv.Members.
 const (
 	// memberLease is a member's lease; the longest an announcement waits
 	// for a member that does not answer.

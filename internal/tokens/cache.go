@@ -68,8 +68,8 @@ type CacheOptions struct {
 	RefreshBefore time.Duration
 	// MaxTTL caps how long any token is cached.
 	MaxTTL time.Duration
-	// LocalBytes bounds the memory of the in-process layer; 0 disables
-	// it.
+	// LocalBytes bounds the memory of the in-process copies; 0 disables
+	// them.
 	LocalBytes int64
 	// MintTimeout bounds one mint; the cross-instance lock lives a little
 	// longer. Default 15s.
@@ -103,12 +103,12 @@ func (nopObserver) LockWait(string, time.Duration) {}
 func (nopObserver) Refreshed(error)                {}
 
 // Cache is the token manager: each user's upstream token from an
-// in-process LRU, else the shared store (AES-256-GCM encrypted, the user id
+// in-process copy (nearcache), else the shared store (AES-256-GCM encrypted, the user id
 // as associated data), else minted through its Source — at most one mint
 // per user at a time across every instance (singleflight in process, a
 // fenced SET NX PX lock in the store, pub/sub to wake waiters). Tokens near
 // expiry are refreshed in the background by one instance. It is safe for
-// concurrent use; Run must be running for the local layer to be used.
+// concurrent use; Run must be running for the local copies to be used.
 type Cache struct {
 	store   Store
 	source  Source
@@ -210,7 +210,7 @@ func (c *Cache) setSecret(secret string) {
 	c.local.ForgetAll()
 }
 
-// Token returns the user's token: local layer, shared store, or a mint.
+// Token returns the user's token: local copy, shared store, or a mint.
 func (c *Cache) Token(ctx context.Context, userID string) (_ Token, err error) {
 	ctx, span := telemetry.Start(ctx, tracer, "tokens.get")
 	source := "local"
