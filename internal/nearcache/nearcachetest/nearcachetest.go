@@ -35,7 +35,7 @@ func BytesPerEntry[V any](t testing.TB, o nearcache.Options[V], n int, value fun
 		if time.Now().After(deadline) {
 			t.Fatal("the layer did not go live")
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // bounded poll for the subscription
 	}
 	before := heap()
 	for i := range n {
