@@ -328,6 +328,8 @@ func TestMoneyMovingRequests(t *testing.T) {
 type hangUpOnce struct {
 	ln    net.Listener
 	posts atomic.Int64
+	mu    sync.Mutex
+	conns []net.Conn // closed with the test: a client's idle connection ends with it
 }
 
 func startHangUpOnce(t *testing.T) *hangUpOnce {
@@ -337,13 +339,23 @@ func startHangUpOnce(t *testing.T) *hangUpOnce {
 		t.Fatal(err)
 	}
 	h := &hangUpOnce{ln: ln}
-	t.Cleanup(func() { ln.Close() })
+	t.Cleanup(func() {
+		ln.Close()
+		h.mu.Lock()
+		for _, c := range h.conns {
+			c.Close()
+		}
+		h.mu.Unlock()
+	})
 	go func() {
 		for {
 			conn, err := ln.Accept()
 			if err != nil {
 				return
 			}
+			h.mu.Lock()
+			h.conns = append(h.conns, conn)
+			h.mu.Unlock()
 			go h.serve(conn)
 		}
 	}()
@@ -445,10 +457,18 @@ func TestIdempotencyKeyNeverGoesUpstream(t *testing.T) {
 func TestPaymentNeverWrittenIsReleased(t *testing.T) {
 	base, _ := url.Parse("http://upstream.invalid")
 	var dials atomic.Int64
+	// net/http does not cancel a dial when its request ends: the dialer
+	// also returns when the test does.
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
 	stuck := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		dials.Add(1)
-		<-ctx.Done()
-		return nil, ctx.Err()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-done:
+			return nil, net.ErrClosed
+		}
 	}}
 	fwd, svc := newService(t, base, stuck, 50*time.Millisecond)
 	for i := 0; i < 2; i++ {

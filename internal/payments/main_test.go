@@ -1,0 +1,9 @@
+package payments
+
+import (
+	"testing"
+
+	"github.com/fintech-bff/bff/internal/testing/leaktest"
+)
+
+func TestMain(m *testing.M) { leaktest.Main(m) }
