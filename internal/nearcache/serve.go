@@ -5,8 +5,9 @@ import "time"
 // Serve returns key's copy if it may be served now (mayServe); else the
 // caller reads the store. It is the only way a copy leaves the layer.
 func (l *Layer[T]) Serve(key string) (T, bool) {
-	e, ok := l.local.Get(key)
-	if !ok || !l.mayServe(e, l.o.Now()) {
+	now := l.o.Now()
+	e, ok := l.local.GetAt(key, now)
+	if !ok || !l.mayServe(e, now) {
 		var zero T
 		return zero, false
 	}

@@ -57,14 +57,22 @@ func (c cached) compact() compact {
 }
 
 func (k compact) cached() cached {
-	at := func(ns int64) time.Time {
-		if ns == zeroTime {
-			return time.Time{}
-		}
-		return time.Unix(0, ns).UTC()
-	}
 	return cached{handle: k.handle, rec: Record{UserID: k.userID, Method: k.method, Sub: k.sub, SID: k.sid,
-		CreatedAt: at(k.created), LastSeen: at(k.lastSeen), AuthTime: at(k.authTime)}}
+		CreatedAt: timeAt(k.created), LastSeen: timeAt(k.lastSeen), AuthTime: timeAt(k.authTime)}}
+}
+
+// expiresAt is ExpiresAt of the copy's record, reading only the two times
+// it needs: nearcache asks it on every use of a copy.
+func (k compact) expiresAt(m *Manager) time.Time {
+	return m.ExpiresAt(Record{CreatedAt: timeAt(k.created), LastSeen: timeAt(k.lastSeen)})
+}
+
+// timeAt is the time unixNano(t) came from.
+func timeAt(ns int64) time.Time {
+	if ns == zeroTime {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
 }
 
 // zeroTime stands for the zero time.Time, whose UnixNano is undefined.

@@ -124,7 +124,7 @@ func NewManager(store Store, o Options) *Manager {
 		now: o.Now, observe: o.Observe, log: o.Logger, maxPerUser: max(o.MaxPerUser, 0)}
 	m.local = nearcache.New(store, nearcache.Options[compact]{
 		MaxBytes: o.LocalBytes, Append: appendCompact, Read: readCompact,
-		Expires: func(k compact) time.Time { return m.ExpiresAt(k.cached().rec) },
+		Expires: func(k compact) time.Time { return k.expiresAt(m) },
 		MaxAge:  localTTL, Now: o.Now,
 		Channel: channel,
 		Prefix:  "sess:", LocalKey: func(key string) (string, bool) { return strings.CutPrefix(key, "sess:") },
