@@ -122,9 +122,13 @@ func liveEnv(t *testing.T, pub, dist string) *env {
 }
 
 // simPaymentStatus moves a payment's status at the simulator, as the bank
-// would, through its control API.
+// would, through its control API, a second after the last: a status is
+// stored only when it is newer than the stored one (docs/payments.md) and
+// the upstream stamps updatedAt to the second, so a change made within the
+// second of the payment's creation would never show.
 func simPaymentStatus(t *testing.T, e *env, paymentID, status string) {
 	t.Helper()
+	e.sim.Advance(time.Second)
 	resp, err := http.Post(e.simURL+"/_sim/payments/"+paymentID+"/status", "application/json",
 		strings.NewReader(fmt.Sprintf(`{"status":%q}`, status)))
 	if err != nil {
