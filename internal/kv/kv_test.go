@@ -191,6 +191,28 @@ func suite(t *testing.T, s store) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("no message within 5s")
 		}
+		// Cancelled while it waits for the next message, it returns.
+		returned := make(chan struct{})
+		qctx, qcancel := context.WithCancel(ctx)
+		go func() {
+			s.Subscribe(qctx, "quiet", func(string) {}, func(up bool) {
+				if up {
+					ready <- struct{}{}
+				}
+			})
+			close(returned)
+		}()
+		select {
+		case <-ready:
+		case <-time.After(5 * time.Second):
+			t.Fatal("second subscription not ready")
+		}
+		qcancel()
+		select {
+		case <-returned:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Subscribe did not return after its context ended")
+		}
 	})
 	t.Run("ping", func(t *testing.T) {
 		if err := s.Ping(ctx); err != nil {

@@ -201,6 +201,10 @@ func (r *Redis) Publish(ctx context.Context, channel, msg string) error {
 func (r *Redis) Subscribe(ctx context.Context, channel string, onMessage func(string), onReady func(bool)) {
 	ps := r.client.Subscribe(ctx, r.prefix+channel)
 	defer ps.Close()
+	// Receive's read has no deadline: closing the subscription is what
+	// ends a wait for the next message when ctx ends.
+	stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
+	defer stop()
 	backoff := 50 * time.Millisecond
 	for {
 		m, err := ps.Receive(ctx)
