@@ -491,6 +491,76 @@ func TestDeployment(t *testing.T) {
 	}
 }
 
+// TestEverySecretKeyTheDeploymentMountsExists: every key of a Secret that
+// the Deployment reads (an env secretKeyRef, a secret volume's items, a
+// projected volume's secrets) is in that Secret of deploy/kubernetes. The
+// kubelet does not start a pod whose mounted key is missing: it stays in
+// ContainerCreating ("couldn't find key admin-token in Secret"), and a
+// rollout stalls behind it (issue 35).
+func TestEverySecretKeyTheDeploymentMountsExists(t *testing.T) {
+	objs := k8sObjects(t)
+	secrets := map[string]map[string]bool{}
+	for _, s := range objs["Secret"] {
+		keys := map[string]bool{}
+		for _, field := range []string{"data", "stringData"} {
+			if m, ok := get(s, field).(map[string]any); ok {
+				for k := range m {
+					keys[k] = true
+				}
+			}
+		}
+		secrets[str(s, "metadata", "name")] = keys
+	}
+	type ref struct{ secret, key, where string }
+	var refs []ref
+	dep := one(t, objs, "Deployment")
+	pod := get(dep, "spec", "template", "spec")
+	for _, field := range []string{"initContainers", "containers"} {
+		for _, c := range list(pod, field) {
+			for _, e := range list(c, "env") {
+				if r := get(e, "valueFrom", "secretKeyRef"); r != nil && !isTrue(r, "optional") {
+					refs = append(refs, ref{str(r, "name"), str(r, "key"), "env " + str(e, "name")})
+				}
+			}
+			for _, e := range list(c, "envFrom") {
+				if r := get(e, "secretRef"); r != nil && !isTrue(r, "optional") && secrets[str(r, "name")] == nil {
+					t.Errorf("envFrom names the Secret %s, which deploy/kubernetes does not hold", str(r, "name"))
+				}
+			}
+		}
+	}
+	items := func(where string, s any, name string) {
+		if s == nil || isTrue(s, "optional") {
+			return
+		}
+		if len(list(s, "items")) == 0 && secrets[name] == nil {
+			t.Errorf("%s mounts the Secret %s, which deploy/kubernetes does not hold", where, name)
+		}
+		for _, it := range list(s, "items") {
+			refs = append(refs, ref{name, str(it, "key"), where})
+		}
+	}
+	for _, v := range list(pod, "volumes") {
+		where := "volume " + str(v, "name")
+		items(where, get(v, "secret"), str(v, "secret", "secretName"))
+		for _, src := range list(v, "projected", "sources") {
+			items(where, get(src, "secret"), str(src, "secret", "name"))
+		}
+	}
+	if len(refs) == 0 {
+		t.Fatal("the Deployment reads no Secret key: the test reads the wrong fields")
+	}
+	for _, r := range refs {
+		keys, ok := secrets[r.secret]
+		switch {
+		case !ok:
+			t.Errorf("%s: the Secret %s is not in %s", r.where, r.secret, k8sDir)
+		case !keys[r.key]:
+			t.Errorf("%s: the Secret %s has no key %q (its keys: %v): the pods would stay in ContainerCreating", r.where, r.secret, r.key, sortedKeys(keys))
+		}
+	}
+}
+
 func mapsValues(m map[string]int) []int {
 	var vs []int
 	for _, v := range m {
