@@ -34,7 +34,7 @@ test("every envelope member is mapped onto the BffError", async () => {
       { "X-Request-Id": "5c0b8e1f" },
     ),
   ]);
-  const e = await failure(client.createPayment({ paymentInformation: {} }, { idempotencyKey: "k1" }));
+  const e = await failure(client.createPayment({ paymentInformation: { amount: "twelve", currency: "ILS", merchantId: "m1" } }, { idempotencyKey: "k1" }));
   assert.ok(e instanceof Error);
   assert.ok(e instanceof BffError);
   assert.equal(e.name, "BffError");

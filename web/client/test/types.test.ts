@@ -1,7 +1,8 @@
 // Compile-time checks of the public types (tsc fails when they break), with a trivial run.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { BffError, BffErrorCode, PaymentCreate, ProblemAction, ProblemCode, TransactionQuery } from "../src/index.js";
+import { createClient } from "../src/index.js";
+import type { BffError, BffErrorCode, OpenBankingInit, PaymentCreate, ProblemAction, ProblemCode, TransactionQuery } from "../src/index.js";
 
 test("the public types accept what they should and refuse what they should not", () => {
   const known: ProblemCode = "PAYMENT_OUTCOME_UNKNOWN";
@@ -12,9 +13,24 @@ test("the public types accept what they should and refuse what they should not",
   // @ts-expect-error: not an action
   const badAction: ProblemAction = "retry";
   const q: TransactionQuery = { accountId: "A", limit: 500, dateFrom: "2026-01-01" };
-  const p: PaymentCreate = { paymentInformation: { amount: 1, currency: "ILS" }, providerIds: ["x"] };
+  const p: PaymentCreate = { paymentInformation: { amount: 1, currency: "ILS", merchantId: "m1" }, providerIds: ["x"] };
+  const both: PaymentCreate = {
+    paymentInformation: { amount: "1.50", currency: "ILS", merchantId: "m1", creditorAccount: { iban: "IL62" } },
+  };
+  const init: OpenBankingInit = { providerId: "demobank-sandbox", paymentId: "01K" };
   // @ts-expect-error: a request is exact (the upstream would ignore the misspelt member)
-  const misspelt: PaymentCreate = { paymentInformation: {}, redirectURL: "https://app.test/" };
+  const misspelt: PaymentCreate = { paymentInformation: p.paymentInformation, redirectURL: "https://app.test/" };
+  // What the upstream refuses (400 VALIDATION_ERROR) does not compile: a payment needs amount,
+  // currency, and a merchant or a creditor account; open-banking-init a payment or its information.
+  const bff = createClient({ mode: "token", getToken: () => "t" }); // never called: compiled only
+  // @ts-expect-error: amount and currency are required
+  const empty = () => bff.createPayment({ paymentInformation: {} });
+  // @ts-expect-error: currency is required
+  const noCurrency = () => bff.createPayment({ paymentInformation: { amount: 1, merchantId: "m1" } });
+  // @ts-expect-error: neither merchantId nor creditorAccount
+  const nobodyPaid = () => bff.createPayment({ paymentInformation: { amount: 1, currency: "ILS", creditorName: "Dana" } });
+  // @ts-expect-error: neither paymentId nor paymentInformation
+  const initOfNothing: OpenBankingInit = { providerId: "demobank-sandbox" };
   const handle = (e: BffError): string => {
     if (e.is("INSUFFICIENT_CREDITS")) return `${e.cost ?? "?"}`;
     switch (e.action) {
@@ -27,5 +43,7 @@ test("the public types accept what they should and refuse what they should not",
       }
     }
   };
-  assert.ok(known && client && upstream && wrong && badAction && q && p && misspelt && handle);
+  assert.ok(known && client && upstream && wrong && badAction && q && p && both && init && misspelt && handle);
+  assert.deepEqual([empty, noCurrency, nobodyPaid].map((f) => typeof f), ["function", "function", "function"]);
+  assert.ok(initOfNothing);
 });

@@ -101,6 +101,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/auth/methods": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How to sign in, and the caller's session if any
+         * @description For a page deciding what to show: the sign-in this BFF has (`dev`: `POST /auth/dev/login`;
+         *     `oidc`: `GET /auth/login`) and the caller's session, `null` without one (no session, an
+         *     ended one, a cookie that does not open). Needs no session, answers 200 either way, and is
+         *     not counted against the per-address `/auth` budget, so a visitor who is not signed in costs
+         *     no 4xx. Like any use, it slides a live session's idle timeout.
+         */
+        get: operations["getAuthMethods"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/session": {
         parameters: {
             query?: never;
@@ -724,6 +748,15 @@ export interface components {
              */
             expiresAt: string;
         };
+        AuthMethods: {
+            /**
+             * @description `dev`: sign in with `POST /auth/dev/login` (`auth.mode: dev`); `oidc`: send the browser to `GET /auth/login?returnTo=...`.
+             * @enum {string}
+             */
+            login: "dev" | "oidc";
+            /** @description The caller's session, as `GET /auth/session` answers it; `null` when there is none. */
+            session: null | components["schemas"]["Session"];
+        };
         SessionList: {
             sessions: components["schemas"]["SessionInfo"][];
         };
@@ -840,16 +873,48 @@ export interface components {
         AccountRef: {
             iban: string;
         };
-        /** @description A payment targets a merchant (`merchantId`) or a creditor (`creditorName`, `creditorAccount`). Creditor and debtor accounts must differ. */
+        /**
+         * @description What a new payment pays: what the upstream requires of it. `amount` and `currency`, and a
+         *     merchant (`merchantId`) or a creditor (`creditorAccount`, with `creditorName`) or both;
+         *     anything less is 400 `VALIDATION_ERROR`. Creditor and debtor accounts must differ.
+         */
         PaymentInformation: {
             /** @description A positive number (the upstream also reads a numeric string). */
-            amount?: number | string;
-            currency?: string;
+            amount: number | string;
+            currency: string;
             remittanceInformation?: string;
             merchantId?: string;
             creditorName?: string;
             creditorAccount?: components["schemas"]["AccountRef"];
             debtorAccount?: components["schemas"]["AccountRef"];
+        } & ({
+            merchantId: string;
+        } | {
+            creditorAccount: components["schemas"]["AccountRef"];
+        });
+        /**
+         * @description A payment's `paymentInformation` as the upstream answers it: the fields of
+         *     `PaymentInformation`, none of them promised.
+         */
+        PaymentDetails: {
+            /** @description A number (the upstream may send a numeric string). */
+            amount?: number | string;
+            currency?: string;
+            remittanceInformation?: string;
+            merchantId?: string;
+            creditorName?: string;
+            creditorAccount?: {
+                iban: string;
+            } & {
+                [key: string]: unknown;
+            };
+            debtorAccount?: {
+                iban: string;
+            } & {
+                [key: string]: unknown;
+            };
+        } & {
+            [key: string]: unknown;
         };
         PaymentCreate: {
             paymentInformation: components["schemas"]["PaymentInformation"];
@@ -874,27 +939,7 @@ export interface components {
              * @enum {string}
              */
             status: "ACCC" | "ACSC" | "ACSP" | "ACTC" | "ACWC" | "ACFC" | "RCVD" | "RJCT" | "PATC" | "PENDING" | "ERROR" | "CANC" | "INIT" | "PART";
-            /** @description A payment targets a merchant (`merchantId`) or a creditor (`creditorName`, `creditorAccount`). Creditor and debtor accounts must differ. */
-            paymentInformation?: {
-                /** @description A positive number (the upstream also reads a numeric string). */
-                amount?: number | string;
-                currency?: string;
-                remittanceInformation?: string;
-                merchantId?: string;
-                creditorName?: string;
-                creditorAccount?: {
-                    iban: string;
-                } & {
-                    [key: string]: unknown;
-                };
-                debtorAccount?: {
-                    iban: string;
-                } & {
-                    [key: string]: unknown;
-                };
-            } & {
-                [key: string]: unknown;
-            };
+            paymentInformation?: components["schemas"]["PaymentDetails"];
             providerIds?: string[];
             providerId?: string;
             redirectUrl?: string;
@@ -913,6 +958,7 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description A provider, and an existing payment (`paymentId`) or a new one (`paymentInformation`); anything less is 400 `VALIDATION_ERROR`. */
         OpenBankingInit: {
             providerId: string;
             paymentService?: string;
@@ -921,7 +967,11 @@ export interface components {
             paymentInformation?: components["schemas"]["PaymentInformation"];
             redirectUrl?: string;
             includeFakeProviders?: boolean;
-        };
+        } & ({
+            paymentId: string;
+        } | {
+            paymentInformation: components["schemas"]["PaymentInformation"];
+        });
         OpenBankingInitReply: {
             paymentId?: string;
             providerId?: string;
@@ -1717,6 +1767,32 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["ModeNotEnabled"];
             429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["StoreUnavailable"];
+        };
+    };
+    getAuthMethods: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sign-in method and the session. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthMethods"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
             500: components["responses"]["Internal"];
             503: components["responses"]["StoreUnavailable"];
         };

@@ -44,8 +44,13 @@ const payment: Payment = {
   paymentInformation: { amount: "149.90", currency: "ILS", bankReference: "B-1" },
   settledBy: "bank",
 };
-// ...and a payment's information, as read, can be sent again.
-const again: PaymentCreate = { paymentInformation: payment.paymentInformation ?? {}, providerIds: ["demobank-sandbox"] };
+// ...and none of an answer's members is promised, so a payment's information, as read, is
+// completed before it is sent again (a request needs amount, currency, a merchant or creditor).
+const read = payment.paymentInformation;
+const again: PaymentCreate = {
+  paymentInformation: { amount: read?.amount ?? 0, currency: read?.currency ?? "ILS", merchantId: read?.merchantId ?? "m1" },
+  providerIds: ["demobank-sandbox"],
+};
 
 // An answer the BFF makes itself is exact.
 const me: Session = { userId: "u1", expiresAt: "2026-01-01T00:00:00Z" };
