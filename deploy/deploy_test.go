@@ -1003,35 +1003,14 @@ func TestDashboard(t *testing.T) {
 
 // --------------------------------------------------------------- Dockerfile
 
-// dockerStages splits a Dockerfile into stages of instructions (continuations joined).
+// dockerStages splits deploy/Dockerfile into stages of instructions (continuations joined).
 func dockerStages(t *testing.T) [][]string {
 	t.Helper()
 	b, err := os.ReadFile(dockerfile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stages [][]string
-	cur := ""
-	for _, line := range strings.Split(string(b), "\n") {
-		trimmed := strings.TrimSpace(line)
-		if cur == "" && (trimmed == "" || strings.HasPrefix(trimmed, "#")) {
-			continue
-		}
-		if s, ok := strings.CutSuffix(trimmed, "\\"); ok {
-			cur += s + " "
-			continue
-		}
-		cur += trimmed
-		fields := strings.Fields(cur)
-		if strings.EqualFold(fields[0], "FROM") {
-			stages = append(stages, nil)
-		}
-		if len(stages) > 0 {
-			stages[len(stages)-1] = append(stages[len(stages)-1], cur)
-		}
-		cur = ""
-	}
-	return stages
+	return dockerfileStages(string(b))
 }
 
 func TestDockerfile(t *testing.T) {

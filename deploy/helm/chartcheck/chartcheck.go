@@ -11,6 +11,7 @@
 package chartcheck
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"path"
@@ -87,20 +88,35 @@ func RenderStrict(chartDir string, values map[string]any, rel Release) ([]Manife
 	return render(chartDir, values, rel, true)
 }
 
-func render(chartDir string, values map[string]any, rel Release, strict bool) ([]Manifest, error) {
+// Notes renders the chart's NOTES.txt, what `helm install` prints.
+func Notes(chartDir string, values map[string]any, rel Release) (string, error) {
+	out, chart, err := renderFiles(chartDir, values, rel, true)
+	if err != nil {
+		return "", err
+	}
+	notes, ok := out[chart+"/templates/NOTES.txt"]
+	if !ok {
+		return "", errors.New("the chart has no templates/NOTES.txt")
+	}
+	return notes, nil
+}
+
+// renderFiles renders every template, NOTES.txt included, by its name
+// under the chart's (returned too).
+func renderFiles(chartDir string, values map[string]any, rel Release, strict bool) (map[string]string, string, error) {
 	ch, err := loader.Load(chartDir)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	caps, err := capabilities()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	top, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{
 		Name: rel.Name, Namespace: rel.Namespace, Revision: 1, IsInstall: true,
 	}, caps)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if rel.Service != "" {
 		r := top["Release"].(map[string]any)
@@ -108,11 +124,19 @@ func render(chartDir string, values map[string]any, rel Release, strict bool) ([
 	}
 	out, err := engine.Engine{Strict: strict}.Render(ch, top)
 	if err != nil {
+		return nil, "", err
+	}
+	return out, ch.Name(), nil
+}
+
+func render(chartDir string, values map[string]any, rel Release, strict bool) ([]Manifest, error) {
+	out, chart, err := renderFiles(chartDir, values, rel, strict)
+	if err != nil {
 		return nil, err
 	}
 	var ms []Manifest
 	for _, name := range slices.Sorted(maps.Keys(out)) {
-		tpl := strings.TrimPrefix(name, ch.Name()+"/")
+		tpl := strings.TrimPrefix(name, chart+"/")
 		if path.Ext(tpl) != ".yaml" || strings.TrimSpace(stripComments(out[name])) == "" {
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -508,6 +509,44 @@ func TestWebhookPathIsRoutedAndSigned(t *testing.T) {
 	}
 }
 
+// TestNotesNameEveryRoutedPath: what `helm install` prints says which paths
+// of the app's host go to the BFF, with or without the chart's Ingress: the
+// Ingress's paths (/bff among them: the payments list and the event
+// stream) and config.payments.webhook_path when set.
+func TestNotesNameEveryRoutedPath(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		values  string
+		webhook bool
+	}{
+		{"no Ingress", `{}`, false},
+		{"no Ingress, webhooks", `{config: {payments: {webhook_path: /webhooks/payments}}, secrets: {keys: {paymentsWebhookSecrets: payments-webhook-secrets}}}`, true},
+		{"the Ingress", `{ingress: {enabled: true, host: app.example.com}}`, false},
+		{"the Ingress, webhooks", `{ingress: {enabled: true, host: app.example.com}, config: {payments: {webhook_path: /webhooks/payments}}, secrets: {keys: {paymentsWebhookSecrets: payments-webhook-secrets}}}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var values map[string]any
+			if err := yaml.Unmarshal([]byte(tc.values), &values); err != nil {
+				t.Fatal(err)
+			}
+			notes, err := Notes(chartDir, values, Release{Name: "bff", Namespace: namespace})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"/auth", "/api", "/bff"}
+			if tc.webhook {
+				want = append(want, "/webhooks/payments")
+			}
+			for _, p := range want {
+				// A path of its own, not part of a name (svc/bff-admin).
+				if !regexp.MustCompile(`(?m)(^|[\s,(])` + regexp.QuoteMeta(p) + `([\s,.)]|$)`).MatchString(notes) {
+					t.Errorf("NOTES.txt does not name %s:\n%s", p, notes)
+				}
+			}
+		})
+	}
+}
+
 // TestSecretsComeFromTheExistingSecret: no rendered object carries a secret
 // value; the Deployment takes each one from the Secret the values name.
 func TestSecretsComeFromTheExistingSecret(t *testing.T) {
@@ -743,6 +782,7 @@ func TestValueCombinations(t *testing.T) {
 		"tracing to a collector": `{otel: {enabled: true, endpoint: "http://otel.monitoring.svc:4318", samplerArg: 0.05, headersSecret: {name: otel-auth, key: headers}, networkPolicyTo: ` + monitoring + `}}`,
 		"tracing to a SaaS":      `{otel: {enabled: true, endpoint: "https://otlp.vendor.example", headersSecret: {name: otel-auth, key: headers}, networkPolicyTo: [{ipBlock: {cidr: 203.0.113.0/24}}], ports: [443]}}`,
 		"Ingress with the app":   `{ingress: {enabled: true, host: app.example.com, appBackend: {name: web, port: {number: 80}}}}`,
+		"the app in the image":   `{image: {repository: registry.example.com/team/app-with-bff, tag: "1.0.0"}, ingress: {enabled: true, host: app.example.com, paths: [/]}, config: {payments: {webhook_path: /webhooks/payments}}, secrets: {keys: {paymentsWebhookSecrets: payments-webhook-secrets}}}`,
 		"Ingress, public_url with its port and capitals": `{ingress: {enabled: true, host: app.example.com}, config: {public_url: "https://App.Example.com:443"}}`,
 		"nodelocal DNS":                 `{networkPolicy: {dnsTo: [{ipBlock: {cidr: 169.254.20.10/32}}]}}`,
 		"decryption keys":               `{extraEnv: [{name: BFF_REDIS_DECRYPTION_KEYS, valueFrom: {secretKeyRef: {name: bff-secrets, key: old-keys}}}]}`,
