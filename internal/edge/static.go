@@ -90,7 +90,7 @@ func (s *Static) handler(log *slog.Logger) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		p := r.URL.Path
-		if p == "/api" || p == "/auth" || strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/auth/") {
+		if bffOwn(p) {
 			return echo.ErrNotFound // the BFF's own, never the app's: a problem, not index.html
 		}
 		st := state(c)
@@ -167,6 +167,18 @@ func logPath(p string) string {
 
 // open opens a regular, non-hidden file under the root; anything else is
 // fs.ErrNotExist.
+// bffOwn reports whether path is under one of the BFF's own prefixes
+// (/api, /auth, /bff): a path there that no route serves is the BFF's 404,
+// never the app's index.html.
+func bffOwn(path string) bool {
+	for _, prefix := range []string{"/api", "/auth", "/bff"} {
+		if path == prefix || strings.HasPrefix(path, prefix+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Static) open(name string) (io.ReadSeekCloser, fs.FileInfo, error) {
 	for _, seg := range strings.Split(name, "/") {
 		if strings.HasPrefix(seg, ".") {

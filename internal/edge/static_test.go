@@ -125,6 +125,8 @@ func TestStaticApp(t *testing.T) {
 
 	t.Run("the BFF's own paths are never the app's", func(t *testing.T) {
 		wantProblem(t, get("GET", "/auth/nope"), 404, problem.CodeRouteNotFound)
+		wantProblem(t, get("GET", "/bff/nope"), 404, problem.CodeRouteNotFound)
+		wantProblem(t, get("GET", "/bff"), 404, problem.CodeRouteNotFound)
 		wantProblem(t, get("GET", "/auth"), 404, problem.CodeRouteNotFound)
 	})
 
