@@ -33,6 +33,7 @@ func TestOpenAPIOperations(t *testing.T) {
 		{"GET", "/auth/callback"},
 		{"POST", "/auth/mobile/token"},
 		{"POST", "/auth/dev/login"},
+		{"GET", "/auth/methods"},
 		{"GET", "/auth/session"},
 		{"GET", "/auth/sessions"},
 		{"DELETE", "/auth/sessions"},

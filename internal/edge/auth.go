@@ -192,6 +192,34 @@ func sessionInfo(d authDeps) echo.HandlerFunc {
 	}
 }
 
+// methodsReply is GET /auth/methods' answer.
+type methodsReply struct {
+	Login   string        `json:"login"`
+	Session *sessionReply `json:"session"`
+}
+
+// authMethods is GET /auth/methods: how this BFF signs users in (login:
+// "dev" or "oidc") and the caller's session, null without one, so a page
+// learns both in one request that answers 200 to a visitor who is not
+// signed in and spends no /auth budget (authLimit). It needs no session and
+// changes nothing but a live session's idle timeout, as any use does.
+func authMethods(d authDeps, login string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		reply := methodsReply{Login: login}
+		p, err := d.a.resolve(c)
+		var perr *problem.Problem
+		switch {
+		case err == nil:
+			reply.Session = &sessionReply{UserID: p.rec.UserID, ExpiresAt: d.sessions.ExpiresAt(p.rec).UTC()}
+		case errors.As(err, &perr) && perr.Code == problem.CodeSessionRequired:
+			// No session, an unreadable cookie or an ended session: signed out.
+		default:
+			return err
+		}
+		return c.JSON(http.StatusOK, reply)
+	}
+}
+
 // logout ends the session everywhere and clears the cookie. When it was
 // the user's last session, their cached upstream token goes too. After an
 // OpenID login, X-Logout-Url names the provider's RP-initiated logout.

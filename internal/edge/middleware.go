@@ -264,7 +264,7 @@ func (l *addressLimits) allow(c echo.Context, kind string, n int, per time.Durat
 }
 
 // authLimit spends the client's /auth/* budget, or its back-channel logout
-// budget on that path.
+// budget on that path; GET /auth/methods spends none.
 func authLimit(l *addressLimits) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -273,6 +273,8 @@ func authLimit(l *addressLimits) echo.MiddlewareFunc {
 			switch {
 			case p == "/auth/backchannel-logout":
 				// Counted by the handler, refusals only.
+			case p == "/auth/methods" && c.Request().Method == http.MethodGet:
+				// Not counted: every page view asks it (docs/endpoints.md).
 			case strings.HasPrefix(p, "/auth/"):
 				err = l.allow(c, "auth", l.auth, time.Minute, "too many login and session requests from this address; retry in %d s")
 			}

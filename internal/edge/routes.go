@@ -34,6 +34,9 @@ func routes(e *echo.Echo, d Deps) {
 		e.POST("/auth/backchannel-logout", backchannelLogout(ld))
 		logoutURL = d.Login.OIDC.LogoutURL()
 	}
+	if method := loginMethod(d.Login); method != "" {
+		e.GET("/auth/methods", authMethods(ad, method))
+	}
 	e.GET("/auth/session", sessionInfo(ad))
 	e.GET("/auth/sessions", listSessions(ad))
 	e.DELETE("/auth/sessions/:id", revokeSession(ad))
@@ -58,4 +61,16 @@ func routes(e *echo.Echo, d Deps) {
 		e.GET("/*", app)
 		e.HEAD("/*", app)
 	}
+}
+
+// loginMethod is how l signs users in, as GET /auth/methods names it: "dev",
+// "oidc", or "" for an edge with no login (tests).
+func loginMethod(l Login) string {
+	switch {
+	case l.Dev:
+		return "dev"
+	case l.OIDC != nil:
+		return "oidc"
+	}
+	return ""
 }
