@@ -88,6 +88,7 @@ test-deps:
 	@[ -d e2e/oidcprovider/node_modules/oidc-provider ] || npm ci --prefix e2e/oidcprovider --no-audit --no-fund
 	@[ -d web/app/node_modules/esbuild ] || npm ci --prefix web/app --no-audit --no-fund
 	@[ -d web/react-app/node_modules/react-dom ] || npm ci --prefix web/react-app --no-audit --no-fund
+	@[ -d web/client/node_modules/typescript ] || npm ci --prefix web/client --no-audit --no-fund
 
 ## lint: gofmt, go vet and staticcheck, with TAGS so that the tests that
 ## need services are checked too

@@ -43,20 +43,26 @@ func freePorts(t *testing.T) int {
 	return 0
 }
 
-// make run's script on ports other than 8080: the
-// banner names what really listens, and the example app's payment journey
-// goes to the bank's consent page and back in the real browser, with the
-// simulator's redirect allow-list following the port.
-func TestMakeRunOnAnyPort(t *testing.T) {
-	dir := t.TempDir()
-	sim := filepath.Join(dir, "upstream-sim")
+// makeRun is make run's script (scripts/run-dev.sh) running on a free
+// port with the test's binaries: what a developer has after `make run`.
+type makeRun struct {
+	port    int             // PORT: the BFF's public port
+	simPort int             // SIM_PORT: the simulator's, PORT + 1
+	base    string          // http://localhost:PORT
+	out     *syncbuf.Buffer // the script's output: the banner, then both logs
+}
+
+// startMakeRun starts make run's script on a free port and waits until the
+// BFF says it started; the script and its children end with the test.
+func startMakeRun(t *testing.T) *makeRun {
+	t.Helper()
+	sim := filepath.Join(t.TempDir(), "upstream-sim")
 	build := exec.Command("go", "build", "-o", sim, "../cmd/upstream-sim")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the simulator: %v\n%s", err, out)
 	}
 	port := freePorts(t)
-	base := fmt.Sprintf("http://localhost:%d", port)
-	var out syncbuf.Buffer
+	m := &makeRun{port: port, simPort: port + 1, base: fmt.Sprintf("http://localhost:%d", port), out: &syncbuf.Buffer{}}
 	cmd := exec.Command("./scripts/run-dev.sh")
 	cmd.Dir = ".."
 	var env []string
@@ -66,7 +72,7 @@ func TestMakeRunOnAnyPort(t *testing.T) {
 		}
 	}
 	cmd.Env = append(env, "PORT="+strconv.Itoa(port), "RUN_BFF_BIN="+bffBin, "RUN_SIM_BIN="+sim)
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = m.out, m.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -77,7 +83,7 @@ func TestMakeRunOnAnyPort(t *testing.T) {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		select {
 		case <-exited:
-		case <-time.After(10 * time.Second):
+		case <-time.After(10 * time.Second): // a clean stop takes well under a second
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-exited
 		}
@@ -85,15 +91,25 @@ func TestMakeRunOnAnyPort(t *testing.T) {
 	eventually(t, 90*time.Second, func() error { // 90 s: the app's npm ci on a first run
 		select {
 		case <-exited:
-			t.Fatalf("make run's script exited:\n%s", out.String())
+			t.Fatalf("make run's script exited:\n%s", m.out.String())
 		default:
 		}
-		if !strings.Contains(out.String(), `"msg":"bff started"`) {
-			return fmt.Errorf("make run's script did not start:\n%s", out.String())
+		if !strings.Contains(m.out.String(), `"msg":"bff started"`) {
+			return fmt.Errorf("make run's script did not start:\n%s", m.out.String())
 		}
 		return nil
 	})
-	banner := out.String()
+	return m
+}
+
+// make run's script on ports other than 8080: the
+// banner names what really listens, and the example app's payment journey
+// goes to the bank's consent page and back in the real browser, with the
+// simulator's redirect allow-list following the port.
+func TestMakeRunOnAnyPort(t *testing.T) {
+	m := startMakeRun(t)
+	port, base := m.port, m.base
+	banner := m.out.String()
 	for _, want := range []string{"The BFF listens on " + base, fmt.Sprintf("admin: http://127.0.0.1:%d", port+1010),
 		fmt.Sprintf("simulator on http://127.0.0.1:%d", port+1), base + "/auth/dev/login"} {
 		if !strings.Contains(banner, want) {
