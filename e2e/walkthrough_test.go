@@ -27,11 +27,11 @@ import (
 // cannot show a command that fails or an answer that is not the one a
 // reader gets.
 //
-// The rules the README follows (walkthrough below):
-//   - an sh block of curl commands, NAME=$(...) lines and comments is run in bash; a
-//     variable it sets is seen by the later blocks, as in one terminal;
-//     a `curl -N` (`-sN`) block is a stream, left running as in a third
-//     terminal;
+// The rules the README's walkthrough follows:
+//   - an sh block of curl commands, NAME=$(...) lines and comments is run
+//     in bash; a variable it sets is seen by the later blocks, as in one
+//     terminal; a `curl -N` (`-sN`) block is a stream, left running as in
+//     a third terminal;
 //   - a fenced block right after an sh block (only blank lines between) is
 //     what it prints, `…` standing for anything;
 //   - a `text stream` block is what the open stream prints by then;
