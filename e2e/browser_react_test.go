@@ -45,7 +45,8 @@ func buildReactApp(t *testing.T) string {
 // TestBrowserReactJourney is the React example (web/react-app) served by
 // the BFF: the OpenID sign-in, accounts after a failure and its Retry, a
 // validation error in the table's words, a payment through the bank's
-// consent page and back, and the payments list.
+// consent page and back, the payments list, and Sign out through the
+// provider's logout page.
 func TestBrowserReactJourney(t *testing.T) {
 	dist := buildReactApp(t)
 	pub := freeAddr(t)
@@ -103,4 +104,15 @@ func TestBrowserReactJourney(t *testing.T) {
 		t.Errorf("%d payments made, want 1", made)
 	}
 	shots.Take(t, tab, "react-payments")
+
+	browsertest.Do(t, tab, "signing out",
+		chromedp.Click(chromedp.ID("sign-out")),
+		chromedp.WaitVisible(chromedp.CSS(`button[name="logout"][value="yes"]`)))
+	shots.Take(t, tab, "react-provider-logout")
+	browsertest.Do(t, tab, "confirming at the provider",
+		chromedp.Click(chromedp.CSS(`button[name="logout"][value="yes"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`main[data-app="react"] #oidc-login`)))
+	if who := textOf(t, tab, "#who"); who != "" {
+		t.Errorf("signed out, the header shows %q", who)
+	}
 }

@@ -14,9 +14,10 @@ import type {
 } from "../../client/src/index.ts";
 import { formatDate, formatDateTime, formatMoney, providerName, providerNames } from "./format.ts";
 import {
-  connectionStatus, errorMessages, fieldMessages, fill, offersRetry, paymentStatus, requestState, say, sessionMethod,
-  statusNotKnown, statusWords, ui,
+  connectionStatus, errorMessages, fieldMessages, fill, offersRetry, paymentStatus, say, sessionMethod, statusWords, ui,
 } from "./messages.ts";
+import { describeRecord } from "./records.ts";
+import type { components } from "../../client/src/generated/openapi.ts";
 
 // Build-time settings (build.mjs, from APP_TOTAL_TIMEOUT_MS and APP_SLOW_AFTER_MS); null: the
 // client's defaults (20 s in all for one call, "still trying" after 3 s).
@@ -106,6 +107,72 @@ function labelCells(body: HTMLElement, columns: { label: string }[]): void {
   }
 }
 
+/** A page of a list the upstream pages with `nextPage`. */
+interface ListPage<T> {
+  items: T[];
+  nextPage?: string | null;
+}
+
+/**
+ * The rows of a paged list and its **Load more**: the returned load() reads the first page, and
+ * each call after it the next one, appending their rows to body. After the last page the button
+ * is hidden and load() reads nothing, so no page is read twice; an item already listed (by key)
+ * is not listed again. While a page loads the button is disabled; a failure shows in msg with a
+ * Retry that reads the same page again.
+ */
+function pager<T>(o: {
+  body: HTMLElement;
+  columns: { label: string }[];
+  row: (item: T) => HTMLElement;
+  key: (item: T) => string | undefined;
+  read: (nextPage: string | undefined) => Promise<ListPage<T>>;
+  more: HTMLButtonElement;
+  msg: HTMLElement;
+  /** What msg says once a page is in: count rows listed, ended after the last page. */
+  shown: (count: number, ended: boolean) => Child;
+}): () => Promise<void> {
+  let nextPage: string | undefined;
+  let ended = false;
+  let busy = false;
+  let count = 0;
+  const listed = new Set<string>();
+  o.more.hidden = true;
+  o.more.addEventListener("click", () => void load());
+  async function load(): Promise<void> {
+    if (ended || busy) return;
+    busy = true;
+    o.more.disabled = true;
+    o.msg.replaceChildren(ui.loading);
+    try {
+      const page = await o.read(nextPage);
+      const fresh = page.items.filter((item) => {
+        const k = o.key(item);
+        if (k === undefined) return true;
+        if (listed.has(k)) return false;
+        listed.add(k);
+        return true;
+      });
+      const added = h("tbody", {}, ...fresh.map(o.row));
+      labelCells(added, o.columns);
+      o.body.append(...Array.from(added.children));
+      count += fresh.length;
+      // A cursor that does not move would read the same page for ever: that is the end too.
+      const next = page.nextPage || undefined;
+      ended = next === undefined || next === nextPage;
+      nextPage = next;
+      o.more.hidden = ended;
+      const words = o.shown(count, ended);
+      o.msg.replaceChildren(...(words ? [words] : []));
+    } catch (err) {
+      o.msg.replaceChildren(errorBox(err, () => void load()));
+    } finally {
+      busy = false;
+      o.more.disabled = false;
+    }
+  }
+  return load;
+}
+
 // ---- Router ----------------------------------------------------------------
 
 function go(path: string): void {
@@ -124,7 +191,21 @@ function link(path: string, text: string): HTMLElement {
   }, text);
 }
 
+/** GET /auth/methods: the sign-in this BFF has, and the session, null when signed out. */
+type AuthMethods = components["schemas"]["AuthMethods"];
+
+/**
+ * Asks the BFF how to sign in and who is signed in (GET /auth/methods): 200 with or without a
+ * session, so a visitor who is not signed in costs no 401, no probe of the dev login and none of
+ * the address's /auth budget. Asked on every route, like a session check.
+ */
+async function authMethods(): Promise<AuthMethods> {
+  return (await bff.request<AuthMethods>("GET", "/auth/methods")).data;
+}
+
 let who: string | null = null;
+// How this BFF signs users in, from the last GET /auth/methods.
+let signInMethod: AuthMethods["login"] = "oidc";
 // Counts route() calls, so that an older one whose session check answers late
 // (a click during a slow check, a back-forward cache restore) renders nothing.
 let routing = 0;
@@ -153,20 +234,19 @@ async function route(): Promise<void> {
   // The previous page (or one restored from the back-forward cache after a
   // logout) must not stay on screen while the session is checked.
   render(h("p", {}, ui.loading));
-  if (path !== "/login") {
-    try {
-      const me = await bff.session();
-      if (seq !== routing) return;
-      who = me ? me.userId : null;
-    } catch (err) {
-      if (seq !== routing) return;
-      renderNav();
-      render(h("h1", {}, "Cannot load this page"), errorBox(err, () => void route()));
-      return;
-    }
-    if (!who) {
-      history.replaceState(null, "", "/login?returnTo=" + encodeURIComponent(path + location.search));
-    }
+  try {
+    const auth = await authMethods();
+    if (seq !== routing) return;
+    who = auth.session?.userId ?? null;
+    signInMethod = auth.login;
+  } catch (err) {
+    if (seq !== routing) return;
+    renderNav();
+    render(h("h1", {}, "Cannot load this page"), errorBox(err, () => void route()));
+    return;
+  }
+  if (!who && path !== "/login") {
+    history.replaceState(null, "", "/login?returnTo=" + encodeURIComponent(path + location.search));
   }
   renderNav();
   switch (who ? location.pathname : "/login") {
@@ -199,38 +279,12 @@ function safeReturnTo(): string {
   return r.startsWith("/") && !r.startsWith("//") && r !== "/login" && !r.startsWith("/login?") ? r : "/";
 }
 
-/**
- * How this BFF signs users in: "dev" when it has POST /auth/dev/login (`auth.mode: dev`),
- * else "oidc". An empty userId is refused (VALIDATION_ERROR) by the dev login, which makes no
- * session; a BFF without it answers ROUTE_NOT_FOUND, or METHOD_NOT_ALLOWED when it serves the
- * app (static_dir takes GET on every path). Asked once per page load.
- */
-let signInMethod: Promise<"dev" | "oidc"> | null = null;
-function loginMethod(): Promise<"dev" | "oidc"> {
-  signInMethod ??= bff.request("POST", "/auth/dev/login", { body: { userId: "" }, retry: false })
-    .then(() => "dev" as const, (err: unknown) => {
-      if (isBffError(err) && err.is("ROUTE_NOT_FOUND", "METHOD_NOT_ALLOWED")) return "oidc" as const;
-      if (isBffError(err) && err.is("VALIDATION_ERROR")) return "dev" as const;
-      signInMethod = null; // a failure of the moment: ask again on the next try
-      throw err;
-    });
-  return signInMethod;
-}
-
+/** The sign-in this BFF has (route() asked GET /auth/methods): the dev form or the OpenID link, never both. */
 function loginPage(): void {
   const returnTo = safeReturnTo();
-  const seq = routing;
-  const section = h("section", { id: "sign-in-page" }, h("h1", {}, "Sign in"), h("p", {}, ui.loading));
-  render(section);
-  loginMethod().then((method) => {
-    if (seq !== routing) return;
-    section.replaceChildren(h("h1", {}, "Sign in"), ...(method === "dev" ? devLogin(returnTo) : oidcLogin(returnTo)));
-    section.id = "sign-in";
-    document.getElementById("userId")?.focus();
-  }, (err: unknown) => {
-    if (seq !== routing) return;
-    section.replaceChildren(h("h1", {}, "Sign in"), errorBox(err, () => loginPage()));
-  });
+  render(h("section", { id: "sign-in" },
+    h("h1", {}, "Sign in"), ...(signInMethod === "dev" ? devLogin(returnTo) : oidcLogin(returnTo))));
+  document.getElementById("userId")?.focus();
 }
 
 function oidcLogin(returnTo: string): Node[] {
@@ -292,37 +346,23 @@ function homePage(): void {
   const accountsBox = h("div", { id: "accounts" }, ui.loading);
   const txTable = table("transactions", txColumns, []);
   const txBody = txTable.querySelector("tbody")!;
-  const txMsg = h("div");
+  const txMsg = h("div", { id: "transactions-msg" });
   const more = h("button", { id: "load-more", type: "button" }, "Load more") as HTMLButtonElement;
-  more.hidden = true;
-  let nextPage: string | null = null;
-  let count = 0;
-
-  async function loadTx(): Promise<void> {
-    more.disabled = true;
-    txMsg.replaceChildren(ui.loading);
-    try {
-      const page = await bff.transactions({ limit: 20, ...(nextPage ? { nextPage } : {}) });
-      const rows = page.items.map((t) => h("tr", {},
-        h("td", {}, formatDate(t.date?.transactionDate)),
-        h("td", {}, h("bdi", {}, t.merchantName || t.description?.description || "")),
-        h("td", {}, t.category?.main ?? ""),
-        h("td", { class: "num" }, txAmount(t)),
-      ));
-      const added = h("tbody", {}, ...rows);
-      labelCells(added, txColumns);
-      txBody.append(...Array.from(added.children));
-      count += page.items.length;
-      nextPage = page.nextPage ?? null;
-      more.hidden = !nextPage;
-      txMsg.replaceChildren(count === 0 ? "No transactions." : `${count} shown` + (nextPage ? "" : " (all)"));
-    } catch (err) {
-      txMsg.replaceChildren(errorBox(err, () => void loadTx()));
-    } finally {
-      more.disabled = false;
-    }
-  }
-  more.addEventListener("click", () => void loadTx());
+  const loadTx = pager<Transaction>({
+    body: txBody,
+    columns: txColumns,
+    row: (t) => h("tr", {},
+      h("td", {}, formatDate(t.date?.transactionDate)),
+      h("td", {}, h("bdi", {}, t.merchantName || t.description?.description || "")),
+      h("td", {}, t.category?.main ?? ""),
+      h("td", { class: "num" }, txAmount(t)),
+    ),
+    key: (t) => t.id,
+    read: (nextPage) => bff.transactions({ limit: 20, ...(nextPage ? { nextPage } : {}) }),
+    more,
+    msg: txMsg,
+    shown: (count, ended) => (count === 0 && ended ? "No transactions." : `${count} shown` + (ended ? " (all)" : "")),
+  });
 
   const refreshBtn = h("button", {
     id: "refresh",
@@ -603,11 +643,15 @@ function recentPayments(limit = 10): RecentPayments {
     if (!had || rec.updatedAt > had.updatedAt || (overTie && rec.updatedAt === had.updatedAt)) byKey.set(rec.key, rec);
   }
   function row(rec: PaymentRecord): HTMLElement {
-    return h("tr", { "data-key": rec.key, "data-payment-id": rec.paymentId ?? "", "data-payment-status": rec.paymentStatus ?? "" },
+    const words = describeRecord(rec);
+    return h("tr", {
+      "data-key": rec.key, "data-state": rec.state, "data-status": rec.status === undefined ? "" : String(rec.status),
+      "data-payment-id": rec.paymentId ?? "", "data-payment-status": rec.paymentStatus ?? "",
+    },
       h("td", {}, formatDateTime(rec.createdAt)),
       h("td", { class: "mono" }, rec.paymentId ?? ""),
-      h("td", {}, statusWords(requestState, rec.state)),
-      h("td", { class: "payment-status" }, rec.paymentStatus ? statusWords(paymentStatus, rec.paymentStatus) : statusNotKnown),
+      h("td", { class: "request-state" }, words.request),
+      h("td", { class: "payment-status" }, words.status),
     );
   }
   function draw(): void {
@@ -672,34 +716,23 @@ function paymentsPage(): void {
   const t = table("payments-table", paymentColumns, []);
   const body = t.querySelector("tbody")!;
   t.hidden = true;
-  const msg = h("div");
+  const msg = h("div", { id: "payments-msg" });
   const more = h("button", { id: "payments-more", type: "button" }, "Load more") as HTMLButtonElement;
-  more.hidden = true;
-  let nextPage: string | null = null;
-  let count = 0;
-
-  async function load(): Promise<void> {
-    more.disabled = true;
-    msg.replaceChildren(ui.loading);
-    try {
-      const page = await bff.payments({ limit: 20, sort: -1, ...(nextPage ? { nextPage } : {}) });
-      const added = h("tbody", {}, ...page.items.map(paymentRow));
-      labelCells(added, paymentColumns);
-      body.append(...Array.from(added.children));
-      count += page.items.length;
-      nextPage = page.nextPage ?? null;
-      more.hidden = !nextPage;
+  const load = pager<Payment>({
+    body,
+    columns: paymentColumns,
+    row: paymentRow,
+    key: (p) => p.id,
+    read: (nextPage) => bff.payments({ limit: 20, sort: -1, ...(nextPage ? { nextPage } : {}) }),
+    more,
+    msg,
+    shown: (count, ended) => {
       t.hidden = count === 0;
-      msg.replaceChildren(count === 0 && !nextPage
+      return count === 0 && ended
         ? h("p", { id: "payments-empty" }, "No payments yet.")
-        : `${count} shown` + (nextPage ? "" : " (all)"));
-    } catch (err) {
-      msg.replaceChildren(errorBox(err, () => void load()));
-    } finally {
-      more.disabled = false;
-    }
-  }
-  more.addEventListener("click", () => void load());
+        : `${count} shown` + (ended ? " (all)" : "");
+    },
+  });
 
   const recent = recentPayments();
   render(

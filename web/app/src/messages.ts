@@ -88,10 +88,39 @@ export const paymentStatus: Record<string, string> = {
   INIT: "Waiting for approval", PART: "Partly paid", RJCT: "Rejected", CANC: "Cancelled", ERROR: "Failed",
 };
 
-/** A payment record's request state (`PaymentRecord.state`) in words. */
-export const requestState: Record<string, string> = {
-  in_flight: "Being sent", done: "Sent", unknown: "Being checked",
+/**
+ * What became of a payment request the BFF recorded (`PaymentRecord`, GET /bff/payments), in
+ * words: records.ts picks them from its `state` and `status`.
+ */
+export const recordWords = {
+  /** in_flight: sent or being sent, no answer yet. */
+  sending: "Sending",
+  /** done with a 2xx: the bank took the request; the payment's status follows. */
+  sent: "Sent",
+  /** done with any other status: the bank refused the request (why: refusedMessages). */
+  notAccepted: "Not accepted",
+  /** unknown: whether the bank acted is not known; the BFF keeps checking. */
+  outcomeUnknown: "Outcome unknown",
+  beingChecked: "Being checked: do not pay again yet",
+  /** A sent payment whose status the BFF has not read from the bank yet. */
+  statusNotKnown: "Not known yet",
+  /** A state this app does not know (one the BFF added later). */
+  other: "Unknown",
 };
+
+/** Why the bank refused a payment request, by the HTTP status the BFF answered it with. */
+export const refusedMessages: Record<number, string> = {
+  400: "Some details were not accepted.",
+  402: "Not enough credits.",
+  403: "Not allowed on your plan.",
+  404: "The bank could not find what it refers to.",
+  409: "It conflicted with another request.",
+  422: "Some details were not accepted.",
+  429: "Too many requests at the bank.",
+};
+
+/** Why the bank refused a request, for a status refusedMessages does not list. */
+export const refusedOther = "The bank did not accept it.";
 
 /** A connection's status in words. */
 export const connectionStatus: Record<string, string> = {
@@ -119,9 +148,6 @@ export function say(err: BffError): string {
 export function offersRetry(err: BffError): boolean {
   return err.action === "retry_later";
 }
-
-/** What a payment record shows while the bank's status is not known yet (paymentStatus null). */
-export const statusNotKnown = "Not known yet";
 
 /** A status in words from table, or a neutral word for one it does not know. */
 export function statusWords(table: Record<string, string>, status: string | undefined): string {

@@ -1,6 +1,7 @@
 // The app's one client of the BFF, and the calls still waiting for their answer (for "still
 // trying…"), as a store React reads with useSyncExternalStore.
 import { createClient } from "../../client/src/index.ts";
+import type { components } from "../../client/src/generated/openapi.ts";
 
 // Build-time settings (build.mjs); null: the client's defaults.
 declare const __APP_TOTAL_TIMEOUT_MS__: number | null;
@@ -37,3 +38,14 @@ export const bff = createClient({
     return () => changed(-1);
   },
 });
+
+/** GET /auth/methods: the sign-in this BFF has, and the session, null when signed out. */
+export type AuthMethods = components["schemas"]["AuthMethods"];
+
+/**
+ * How to sign in and who is signed in, in one request that answers 200 either way: a visitor who
+ * is not signed in costs no 401, no probe of the dev login and none of the address's /auth budget.
+ */
+export async function authMethods(): Promise<AuthMethods> {
+  return (await bff.request<AuthMethods>("GET", "/auth/methods")).data;
+}

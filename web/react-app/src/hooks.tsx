@@ -1,7 +1,7 @@
 // The React side of the patterns web/app shows in plain DOM: a call's state with a Retry
 // (useCall), "still trying…" while any call is slow (StillTrying), and an error in the words of
 // the message table with its Retry and reference (Problem). Copy this file with bff.ts.
-import { useCallback, useEffect, useState, useSyncExternalStore } from "react";
+import { useCallback, useEffect, useRef, useState, useSyncExternalStore } from "react";
 import { isBffError } from "../../client/src/index.ts";
 import { errorMessages, fill, offersRetry, say, ui } from "../../app/src/messages.ts";
 import { slowCount, subscribeSlow } from "./bff.ts";
@@ -33,6 +33,78 @@ export function useCall<T>(call: () => Promise<T>, deps: unknown[]): CallState<T
   }, [...deps, run]);
   const retry = useCallback(() => setRun((n) => n + 1), []);
   return { data: state.data, error: state.error, loading: state.loading, retry };
+}
+
+/** A page of a list the upstream pages with `nextPage`. */
+export interface ListPage<T> {
+  items: T[];
+  nextPage?: string | null;
+}
+
+/** A paged list: the items read so far, and more() to read the next page. */
+export interface Paged<T> {
+  items: T[];
+  /** Pages read so far. */
+  pages: number;
+  /** The last page is in: there is nothing more to read. */
+  ended: boolean;
+  loading: boolean;
+  /** The last read's failure; more() reads the same page again. */
+  error: unknown;
+  more: () => void;
+}
+
+/**
+ * Reads the first page of a list when deps change, and the next one on each more(), until the
+ * last page: after it more() reads nothing (show no "Load more" once ended), and an item already
+ * read (by key) is not added again, so no page and no item is listed twice. A read answered after
+ * deps changed or the unmount is dropped.
+ */
+export function usePaged<T>(read: (nextPage: string | undefined) => Promise<ListPage<T>>,
+  key: (item: T) => string | undefined, deps: unknown[]): Paged<T> {
+  type Run = { next?: string; ended: boolean; busy: boolean; pages: number; items: T[]; listed: Set<string> };
+  const fresh = (): Run => ({ ended: false, busy: false, pages: 0, items: [], listed: new Set() });
+  const [view, setView] = useState<Omit<Paged<T>, "more">>({ items: [], pages: 0, ended: false, loading: true, error: undefined });
+  const run = useRef<Run>(fresh());
+  // The latest read and key, for a more() made once.
+  const calls = useRef({ read, key });
+  calls.current = { read, key };
+  const more = useCallback(() => {
+    const r = run.current;
+    if (r.ended || r.busy) return;
+    r.busy = true;
+    setView((v) => ({ ...v, loading: true, error: undefined }));
+    calls.current.read(r.next).then((page) => {
+      if (run.current !== r) return;
+      const added = page.items.filter((item) => {
+        const k = calls.current.key(item);
+        if (k === undefined) return true;
+        if (r.listed.has(k)) return false;
+        r.listed.add(k);
+        return true;
+      });
+      r.items = [...r.items, ...added];
+      r.pages++;
+      // A cursor that does not move would read the same page for ever: that is the end too.
+      const next = page.nextPage || undefined;
+      r.ended = next === undefined || next === r.next;
+      r.next = next;
+      r.busy = false;
+      setView({ items: r.items, pages: r.pages, ended: r.ended, loading: false, error: undefined });
+    }, (error: unknown) => {
+      if (run.current !== r) return;
+      r.busy = false;
+      setView({ items: r.items, pages: r.pages, ended: r.ended, loading: false, error });
+    });
+  }, []);
+  useEffect(() => {
+    run.current = fresh();
+    setView({ items: [], pages: 0, ended: false, loading: true, error: undefined });
+    more();
+    return () => { run.current = fresh(); };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, deps);
+  return { ...view, more };
 }
 
 /** "Still trying…" while a call waits longer than the client's slowAfterMs. */

@@ -4,29 +4,34 @@
 import "../../app/src/app.css";
 import { StrictMode, useEffect, useState, type FormEvent, type ReactNode } from "react";
 import { createRoot } from "react-dom/client";
-import { isBffError, type Payment } from "../../client/src/index.ts";
+import { isBffError, type Payment, type PaymentRecord } from "../../client/src/index.ts";
 import { formatDateTime, formatMoney, providerName } from "../../app/src/format.ts";
 import { fieldMessages, paymentStatus, statusWords, ui } from "../../app/src/messages.ts";
-import { bff, session } from "./bff.ts";
-import { Problem, StillTrying, useCall } from "./hooks.tsx";
+import { describeRecord } from "../../app/src/records.ts";
+import { authMethods, bff, session } from "./bff.ts";
+import { Problem, StillTrying, useCall, usePaged } from "./hooks.tsx";
 
 // ---- Routing: plain paths with history.pushState (the BFF answers any path with index.html).
 
-function usePath(): [string, (to: string) => void] {
+/** Goes to a path: a new history entry, or in place of this one (replace). */
+type Go = (to: string, opts?: { replace?: boolean }) => void;
+
+function usePath(): [string, Go] {
   const [path, setPath] = useState(location.pathname + location.search);
   useEffect(() => {
     const back = () => setPath(location.pathname + location.search);
     addEventListener("popstate", back);
     return () => removeEventListener("popstate", back);
   }, []);
-  const go = (to: string) => {
-    history.pushState(null, "", to);
+  const go: Go = (to, opts = {}) => {
+    if (opts.replace) history.replaceState(null, "", to);
+    else history.pushState(null, "", to);
     setPath(to);
   };
   return [path, go];
 }
 
-function Link({ to, go, children }: { to: string; go: (to: string) => void; children: ReactNode }) {
+function Link({ to, go, children }: { to: string; go: Go; children: ReactNode }) {
   const current = location.pathname === to ? "page" : undefined;
   return <a href={to} aria-current={current} onClick={(e) => { e.preventDefault(); go(to); }}>{children}</a>;
 }
@@ -35,14 +40,38 @@ function App() {
   const [path, go] = usePath();
   const pathname = path.split("?")[0]!;
   session.required = (returnTo) => go("/login?returnTo=" + encodeURIComponent(returnTo));
-  // The session, checked again on every page (after a logout elsewhere, no data shows).
-  const me = useCall(() => bff.session(), [path]);
-  const who = me.data?.userId;
+  // The sign-in and the session (GET /auth/methods), asked again on every page (after a logout
+  // elsewhere, no data shows) and after this page signs in or out (signedInOrOut), also when the
+  // path stays the same: a sign-in at / stays at /.
+  const [signings, setSignings] = useState(0);
+  const signedInOrOut = () => setSignings((n) => n + 1);
+  const me = useCall(authMethods, [path, signings]);
+  const who = me.data?.session?.userId;
+  const [leaving, setLeaving] = useState<"idp" | undefined>();
+  const [signOutError, setSignOutError] = useState<unknown>();
+  async function signOut() {
+    setSignOutError(undefined);
+    try {
+      // After an OpenID sign-in the client goes on to the provider's logout page: leave nothing
+      // of the user's on screen behind it.
+      const { logoutUrl } = await bff.logout();
+      if (logoutUrl) {
+        setLeaving("idp");
+        return;
+      }
+      go("/login", { replace: true });
+      signedInOrOut();
+    } catch (err) {
+      setSignOutError(err);
+    }
+  }
   let page: ReactNode;
-  if (me.loading && me.data === undefined) page = <p>{ui.loading}</p>;
+  if (leaving) page = <p id="signing-out">Signing you out at your identity provider…</p>;
+  else if (me.loading && me.data === undefined) page = <p>{ui.loading}</p>;
   else if (me.error) page = <Problem error={me.error} retry={me.retry} />;
-  else if (!who || pathname === "/login") page = <SignIn go={go} />;
-  else if (pathname === "/pay") page = <Pay />;
+  else if (!who || pathname === "/login") {
+    page = <SignIn method={me.data!.login} signedIn={(to) => { go(to, { replace: true }); signedInOrOut(); }} />;
+  } else if (pathname === "/pay") page = <Pay />;
   else if (pathname === "/payment-done") page = <PaymentDone go={go} />;
   else if (pathname === "/payments") page = <Payments />;
   else page = <Accounts />;
@@ -59,33 +88,28 @@ function App() {
             </>
           ) : <Link to="/login" go={go}>Sign in</Link>}
         </nav>
-        <span id="who" title={who ? "Signed in as " + who : undefined}>{who ?? ""}</span>
+        <span id="who" title={who && !leaving ? "Signed in as " + who : undefined}>{leaving ? "" : who ?? ""}</span>
+        {who && !leaving && <button id="sign-out" className="quiet" type="button" onClick={() => void signOut()}>Sign out</button>}
       </header>
       <StillTrying />
-      <main data-app="react">{page}</main>
+      <main data-app="react">
+        {signOutError !== undefined && <Problem error={signOutError} />}
+        {page}
+      </main>
     </>
   );
 }
 
-// ---- Sign in: the dev form where the BFF has POST /auth/dev/login, else the OpenID link.
-
-function loginMethod(): Promise<"dev" | "oidc"> {
-  return bff.request("POST", "/auth/dev/login", { body: { userId: "" }, retry: false }).then(
-    () => "dev" as const,
-    (err: unknown) => {
-      if (isBffError(err) && err.is("ROUTE_NOT_FOUND", "METHOD_NOT_ALLOWED")) return "oidc" as const;
-      if (isBffError(err) && err.is("VALIDATION_ERROR")) return "dev" as const;
-      throw err;
-    });
-}
+// ---- Sign in: the dev form where the BFF has POST /auth/dev/login, else the OpenID link
+// (GET /auth/methods says which).
 
 function safeReturnTo(): string {
   const r = new URLSearchParams(location.search).get("returnTo") ?? "/";
   return r.startsWith("/") && !r.startsWith("//") && !r.startsWith("/login") ? r : "/";
 }
 
-function SignIn({ go }: { go: (to: string) => void }) {
-  const method = useCall(loginMethod, []);
+/** The sign-in page; signedIn(to) runs after a dev sign-in, to show to (the page asked for). */
+function SignIn({ method, signedIn }: { method: "dev" | "oidc"; signedIn: (to: string) => void }) {
   const [userId, setUserId] = useState("alice");
   const [error, setError] = useState<unknown>();
   const returnTo = safeReturnTo();
@@ -94,7 +118,7 @@ function SignIn({ go }: { go: (to: string) => void }) {
     setError(undefined);
     try {
       await bff.devLogin(userId.trim());
-      go(returnTo);
+      signedIn(returnTo);
     } catch (err) {
       setError(err);
     }
@@ -102,12 +126,10 @@ function SignIn({ go }: { go: (to: string) => void }) {
   return (
     <section id="sign-in">
       <h1>Sign in</h1>
-      {method.loading && <p>{ui.loading}</p>}
-      {method.error !== undefined && <Problem error={method.error} retry={method.retry} />}
-      {method.data === "oidc" && (
+      {method === "oidc" && (
         <p><a className="button" id="oidc-login" href={bff.loginUrl(returnTo)}>Sign in</a></p>
       )}
-      {method.data === "dev" && (
+      {method === "dev" && (
         <form id="login-form" noValidate onSubmit={submit}>
           <div className="field">
             <label htmlFor="userId">User id</label>
@@ -226,7 +248,7 @@ function Pay() {
 const finalOk = new Set(["ACCC", "ACSC", "ACSP", "ACTC", "ACWC", "ACFC", "PATC"]);
 const finalBad = new Set(["RJCT", "CANC", "ERROR"]);
 
-function PaymentDone({ go }: { go: (to: string) => void }) {
+function PaymentDone({ go }: { go: Go }) {
   const id = new URLSearchParams(location.search).get("paymentId");
   const p = useCall(() => (id ? bff.payment(id) : Promise.resolve(undefined)), [id]);
   const pay = p.data;
@@ -265,19 +287,65 @@ function PaymentRow({ p }: { p: Payment }) {
   );
 }
 
+/** A payment request as the BFF recorded it: a refused one reads "Not accepted", never "Sent". */
+function RecordRow({ rec }: { rec: PaymentRecord }) {
+  const words = describeRecord(rec);
+  return (
+    <tr data-key={rec.key} data-state={rec.state} data-status={rec.status ?? ""}
+      data-payment-id={rec.paymentId ?? ""} data-payment-status={rec.paymentStatus ?? ""}>
+      <td data-label="Created">{formatDateTime(rec.createdAt)}</td>
+      <td data-label="Payment" className="mono">{rec.paymentId ?? ""}</td>
+      <td data-label="Request" className="request-state">{words.request}</td>
+      <td data-label="Status" className="payment-status">{words.status}</td>
+    </tr>
+  );
+}
+
+/** The newest payment requests the BFF recorded (GET /bff/payments). */
+function RecentPayments() {
+  const records = useCall(() => bff.paymentRecords({ limit: 10 }), []);
+  return (
+    <section id="recent-payments">
+      <h2>Recent payments</h2>
+      {records.loading && <p>{ui.loading}</p>}
+      {records.error !== undefined && <Problem error={records.error} retry={records.retry} />}
+      {records.data && (records.data.items.length === 0 ? <p id="recent-payments-empty">No payments yet.</p> : (
+        <table id="recent-payments-table" className="cards">
+          <thead><tr><th>Created</th><th>Payment</th><th>Request</th><th>Status</th></tr></thead>
+          <tbody>{records.data.items.map((rec) => <RecordRow key={rec.key} rec={rec} />)}</tbody>
+        </table>
+      ))}
+    </section>
+  );
+}
+
 function Payments() {
-  const page = useCall(() => bff.payments({ limit: 20, sort: -1 }), []);
+  // Newest first, 20 a page: Load more reads the next page until the last, each payment once.
+  const list = usePaged(
+    (nextPage) => bff.payments({ limit: 20, sort: -1, ...(nextPage ? { nextPage } : {}) }),
+    (p: Payment) => p.id, []);
+  const n = list.items.length;
   return (
     <>
       <h1>Payments</h1>
-      {page.loading && <p>{ui.loading}</p>}
-      {page.error !== undefined && <Problem error={page.error} retry={page.retry} />}
-      {page.data && (page.data.items.length === 0 ? <p id="payments-empty">No payments yet.</p> : (
+      <RecentPayments />
+      <h2>All payments at the bank</h2>
+      <p className="muted">Newest first.</p>
+      {n > 0 && (
         <table id="payments-table" className="cards">
           <thead><tr><th>Created</th><th className="num">Amount</th><th>Description</th><th>Status</th></tr></thead>
-          <tbody>{page.data.items.map((p) => <PaymentRow key={p.id} p={p} />)}</tbody>
+          <tbody>{list.items.map((p) => <PaymentRow key={p.id} p={p} />)}</tbody>
         </table>
-      ))}
+      )}
+      <div id="payments-msg">
+        {list.loading ? ui.loading
+          : list.error !== undefined ? <Problem error={list.error} retry={list.more} />
+          : n === 0 && list.ended ? <p id="payments-empty">No payments yet.</p>
+          : `${n} shown` + (list.ended ? " (all)" : "")}
+      </div>
+      {list.pages > 0 && !list.ended && (
+        <button id="payments-more" type="button" disabled={list.loading} onClick={list.more}>Load more</button>
+      )}
     </>
   );
 }
