@@ -88,7 +88,8 @@ cat <<TXT
     curl -s -b /tmp/bff.jar -c /tmp/bff.jar -X POST -H 'X-CSRF: 1' $PUBLIC/auth/logout -o /dev/null -w '%{http_code}\n'
     curl -s -b /tmp/bff.jar $PUBLIC/api/v2/payments
 
-  (the last one answers 401 SESSION_REQUIRED). Ctrl-C stops both.
+  (the last one answers 401 SESSION_REQUIRED). A payment that succeeds, its record
+  and its live status: README.md, "Try it". Ctrl-C stops both.
 
 TXT
 "$RUN_BFF_BIN" -config config.dev.yaml
