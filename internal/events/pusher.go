@@ -347,7 +347,11 @@ func (p *Pusher) step(ctx context.Context, ps *pushStream) bool {
 	// missed (the hub asks for a check, or this instance's lease in the
 	// sessions' group does not hold: a revocation may have answered
 	// without it), ends its stream before anything more is sent.
-	if ps.Recheck() || !p.sessions.Member() || !time.Now().Before(ps.liveUntil) {
+	// The lease is read before the recheck: a renewal that forgot every
+	// copy asks every stream for a recheck before it trusts anew, so one
+	// of the two readings sees it.
+	member := p.sessions.Member()
+	if ps.Recheck() || !member || !time.Now().Before(ps.liveUntil) {
 		if ps.liveUntil = p.alive(ctx, ps.sessionID); ps.liveUntil.IsZero() {
 			return false
 		}

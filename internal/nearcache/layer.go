@@ -91,6 +91,9 @@ type Layer[T any] struct {
 	// (members.go): its copies are trusted only before it; untrusted is
 	// math.MinInt64 (an instant may be negative: a test's clock).
 	trustUntil atomic.Int64
+	// forgets counts the Forget and ForgetAll calls, each counted after its
+	// copies are gone: Serve refuses a copy read while one ran (serve.go).
+	forgets atomic.Uint64
 	// acks are the announcements waiting on the other members.
 	acks acks
 }
@@ -325,6 +328,7 @@ func (l *Layer[T]) Forget(key string) {
 	l.versions.bump(key, forgetStep)
 	delete(l.own, key)
 	l.local.Forget(key)
+	l.forgets.Add(1)
 }
 
 // ForgetAll is Forget for every key.
@@ -334,6 +338,7 @@ func (l *Layer[T]) ForgetAll() {
 	l.versions.bumpAll(forgetStep)
 	clear(l.own)
 	l.local.Clear()
+	l.forgets.Add(1)
 }
 
 // Len is the number of copies held (those past their time count until

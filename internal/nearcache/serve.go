@@ -4,10 +4,17 @@ import "time"
 
 // Serve returns key's copy if it may be served now (mayServe); else the
 // caller reads the store. It is the only way a copy leaves the layer.
+//
+// A copy read just before a Forget removed it would otherwise be judged
+// after the Forget (and the acknowledgement that lets a revocation answer)
+// by a lease or a subscription that still holds: so the copy is refused
+// when any Forget ended while it was read, and the clock the rule reads is
+// read after the copy, so a pause in between only shortens the lease.
 func (l *Layer[T]) Serve(key string) (T, bool) {
+	forgets := l.forgets.Load()
+	e, ok := l.local.GetAt(key, l.o.Now())
 	now := l.o.Now()
-	e, ok := l.local.GetAt(key, now)
-	if !ok || !l.mayServe(e, now) {
+	if !ok || l.forgets.Load() != forgets || !l.mayServe(e, now) {
 		var zero T
 		return zero, false
 	}

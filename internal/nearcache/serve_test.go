@@ -88,3 +88,57 @@ func TestServeRule(t *testing.T) {
 		}
 	})
 }
+
+// A copy read just before a Forget is not served on the lease or the
+// subscription that holds after it: here the renewal that forgot every
+// copy (a missed announcement) and trusted anew, or an announcement's
+// Forget, runs between the copy's read and the rule, where the layer reads
+// its clock.
+func TestServeRefusesACopyReadAcrossAForget(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		forget func(l *Layer[expiring], clk *testclock.Clock)
+	}{
+		{"a renewal forgot every copy and trusted anew", func(l *Layer[expiring], clk *testclock.Clock) {
+			l.distrust()
+			l.trustUntil.Store(instant(clk.Now()) + int64(trustFor))
+		}},
+		{"an announcement forgot the copy", func(l *Layer[expiring], _ *testclock.Clock) { l.Forget("k") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testclock.New(time.Unix(1_700_000_000, 0))
+			reads := 0
+			var between func()
+			now := func() time.Time {
+				reads++
+				if between != nil && reads == 2 { // Serve's second reading: after the copy's read
+					f := between
+					between = nil
+					f()
+				}
+				return clk.Now()
+			}
+			l := New(kv.NewMemory(clk.Now), Options[expiring]{
+				MaxBytes: 1 << 20,
+				Append:   func(b []byte, v expiring) []byte { return AppendInt(b, v.until) },
+				Read:     func(_ string, b []byte) expiring { r := Reader(b); return expiring{r.Int()} },
+				Expires:  func(v expiring) time.Time { return time.Unix(0, v.until) },
+				MaxAge:   time.Second, Now: now, Channel: "events",
+				Group: "g", Members: kv.NewMemory(clk.Now),
+			})
+			l.live.Store(true)
+			l.trustUntil.Store(instant(clk.Now()) + int64(trustFor))
+			l.Keep("k", expiring{until: clk.Now().Add(time.Hour).UnixNano()}, l.BeginRead("k"))
+			if _, ok := l.Serve("k"); !ok {
+				t.Fatal("the copy is not served before the forget")
+			}
+			reads, between = 0, func() { tc.forget(l, clk) }
+			if _, ok := l.Serve("k"); ok {
+				t.Fatal("a copy read before the forget was served after it")
+			}
+			if between != nil {
+				t.Fatal("the forget did not run between the copy's read and the rule")
+			}
+		})
+	}
+}
