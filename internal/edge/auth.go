@@ -220,9 +220,6 @@ func authMethods(d authDeps, login string) echo.HandlerFunc {
 	}
 }
 
-// logout ends the session everywhere and clears the cookie. When it was
-// the user's last session, their cached upstream token goes too. After an
-// OpenID login, X-Logout-Url names the provider's RP-initiated logout.
 // logoutEverywhere is DELETE /auth/sessions: it ends every session of the
 // caller's user, on every device and instance, and drops the user's cached
 // upstream token; 204.
@@ -244,6 +241,10 @@ func logoutEverywhere(d authDeps) echo.HandlerFunc {
 	}
 }
 
+// logout ends this session on every instance and clears the cookie. When
+// it was the user's last session, their cached upstream token goes too.
+// After an OpenID login, X-Logout-Url names the provider's RP-initiated
+// logout.
 func logout(d authDeps, logoutURL string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		p, err := d.a.resolve(c)
