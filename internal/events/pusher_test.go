@@ -192,3 +192,44 @@ func TestPusherOpenRefusals(t *testing.T) {
 		})
 	}
 }
+
+// nopSignal ignores signals: the test calls step itself.
+type nopSignal struct{}
+
+func (nopSignal) Signal() {}
+func (nopSignal) Cut()    {}
+
+// distrusting is a session store whose lease is renewed while the pusher
+// reads it: the renewal forgot every copy, so it asks every stream for a
+// recheck (as OnEnd("") does) and then holds again. The session has ended.
+type distrusting struct {
+	s      *Stream
+	alives int
+}
+
+func (d *distrusting) Alive(context.Context, string) (time.Time, error) {
+	d.alives++
+	return time.Time{}, nil
+}
+
+func (d *distrusting) Member() bool {
+	d.s.wake(true)
+	return true
+}
+
+// A renewal between the pusher's two readings (the lease and the stream's
+// recheck) cannot hide both: the session is checked, and the stream of an
+// ended session ends before anything more is sent.
+func TestStepSeesARenewalBetweenItsReadings(t *testing.T) {
+	d := &distrusting{}
+	p := NewPusher(NewHub(Limits{}), &changes{}, d, time.Minute)
+	ps := &pushStream{p: p, fd: -1, sessionID: "s", liveUntil: time.Now().Add(time.Hour), lastWrite: time.Now()}
+	ps.Signaler = nopSignal{}
+	d.s = &ps.Stream
+	if p.step(context.Background(), ps) {
+		t.Fatal("the stream of an ended session goes on")
+	}
+	if d.alives != 1 {
+		t.Fatalf("the session was checked %d times, want 1", d.alives)
+	}
+}
