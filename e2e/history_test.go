@@ -283,7 +283,11 @@ func (c *histClient) step() {
 		c.send("create/", "/api/v2/payments/", create, c.newKey(), true, "")
 	case r < 50:
 		body := `{"providerId":"` + upstreamsim.ProviderSandbox + `","paymentInformation":` + info + `}`
-		c.send("init-new", "/api/v2/pay/open-banking-init", body, c.newKey(), true, "")
+		if c.rng.IntN(3) == 0 { // the trailing slash is the init itself
+			c.send("init-new/", "/api/v2/pay/open-banking-init/", body, c.newKey(), true, "")
+		} else {
+			c.send("init-new", "/api/v2/pay/open-banking-init", body, c.newKey(), true, "")
+		}
 	case r < 62 && len(c.seen) > 0:
 		id := c.seen[len(c.seen)-1-c.rng.IntN(min(3, len(c.seen)))]
 		body := `{"providerId":"` + upstreamsim.ProviderSandbox + `","paymentId":"` + id + `"}`
@@ -357,7 +361,9 @@ func (c *histClient) lateWebhook(id string) {
 		c.h.mu.Unlock()
 		return
 	}
-	st := []string{"INIT", "RCVD", "ACTC", "ACSP"}[c.rng.IntN(4)]
+	// PAID is no status of the upstream's: one it might add, acknowledged
+	// and ignored.
+	st := []string{"INIT", "RCVD", "ACTC", "ACSP", "PAID"}[c.rng.IntN(5)]
 	updated := c.h.sim.Now().Add(-time.Duration(c.rng.IntN(90)) * time.Second)
 	now := time.Now()
 	body := fmt.Sprintf(`{"type":"payment.status_changed","timestamp":%q,"data":{"id":%q,"status":%q,"updatedAt":%q}}`,
@@ -493,7 +499,8 @@ func (c *histClient) send(op, path, body, key string, creates bool, wantID strin
 	c.h.mu.Unlock()
 }
 
-// front picks an instance; a killed one is skipped while it is down.
+// front picks an instance at random: a killed one is not skipped, and its
+// requests get no answer (status 0), as a client of a dead instance does.
 func (h *history) front(rng *rand.Rand) *env {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -504,7 +511,7 @@ func (h *history) front(rng *rand.Rand) *env {
 func (h *history) injectFault(rng *rand.Rand, user string) {
 	f := upstreamsim.Fault{Method: http.MethodPost, PathPrefix: "/v2/pay", UserID: user, Times: 1}
 	var name string
-	switch rng.IntN(8) {
+	switch rng.IntN(10) {
 	case 0:
 		name, f.AfterActing, f.Status = "acted-401", true, 401
 	case 1:
@@ -519,6 +526,10 @@ func (h *history) injectFault(rng *rand.Rand, user string) {
 		name, f.AfterActing, f.Delay, f.Status = "acted-held-401", true, 700*time.Millisecond, 401
 	case 6:
 		name, f.Status, f.Body = "refused-mcp-503", 503, `{"type":"MCP_TEMPORARILY_UNAVAILABLE","message":"verification failing"}`
+	case 7:
+		name, f.Status, f.Body = "refused-provider-400", 400, `{"type":"PROVIDER_UNAVAILABLE","message":"the bank is down"}`
+	case 8:
+		name, f.Status, f.Body = "refused-mcp-403", 403, `{"type":"MCP_FORBIDDEN","message":"not allowed"}`
 	default:
 		name, f.AfterActing, f.Delay, f.Status = "acted-held-500", true, 700*time.Millisecond, 500
 	}
