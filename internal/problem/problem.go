@@ -64,6 +64,8 @@ const (
 	CodeAdminTokenRequired       = "ADMIN_TOKEN_REQUIRED"
 	CodeRateLimited              = "RATE_LIMITED"
 	CodeRefreshTooSoon           = "REFRESH_TOO_SOON"
+	CodeStepUpRequired           = "STEP_UP_REQUIRED"
+	CodeStepUpDeclined           = "STEP_UP_DECLINED"
 )
 
 // Actions tell a frontend what to do next.
@@ -76,6 +78,7 @@ const (
 	ActionContactSupport      = "contact_support"
 	ActionReconnectBank       = "reconnect_bank"
 	ActionCheckStatus         = "check_status"
+	ActionStepUp              = "step_up"
 	ActionNone                = "none"
 	StatusClientClosedRequest = 499
 )
@@ -116,6 +119,9 @@ type Problem struct {
 	RetryAfter string `json:"-"`
 	// Allow, when set, is sent as the Allow header (405).
 	Allow string `json:"-"`
+	// WWWAuthenticate, when set, is sent as the WWW-Authenticate header (a
+	// 401 that names what authentication would succeed).
+	WWWAuthenticate string `json:"-"`
 	// Err is the internal cause: logged, never rendered.
 	Err error `json:"-"`
 }
@@ -261,6 +267,8 @@ var specs = map[string]spec{
 	CodeAdminTokenRequired:       {http.StatusUnauthorized, "Admin token required", ActionFixRequest, false},
 	CodeRateLimited:              {http.StatusTooManyRequests, "Too many requests", ActionRetryLater, true},
 	CodeRefreshTooSoon:           {http.StatusTooManyRequests, "Refreshed too recently", ActionRetryLater, true},
+	CodeStepUpRequired:           {http.StatusUnauthorized, "Approval required", ActionStepUp, false},
+	CodeStepUpDeclined:           {http.StatusForbidden, "Payment not approved", ActionFixRequest, false},
 }
 
 // Known reports whether code is one of the BFF's own codes (metric labels
@@ -349,6 +357,9 @@ func Write(w http.ResponseWriter, p *Problem, requestID string) {
 	}
 	if out.Allow != "" {
 		h.Set("Allow", out.Allow)
+	}
+	if out.WWWAuthenticate != "" {
+		h.Set("WWW-Authenticate", out.WWWAuthenticate)
 	}
 	w.WriteHeader(out.Status)
 	_, _ = w.Write(body)
