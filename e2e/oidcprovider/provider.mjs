@@ -9,11 +9,33 @@
 //
 // It is deliberately test-only: plain http on loopback, keys generated at
 // start, in-memory storage, no real user database (any username logs in, the
-// username "reject" refuses), consent granted automatically, and outgoing
-// back-channel logout calls allowed to loopback addresses.
+// username "reject" refuses), consent granted by the login form itself, and
+// outgoing back-channel logout calls allowed to loopback addresses.
+//
+// Authentication levels (acr, acr_values_supported): a login is
+// urn:bff:acr:pwd (amr ["pwd"]). When the request's acr_values names
+// urn:bff:acr:mfa, the page also asks for a one-time code (input "otp"): any
+// 6 digits give urn:bff:acr:mfa (amr ["pwd", "otp"]), except 000000, the
+// wrong code, with which the login still completes but at urn:bff:acr:pwd
+// (acr_values is voluntary, OpenID Connect Core 3.1.2.1: the relying party
+// must check the acr it got); a code that is not 6 digits shows the page
+// again (400, #op-otp-error). The ID token always carries acr and auth_time.
+//
+// Payment approval (RFC 9396 rich authorization requests, one type:
+// payment_initiation, validated by paymentInitiation below; any other type is
+// invalid_authorization_details): a request with authorization_details shows
+// each payment (#op-payment-amount "1000.00 EUR", #op-payment-payee,
+// #op-payment-iban, #op-payment-merchant, #op-payment-debtor-iban,
+// #op-payment-remittance; an element only when its field was sent) and the
+// buttons Approve (#op-approve, decision=approve) and Cancel (#op-cancel,
+// decision=cancel). Approve logs in (login, otp as above) and grants exactly
+// the requested details, which the token response then returns as
+// authorization_details; Cancel ends the interaction with access_denied.
+// The login field is prefilled from login_hint.
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
+import { isDeepStrictEqual } from 'node:util';
 
 import Provider, { errors } from 'oidc-provider';
 
@@ -49,8 +71,66 @@ ${body}
 </body></html>
 `;
 
+// Authentication context classes, weakest first (see the header comment).
+const ACR_PWD = 'urn:bff:acr:pwd';
+const ACR_MFA = 'urn:bff:acr:mfa';
+
+// The resource server payment approvals are for (see resourceIndicators).
+const PAYMENTS_RESOURCE = 'urn:bff:payments';
+
+// RFC 9396 section 2's common fields, allowed in every detail.
+const RAR_COMMON = new Set(['type', 'locations', 'actions', 'datatypes', 'identifier', 'privileges']);
+const PAYMENT_FIELDS = new Set([...RAR_COMMON, 'instructedAmount', 'creditorName', 'creditorAccount',
+  'debtorAccount', 'merchantId', 'remittanceInformationUnstructured']);
+
+const isObject = (v) => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isText = (v, max) => typeof v === 'string' && v.trim().length > 0 && v.length <= max;
+
+function checkAccount(detail, name) {
+  const acc = detail[name];
+  if (acc === undefined) return;
+  if (!isObject(acc) || Object.keys(acc).some((k) => k !== 'iban')
+    || typeof acc.iban !== 'string' || !/^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$/.test(acc.iban)) {
+    throw new errors.InvalidAuthorizationDetails(`payment_initiation: ${name} must be {"iban": "<IBAN, capitals, no spaces>"}`);
+  }
+}
+
+// validate for type payment_initiation: instructedAmount {currency: ISO 4217
+// code, amount: a positive decimal string}; creditorName, creditorAccount
+// {iban}, debtorAccount {iban}, merchantId, remittanceInformationUnstructured
+// optional; no other member but RFC 9396's common ones.
+function paymentInitiation(ctx, detail) {
+  const unknown = Object.keys(detail).filter((k) => !PAYMENT_FIELDS.has(k));
+  if (unknown.length) {
+    throw new errors.InvalidAuthorizationDetails(`payment_initiation: unknown member(s) ${unknown.join(', ')}`);
+  }
+  const amt = detail.instructedAmount;
+  if (!isObject(amt) || Object.keys(amt).some((k) => k !== 'currency' && k !== 'amount')
+    || typeof amt.currency !== 'string' || !/^[A-Z]{3}$/.test(amt.currency)
+    || typeof amt.amount !== 'string' || !/^[0-9]{1,15}(\.[0-9]{1,5})?$/.test(amt.amount)
+    || !/[1-9]/.test(amt.amount)) {
+    throw new errors.InvalidAuthorizationDetails('payment_initiation: instructedAmount must be {"currency": "EUR", "amount": "1000.00"} with a positive decimal string amount');
+  }
+  for (const [name, max] of [['creditorName', 140], ['merchantId', 140], ['remittanceInformationUnstructured', 140]]) {
+    if (detail[name] !== undefined && !isText(detail[name], max)) {
+      throw new errors.InvalidAuthorizationDetails(`payment_initiation: ${name} must be a non-empty string of at most ${max} characters`);
+    }
+  }
+  checkAccount(detail, 'creditorAccount');
+  checkAccount(detail, 'debtorAccount');
+}
+
+// The details an authorization request asked for: params.authorization_details
+// is the JSON text, already validated by the authorization endpoint.
+function requestedDetails(params) {
+  return params.authorization_details ? JSON.parse(params.authorization_details) : undefined;
+}
+
 const configuration = {
-  clients: cfg.clients || [],
+  // A client may ask for payment_initiation details unless its metadata in the
+  // config says otherwise (oidc-provider's own default is no type at all).
+  clients: (cfg.clients || []).map((c) => ({ authorization_details_types: ['payment_initiation'], ...c })),
+  acrValues: [ACR_PWD, ACR_MFA],
   jwks: { keys: [signingJWK] },
   cookies: {
     // Distinct names: cookies are not port-scoped, so a browser (cookie jar)
@@ -67,7 +147,14 @@ const configuration = {
     short: { httpOnly: true, sameSite: 'lax', secure: false },
   },
   claims: {
-    openid: ['sub'],
+    // oidc-provider's defaults, which a claims object replaces.
+    acr: null,
+    auth_time: null,
+    sid: null,
+    iss: null,
+    // acr, amr and auth_time under openid: every ID token carries them, not
+    // only one whose request sent acr_values, max_age or prompt=login.
+    openid: ['sub', 'acr', 'amr', 'auth_time'],
     profile: ['name'],
     email: ['email'],
   },
@@ -108,6 +195,43 @@ ${form}
       },
     },
     userinfo: { enabled: true },
+    // oidc-provider refuses authorization_details without a resource
+    // indicator: a request with them (and no resource of its own) is for
+    // PAYMENTS_RESOURCE. A request without them gets no resource, as before:
+    // its access token is the userinfo one, and so is a step-up's (the
+    // resource is only the code's; the token request names none).
+    resourceIndicators: {
+      enabled: true,
+      async defaultResource(ctx, client, oneOf) {
+        if (oneOf) return oneOf;
+        return ctx.oidc.params.authorization_details ? PAYMENTS_RESOURCE : undefined;
+      },
+      async getResourceServerInfo(ctx, indicator) {
+        if (indicator !== PAYMENTS_RESOURCE) throw new errors.InvalidTarget();
+        return { scope: '', accessTokenFormat: 'opaque' };
+      },
+    },
+    richAuthorizationRequests: {
+      enabled: true,
+      types: { payment_initiation: { validate: paymentInitiation } },
+      // The code carries the details this request asked for and the grant
+      // holds (the user approved them), never details an earlier approval
+      // left on the grant: a login without authorization_details gets none.
+      async authorizationDetailsForGrantSource(ctx) {
+        const requested = requestedDetails(ctx.oidc.params);
+        if (!requested) return undefined;
+        const granted = ctx.oidc.grant?.rar || [];
+        return requested.filter((d) => granted.some((g) => isDeepStrictEqual(g, d)));
+      },
+      // The access token, and so the token response (RFC 9396 section 7),
+      // carries what the code carried.
+      async authorizationDetailsForAccessToken(ctx, token, source) {
+        return source?.rar;
+      },
+      async authorizationDetailsForIntrospection(ctx, token) {
+        return token.rar;
+      },
+    },
   },
   interactions: {
     url: (ctx, interaction) => `/interaction/${interaction.uid}`,
@@ -164,26 +288,85 @@ function send(res, status, type, body) {
   res.end(body);
 }
 
-// The login "UI": GET shows a one-field form, POST logs the user in as the
-// given username and grants the requested scopes, in one step.
+// What an interaction asks of the user, from its authorization request.
+function interactionView(details) {
+  const { params } = details;
+  const acrValues = String(params.acr_values || '').split(' ').filter(Boolean);
+  return {
+    mfa: acrValues.includes(ACR_MFA),
+    payments: requestedDetails(params) || [],
+    loginHint: typeof params.login_hint === 'string' ? params.login_hint : '',
+  };
+}
+
+// One payment as the user approves it. The first payment's elements have the
+// ids the browser tests read (#op-payment-amount, ...); a second one's end in
+// -2, and so on. An element is there only when its field was sent.
+function paymentHTML(detail, i) {
+  const id = (name) => (i === 0 ? `op-payment-${name}` : `op-payment-${name}-${i + 1}`);
+  const row = (name, label, value) => (value === undefined ? ''
+    : `<dt>${label}</dt><dd id="${id(name)}">${html(value)}</dd>\n`);
+  const amt = detail.instructedAmount;
+  return `<dl class="op-payment">
+${row('amount', 'Amount', `${amt.amount} ${amt.currency}`)}${row('payee', 'Payee', detail.creditorName)}\
+${row('iban', 'Payee IBAN', detail.creditorAccount?.iban)}${row('merchant', 'Merchant', detail.merchantId)}\
+${row('debtor-iban', 'From account', detail.debtorAccount?.iban)}\
+${row('remittance', 'Reference', detail.remittanceInformationUnstructured)}</dl>`;
+}
+
+// The interaction page: one form posting to /interaction/{uid}/login with
+// "login" (prefilled from login_hint), "otp" when urn:bff:acr:mfa was asked
+// for, and either a "Sign in" button or, for a payment, Approve and Cancel.
+function interactionPage(uid, details, view, { login, error, otpError } = {}) {
+  const pay = view.payments.length > 0;
+  const value = login ?? view.loginHint;
+  return page(pay ? 'Approve payment' : 'Login', `<h1>Login (${html(details.prompt.name)})</h1>
+${pay ? `<section id="op-payment">
+<h2>Approve this payment</h2>
+${view.payments.map(paymentHTML).join('\n')}
+</section>` : ''}
+${error ? `<p id="op-form-error" role="alert">${html(error)}</p>` : ''}
+<form method="post" action="/interaction/${html(uid)}/login">
+<label>Username <input id="op-login" name="login" value="${html(value)}"${view.mfa ? '' : ' autofocus'}></label>
+${view.mfa ? `<label>One-time code <input id="op-otp" name="otp" inputmode="numeric" autocomplete="one-time-code" autofocus></label>
+${otpError ? `<p id="op-otp-error" role="alert">${html(otpError)}</p>` : ''}` : ''}
+${pay ? `<button type="submit" id="op-approve" name="decision" value="approve">Approve</button>
+<button type="submit" id="op-cancel" name="decision" value="cancel">Cancel</button>`
+    : '<button type="submit">Sign in</button>'}
+</form>`);
+}
+
+// The login "UI": GET shows the form, POST logs the user in as the given
+// username at the level the one-time code earns (see the header comment) and
+// grants the requested scopes and authorization details, in one step.
 async function interaction(req, res, uid, action) {
   const details = await provider.interactionDetails(req, res);
   if (details.uid !== uid) throw new errors.SessionNotFound('interaction uid mismatch');
+  const view = interactionView(details);
+  const show = (status, opts) => send(res, status, 'text/html; charset=utf-8', interactionPage(uid, details, view, opts));
 
   if (req.method === 'GET' && !action) {
-    send(res, 200, 'text/html; charset=utf-8', page('Login', `<h1>Login (${html(details.prompt.name)})</h1>
-<form method="post" action="/interaction/${html(uid)}/login">
-<input name="login" autofocus>
-<button type="submit">Sign in</button>
-</form>`));
+    show(200);
     return;
   }
 
   if (req.method === 'POST' && action === 'login') {
     const form = await readForm(req);
+    const decision = form.get('decision') || '';
+    if (decision === 'cancel') {
+      await provider.interactionFinished(req, res, {
+        error: 'access_denied',
+        error_description: view.payments.length ? 'the user cancelled the payment' : 'the user cancelled',
+      }, { mergeWithLastSubmission: false });
+      return;
+    }
     const login = (form.get('login') || '').trim();
+    if (view.payments.length && decision !== 'approve') {
+      show(400, { login, error: 'Approve or cancel the payment.' });
+      return;
+    }
     if (!login) {
-      send(res, 400, 'text/plain; charset=utf-8', 'login is required\n');
+      show(400, { login, error: 'Enter a username.' });
       return;
     }
     if (login === 'reject') {
@@ -193,6 +376,14 @@ async function interaction(req, res, uid, action) {
       }, { mergeWithLastSubmission: false });
       return;
     }
+
+    // Any 6 digits are a right code but 000000 (see the header comment).
+    const otp = (form.get('otp') || '').trim();
+    if (view.mfa && !/^[0-9]{6}$/.test(otp)) {
+      show(400, { login, otpError: 'Enter the 6-digit one-time code.' });
+      return;
+    }
+    const mfa = /^[0-9]{6}$/.test(otp) && otp !== '000000';
 
     const { params, session } = details;
     // A consent-only prompt (the user already has an OP session, e.g. a
@@ -214,10 +405,21 @@ async function interaction(req, res, uid, action) {
         grant.addResourceScope(indicator, scopes.join(' '));
       }
     }
+    // Approve grants exactly the details the request asked for (the prompt
+    // lists them only when consent is the pending prompt, not behind login).
+    for (const detail of view.payments) {
+      if (!(grant.rar || []).some((g) => isDeepStrictEqual(g, detail))) grant.addRar(detail);
+    }
     const grantId = await grant.save();
 
     await provider.interactionFinished(req, res, {
-      login: { accountId, remember: true },
+      login: {
+        accountId,
+        acr: mfa ? ACR_MFA : ACR_PWD,
+        amr: mfa ? ['pwd', 'otp'] : ['pwd'],
+        ts: Math.floor(Date.now() / 1000),
+        remember: true,
+      },
       consent: { grantId },
     }, { mergeWithLastSubmission: false });
     return;
