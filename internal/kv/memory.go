@@ -60,15 +60,23 @@ func (m *Memory) Set(_ context.Context, key string, value []byte, ttl time.Durat
 	defer m.mu.Unlock()
 	now := m.now()
 	m.entries[key] = memEntry{value: append([]byte(nil), value...), expires: now.Add(ttl)}
+	m.sweep(now)
+	return nil
+}
+
+// sweep deletes the expired keys once every 1024 writes (Set, SetNX): an
+// amortised sweep keeps keys written once and never read again (a DPoP
+// proof's jti) from piling up. m.mu must be held.
+func (m *Memory) sweep(now time.Time) {
 	m.writes++
-	if m.writes%1024 == 0 { // amortised sweep keeps expired keys from piling up
-		for k, e := range m.entries {
-			if !now.Before(e.expires) {
-				delete(m.entries, k)
-			}
+	if m.writes%1024 != 0 {
+		return
+	}
+	for k, e := range m.entries {
+		if !now.Before(e.expires) {
+			delete(m.entries, k)
 		}
 	}
-	return nil
 }
 
 // SetIfExists replaces the value at key and sets its ttl only when key is
@@ -84,6 +92,7 @@ func (m *Memory) SetIfExists(_ context.Context, key string, value []byte, ttl ti
 		return false, nil
 	}
 	m.entries[key] = memEntry{value: append([]byte(nil), value...), expires: now.Add(ttl)}
+	m.sweep(now)
 	return true, nil
 }
 
