@@ -24,6 +24,11 @@ type Record struct {
 	// back-channel logout; empty for dev logins.
 	Sub string `json:"s,omitempty"`
 	SID string `json:"i,omitempty"`
+	// JKT is the thumbprint (RFC 7638, SHA-256, base64url) of the key a
+	// device-bound session is bound to at its creation (DPoP, RFC 9449):
+	// such a session is accepted only with a proof of that key. Empty for
+	// an unbound session, and in records written before it existed.
+	JKT string `json:"k,omitempty"`
 }
 
 // New describes a session to create.
@@ -32,6 +37,7 @@ type New struct {
 	Method   string
 	AuthTime time.Time // when the user authenticated at the provider; now when zero
 	Sub, SID string
+	JKT      string // the DPoP key's thumbprint for a device-bound session; "" unbound
 }
 
 // cached is a session as a local copy holds it, keyed by its handle
@@ -46,18 +52,18 @@ type cached struct {
 // (appendCompact): its times as int64 nanoseconds, Unix times (they are
 // the stored record's).
 type compact struct {
-	userID, method, sub, sid, handle string
+	userID, method, sub, sid, jkt, handle string
 	created, lastSeen, authTime      int64
 }
 
 func (c cached) compact() compact {
 	r := c.rec
-	return compact{userID: r.UserID, method: r.Method, sub: r.Sub, sid: r.SID, handle: c.handle,
+	return compact{userID: r.UserID, method: r.Method, sub: r.Sub, sid: r.SID, jkt: r.JKT, handle: c.handle,
 		created: unixNano(r.CreatedAt), lastSeen: unixNano(r.LastSeen), authTime: unixNano(r.AuthTime)}
 }
 
 func (k compact) cached() cached {
-	return cached{handle: k.handle, rec: Record{UserID: k.userID, Method: k.method, Sub: k.sub, SID: k.sid,
+	return cached{handle: k.handle, rec: Record{UserID: k.userID, Method: k.method, Sub: k.sub, SID: k.sid, JKT: k.jkt,
 		CreatedAt: timeAt(k.created), LastSeen: timeAt(k.lastSeen), AuthTime: timeAt(k.authTime)}}
 }
 
@@ -91,7 +97,7 @@ func appendCompact(b []byte, k compact) []byte {
 	for _, t := range [...]int64{k.created, k.lastSeen, k.authTime} {
 		b = nearcache.AppendInt(b, t)
 	}
-	for _, s := range [...]string{k.userID, k.method, k.sub, k.sid} {
+	for _, s := range [...]string{k.userID, k.method, k.sub, k.sid, k.jkt} {
 		b = nearcache.AppendString(b, s)
 	}
 	return b
@@ -102,7 +108,7 @@ func readCompact(handle string, b []byte) compact {
 	r := nearcache.Reader(b)
 	k := compact{handle: handle, created: r.Int(), lastSeen: r.Int(), authTime: r.Int(), userID: r.String()}
 	k.method = internMethod(r.Bytes())
-	k.sub, k.sid = r.String(), r.String()
+	k.sub, k.sid, k.jkt = r.String(), r.String(), r.String()
 	return k
 }
 

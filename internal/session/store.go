@@ -51,7 +51,7 @@ func (m *Manager) Create(ctx context.Context, n New) (string, Record, error) {
 	if n.AuthTime.IsZero() || n.AuthTime.After(now) {
 		n.AuthTime = now
 	}
-	rec := Record{UserID: n.UserID, CreatedAt: now, LastSeen: now, AuthTime: n.AuthTime, Method: n.Method, Sub: n.Sub, SID: n.SID}
+	rec := Record{UserID: n.UserID, CreatedAt: now, LastSeen: now, AuthTime: n.AuthTime, Method: n.Method, Sub: n.Sub, SID: n.SID, JKT: n.JKT}
 	id := NewID()
 	if err := m.save(ctx, id, rec); err != nil {
 		return "", Record{}, err
