@@ -239,6 +239,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		Instance: instance, EncryptionKey: encKey, DecryptionKeys: decKeys,
 		Follow: payments.Follow{Interval: cfg.Payments.WatchInterval, MaxInterval: cfg.Payments.WatchMaxInterval,
 			For: cfg.Payments.WatchFor, Batch: cfg.Payments.WatchBatch},
+		StepUp: stepUpPolicy(cfg),
 	})
 	hub := events.NewHub(events.Limits{PerUser: cfg.Limits.StreamsPerUser, PerAddress: cfg.Limits.StreamsPerAddress,
 		PerInstance: events.InstanceBound(cfg.Limits.StreamsPerInstance)})
@@ -300,6 +301,15 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		if deps.Login.OIDC, deps.Login.Cookies, err = openLogin(ctx, cfg, store, sessionKeys, encKey, decKeys, obs.Login); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Payments.StepUp.Enabled {
+		// Without payment_initiation details the provider could not show
+		// the user what they approve, and the approval could not be bound
+		// to the payment: refused rather than held for nothing.
+		if !deps.Login.OIDC.SupportsDetails(payments.DetailType) {
+			return nil, fmt.Errorf("payments.step_up: the OpenID provider's discovery document does not list %q in authorization_details_types_supported (RFC 9396): approvals could not be bound to the payment", payments.DetailType)
+		}
+		deps.Payments.StepUps = pay
 	}
 	public := edge.NewPublic(deps)
 	// rotate is what SIGHUP and POST /reload-secret do (how names which).
@@ -561,6 +571,22 @@ func ledgerTracer() pgx.QueryTracer {
 		return nil
 	}
 	return otelpgx.NewTracer()
+}
+
+// stepUpPolicy is payments.step_up as payments takes it; nil when off.
+func stepUpPolicy(cfg *config.Config) *payments.StepUp {
+	su := cfg.Payments.StepUp
+	if !su.Enabled {
+		return nil
+	}
+	thresholds := map[string]string{}
+	for _, t := range su.Thresholds {
+		if cur, amount, ok := config.Threshold(t); ok {
+			thresholds[cur] = amount
+		}
+	}
+	return &payments.StepUp{Routes: su.Routes, Always: su.Always, Thresholds: thresholds, ACRValues: su.ACRValues,
+		MaxAge: su.MaxAge, HoldFor: su.HoldFor, URL: strings.TrimSuffix(cfg.PublicURL, "/") + "/auth/step-up"}
 }
 
 // openLogin discovers the OpenID provider and makes the login binding

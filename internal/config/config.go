@@ -163,6 +163,39 @@ type Payments struct {
 	// WebhookSecrets verify the webhooks (whsec_…): one signed with any of
 	// them is accepted, so a secret is rotated by adding the new one first.
 	WebhookSecrets []Secret `yaml:"webhook_secrets"`
+	// StepUp holds payments for the user's approval (docs/payments.md,
+	// "Payments the user approves").
+	StepUp StepUp `yaml:"step_up"`
+}
+
+// StepUp is the policy of payments the user approves: a fresh, stronger
+// authentication at the OpenID provider, bound to the payment (RFC 9470,
+// RFC 9396).
+type StepUp struct {
+	// Enabled turns it on; off, no payment is held.
+	Enabled bool `yaml:"enabled"`
+	// Routes are the money routes (upstream.money_routes) whose payments
+	// may be held; empty: every money route.
+	Routes []string `yaml:"routes"`
+	// Always holds every payment on Routes, whatever its amount.
+	Always bool `yaml:"always"`
+	// Thresholds hold a payment whose amount is at or over its currency's,
+	// each "CUR amount" (ISO 4217 code, a space, a decimal: "EUR 100.00");
+	// a currency not listed is always held.
+	Thresholds []string `yaml:"thresholds"`
+	// ACRValues are the authentication classes an approval may carry.
+	ACRValues []string `yaml:"acr_values"`
+	// MaxAge bounds the age of the approval's authentication (auth_time).
+	MaxAge time.Duration `yaml:"max_age"`
+	// HoldFor is how long a held payment waits for its approval.
+	HoldFor time.Duration `yaml:"hold_for"`
+}
+
+// Threshold reads one of StepUp.Thresholds: its currency and amount.
+func Threshold(s string) (currency, amount string, ok bool) {
+	currency, amount, ok = strings.Cut(strings.TrimSpace(s), " ")
+	amount = strings.TrimSpace(amount)
+	return currency, amount, ok && amount != ""
 }
 
 // Ledger configures the durable record of money-moving requests.

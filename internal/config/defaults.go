@@ -91,7 +91,9 @@ func Defaults() Config {
 			BackchannelPerMinute: 120, PendingLoginsPerAddress: 100, IPv6Prefix: 64, StreamsPerUser: 5,
 			StreamsPerAddress: 100},
 		Payments: Payments{WatchInterval: 2 * time.Second, WatchMaxInterval: 30 * time.Second, WatchFor: 24 * time.Hour,
-			WatchBatch: 64, WebhookSecrets: []Secret{}},
+			WatchBatch: 64, WebhookSecrets: []Secret{},
+			StepUp: StepUp{Routes: []string{}, Thresholds: []string{}, ACRValues: []string{},
+				MaxAge: 5 * time.Minute, HoldFor: 10 * time.Minute}},
 	}
 }
 

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"net/url"
@@ -673,10 +674,65 @@ func (v *validator) cacheBytes(key string, n int64) {
 	}
 }
 
+// stepUp checks payments.step_up: it needs an OpenID provider, an
+// authentication class to ask for, money routes, and thresholds that read
+// as amounts.
+func (v *validator) stepUp(c *Config) {
+	su := c.Payments.StepUp
+	if !su.Enabled {
+		return
+	}
+	if c.Auth.Mode != AuthModeOIDC {
+		v.addf("payments.step_up.enabled", "needs auth.mode oidc: an approval is an authentication at the OpenID provider")
+	}
+	if len(su.ACRValues) == 0 {
+		v.addf("payments.step_up.acr_values", "required: name the authentication class an approval must reach (the provider's, e.g. a second factor)")
+	}
+	for i, a := range su.ACRValues {
+		if a == "" || strings.ContainsAny(a, " \"\\") {
+			v.addf(fmt.Sprintf("payments.step_up.acr_values[%d]", i), "%q is not an acr value (no space, quote or backslash)", a)
+		}
+	}
+	for i, r := range su.Routes {
+		if !slices.Contains(c.Upstream.MoneyRoutes, r) {
+			v.addf(fmt.Sprintf("payments.step_up.routes[%d]", i), "%q is not one of upstream.money_routes", r)
+		}
+	}
+	seen := map[string]bool{}
+	for i, t := range su.Thresholds {
+		key := fmt.Sprintf("payments.step_up.thresholds[%d]", i)
+		cur, amount, ok := Threshold(t)
+		if !ok {
+			v.addf(key, "%q is not \"CUR amount\", e.g. \"EUR 100.00\"", t)
+			continue
+		}
+		if seen[cur] {
+			v.addf(key, "currency %q is listed twice", cur)
+		}
+		seen[cur] = true
+		if len(cur) != 3 || strings.ToUpper(cur) != cur || strings.Trim(cur, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" {
+			v.addf(key, "%q is not an ISO 4217 currency code (three capital letters)", cur)
+		}
+		if f, err := strconv.ParseFloat(amount, 64); err != nil || f < 0 || math.IsInf(f, 0) {
+			v.addf(key, "%q is not a non-negative decimal amount", amount)
+		}
+	}
+	if !su.Always && len(su.Thresholds) == 0 {
+		v.addf("payments.step_up.thresholds", "set thresholds, or always: true (every payment is held)")
+	}
+	if su.MaxAge < 0 || su.MaxAge > time.Hour {
+		v.addf("payments.step_up.max_age", "%s is not between 0 and 1h", su.MaxAge)
+	}
+	if su.HoldFor < time.Minute || su.HoldFor > 24*time.Hour {
+		v.addf("payments.step_up.hold_for", "%s is not between 1m and 24h", su.HoldFor)
+	}
+}
+
 // payments checks the payments section: a followed payment's waits, and a
 // webhook path that needs a secret and must not shadow a route of the BFF.
 func (v *validator) payments(c *Config) {
 	p := c.Payments
+	v.stepUp(c)
 	switch {
 	case p.WatchInterval < 0:
 		v.addf("payments.watch_interval", "must not be negative (0 follows no payment)")

@@ -127,6 +127,9 @@ type PaymentRoutes struct {
 	// Streams, when set, serves GET /bff/events: the caller's payment
 	// changes as they happen.
 	Streams StreamOpener
+	// StepUps, when set with an OpenID login, takes the approvals of held
+	// payments: GET /auth/step-up and POST /auth/step-up/token.
+	StepUps StepUps
 }
 
 // Observer receives the edge's events, on the public listener and the

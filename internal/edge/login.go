@@ -40,7 +40,9 @@ type authDeps struct {
 // loginDeps adds the OpenID provider and the login binding cookie.
 type loginDeps struct {
 	authDeps
-	prov    *login.Provider
+	prov *login.Provider
+	// holds, when set, takes the approvals of held payments (step-up).
+	holds   StepUps
 	binding *session.Cookies // short-lived cookie binding the login state to the browser
 	// perAddress bounds the logins a client starts (each stores a record).
 	perAddress *addressLimits
@@ -100,15 +102,9 @@ func loginStart(d loginDeps, mobileURIs []string) echo.HandlerFunc {
 		if err != nil {
 			return loginProblem(err)
 		}
-		for _, stale := range evictBindings(c.Request(), d.binding, maxPendingLogins-1) {
-			c.SetCookie(stale)
+		if err := bindLogin(c, d, state); err != nil {
+			return err
 		}
-		ck, err := d.binding.Named(bindingSuffix(state)).New(state)
-		if err != nil {
-			return problem.Wrap(problem.CodeInternal, "the login could not be started", err)
-		}
-		ck.MaxAge = int(login.StateTTL / time.Second)
-		c.SetCookie(ck)
 		c.Response().Header().Set("Cache-Control", "no-store")
 		return c.Redirect(http.StatusFound, authURL)
 	}
@@ -144,6 +140,9 @@ func loginCallback(d loginDeps) echo.HandlerFunc {
 			return loginProblem(login.ErrState)
 		}
 		res, err := d.prov.Callback(r.Context(), q.Get("state"), q.Get("code"), q.Get("error"))
+		if res.StepUp != nil {
+			return stepUpCallback(c, d, res, err, q.Get("error") != "")
+		}
 		method := session.MethodOIDC
 		if res.Mobile != nil {
 			method = session.MethodMobile
@@ -240,6 +239,9 @@ func mobileToken(d loginDeps) echo.HandlerFunc {
 			return problem.Wrap(problem.CodeBadRequest, `the body must be {"code": "...", "codeVerifier": "..."}`, err)
 		}
 		res, err := d.prov.RedeemMobileCode(c.Request().Context(), in.Code, in.CodeVerifier)
+		if err == nil && res.StepUp != nil {
+			err = login.ErrInvalidGrant // an approval's code is not a login
+		}
 		if err != nil {
 			d.observe.Login(session.MethodMobile, "invalid_grant")
 			return loginProblem(err)

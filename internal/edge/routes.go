@@ -27,8 +27,12 @@ func routes(e *echo.Echo, d Deps) {
 	}
 	logoutURL := ""
 	if d.Login.OIDC != nil {
-		ld := loginDeps{authDeps: ad, prov: d.Login.OIDC, binding: d.Login.Cookies, perAddress: perAddress}
+		ld := loginDeps{authDeps: ad, prov: d.Login.OIDC, binding: d.Login.Cookies, perAddress: perAddress, holds: d.Payments.StepUps}
 		e.GET("/auth/login", loginStart(ld, d.Login.MobileRedirectURIs))
+		if ld.holds != nil {
+			e.GET("/auth/step-up", stepUpStart(ld, d.Login.MobileRedirectURIs))
+			e.POST("/auth/step-up/token", stepUpToken(ld))
+		}
 		e.GET("/auth/callback", loginCallback(ld))
 		e.POST("/auth/mobile/token", mobileToken(ld))
 		e.POST("/auth/backchannel-logout", backchannelLogout(ld))

@@ -55,6 +55,11 @@ const (
 	StateDone     State = "done"      // final answer stored; repeats replay it
 	StateReleased State = "released"  // the upstream surely did not act; the key may run again
 	StateUnknown  State = "unknown"   // the upstream may have acted; never sent again
+	// StateAwaiting: held for the user's approval (step-up), not sent.
+	StateAwaiting State = "awaiting_approval"
+	// StateDeclined: held and never approved (denied, mismatched,
+	// expired): never sent; repeats get the refusal.
+	StateDeclined State = "declined"
 )
 
 // Endings say how a request ended, for the audit trail.
@@ -68,6 +73,9 @@ const (
 	EndNeverSent = "never_sent" // the owner died or hung before its send mark: given back
 	EndSettled   = "settled"    // the outcome was learned from the upstream afterwards
 	EndNotMade   = "not_made"   // settling proved, after the outcome was unknown, that the upstream made nothing: given back
+	EndDenied    = "denied"     // the user did not approve the held payment at the identity provider
+	EndMismatch  = "mismatch"   // the approval did not match the held payment (amount, payee, user, authentication)
+	EndExpired   = "expired"    // the hold ran out before an approval
 )
 
 // Events of the audit trail, one per HTTP request on a key.
@@ -79,10 +87,15 @@ const (
 	EventUnknown    = "outcome_unknown"
 	EventSettled    = "settled"
 	EventNotMade    = "not_made" // an unknown outcome proved not made: given back
+	EventHeld       = "held"     // a repeat of a key held for approval
+	EventApproved   = "approved" // the approval released the held request
 )
 
 // ErrUnavailable wraps every failure to reach the ledger's database.
 var ErrUnavailable = errors.New("ledger: unavailable")
+
+// ErrNoRecord: no record has the id asked for.
+var ErrNoRecord = errors.New("ledger: no such record")
 
 // ErrUnreadable: a stored answer does not open under the configured keys.
 var ErrUnreadable = errors.New("ledger: a stored answer does not decrypt under redis.encryption_key or redis.decryption_keys")
@@ -99,6 +112,10 @@ type Request struct {
 	SessionRef string // a hash of the session id (session.Handle), never the id
 	ClientIP   string
 	RequestID  string
+	// Held, when set, is the request to send once the user approves it
+	// (sealed at rest): the claim holds the key in StateAwaiting, and its
+	// bound is how long the hold waits for the approval.
+	Held []byte
 }
 
 // Response is a final answer kept for replay.
@@ -138,6 +155,11 @@ type Record struct {
 	// with the mark.
 	Content []byte
 	Send    Send
+	// SessionRef is the claiming request's session (a hash of its id).
+	SessionRef string
+	// Held is the request a hold sends once approved (opened); nil when
+	// the record was never held.
+	Held []byte
 }
 
 // Claim is a won claim: the holder may send the request upstream once.
@@ -243,6 +265,29 @@ func (s sealer) sealContent(userID, route, key string, content []byte) []byte {
 
 func contentAAD(userID, route, key string) []byte {
 	return fmt.Appendf(nil, "money_requests/content/%q/%q/%q", userID, route, key)
+}
+
+// sealHeld seals a held request under the row's key, like content.
+func (s sealer) sealHeld(userID, route, key string, held []byte) []byte {
+	if held == nil {
+		return nil
+	}
+	return s.box.Seal(nil, held, heldAAD(userID, route, key))
+}
+
+func heldAAD(userID, route, key string) []byte {
+	return fmt.Appendf(nil, "money_requests/held/%q/%q/%q", userID, route, key)
+}
+
+func (s sealer) openHeld(userID, route, key string, b []byte) ([]byte, error) {
+	if b == nil {
+		return nil, nil
+	}
+	plain, err := s.box.Open(nil, b, heldAAD(userID, route, key))
+	if err != nil {
+		return nil, ErrUnreadable
+	}
+	return plain, nil
 }
 
 func (s sealer) openContent(userID, route, key string, b []byte) ([]byte, error) {

@@ -37,6 +37,11 @@ type Entry struct {
 	CreatedAt time.Time
 	// UpdatedAt is the latest of the claim, the send mark and the end.
 	UpdatedAt time.Time
+	// Ending is how the request ended ("" while open): why a declined
+	// one was not sent.
+	Ending string
+	// SessionRef is the session that made it (a hash of the session id).
+	SessionRef string
 }
 
 // Cursor is the position just after e.
@@ -44,7 +49,8 @@ func (e Entry) Cursor() Cursor { return Cursor{CreatedAt: e.CreatedAt, ID: e.ID}
 
 // entryColumns are the columns scanEntry reads, in its order.
 const entryColumns = `id, route, idem_key, state, upstream_status, payment_id, payment_status, coalesce(change_seq, 0),
-  response, created_at, greatest(created_at, claimed_at, sending_at, finished_at, status_at)`
+  response, created_at, greatest(created_at, claimed_at, sending_at, finished_at, status_at), coalesce(ending, ''),
+  session_ref`
 
 func (p *Postgres) scanEntry(row pgx.Row) (Entry, error) {
 	var e Entry
@@ -52,7 +58,7 @@ func (p *Postgres) scanEntry(row pgx.Row) (Entry, error) {
 	var status *int32
 	var paymentID, paymentStatus *string
 	var resp []byte
-	if err := row.Scan(&e.ID, &e.Route, &e.Key, &state, &status, &paymentID, &paymentStatus, &e.Seq, &resp, &e.CreatedAt, &e.UpdatedAt); err != nil {
+	if err := row.Scan(&e.ID, &e.Route, &e.Key, &state, &status, &paymentID, &paymentStatus, &e.Seq, &resp, &e.CreatedAt, &e.UpdatedAt, &e.Ending, &e.SessionRef); err != nil {
 		return e, err
 	}
 	if paymentStatus != nil {
@@ -133,7 +139,8 @@ ORDER BY created_at DESC, id DESC LIMIT 1`, userID, key))
 // entry is r as its user lists it. The caller holds m.mu.
 func (m *Memory) entry(r *memRecord) Entry {
 	e := Entry{ID: r.ID, Route: r.Route, Key: r.Key, State: r.State, UpstreamStatus: r.UpstreamStatus,
-		PaymentID: r.PaymentID, PaymentStatus: r.paymentStatus, Seq: r.seq, CreatedAt: r.created, UpdatedAt: r.created}
+		PaymentID: r.PaymentID, PaymentStatus: r.paymentStatus, Seq: r.seq, CreatedAt: r.created, UpdatedAt: r.created,
+		Ending: r.Ending, SessionRef: r.SessionRef}
 	e.Answered = answered(m.sealer, r.ID, r.response)
 	for _, t := range []time.Time{r.ClaimedAt, r.sentAt, r.finished, r.statusAt} {
 		if t.After(e.UpdatedAt) {

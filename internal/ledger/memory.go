@@ -35,6 +35,7 @@ type memRecord struct {
 	tries      int
 	response   []byte // sealed, like the database's column
 	content    []byte // sealed, likewise
+	held       []byte // sealed, likewise
 	// Following (follow.go): the columns of migration 005.
 	paymentStatus string
 	statusAt      time.Time
@@ -69,7 +70,6 @@ func (m *Memory) Claim(_ context.Context, req Request, bound time.Duration) (*Cl
 		return nil, nil, err
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	now := m.now()
 	k := memKey{req.UserID, req.Route, req.Key}
 	r, ok := m.byKey[k]
@@ -83,14 +83,82 @@ func (m *Memory) Claim(_ context.Context, req Request, bound time.Duration) (*Cl
 	case r.State == StateReleased && bytes.Equal(r.Fingerprint, req.Fingerprint):
 	default:
 		rec, err := m.view(r, now)
+		m.mu.Unlock()
 		return nil, rec, err
 	}
-	r.State, r.owner, r.RequestID = StateInFlight, newOwner(), req.RequestID
+	before := *r
+	r.State, r.owner, r.RequestID, r.SessionRef = StateInFlight, newOwner(), req.RequestID, req.SessionRef
+	if req.Held != nil {
+		r.State = StateAwaiting
+	}
 	r.content = m.sealContent(req.UserID, req.Route, req.Key, req.Content)
+	r.held = m.sealHeld(req.UserID, req.Route, req.Key, req.Held)
 	r.ClaimedAt, r.Deadline = now, now.Add(bound)
 	r.UpstreamStatus, r.Ending = 0, ""
 	r.Sent, r.Send, r.settleNext = false, Send{}, time.Time{}
-	return &Claim{ID: r.ID, Owner: r.owner, ClaimedAt: now}, nil, nil
+	c := &Claim{ID: r.ID, Owner: r.owner, ClaimedAt: now}
+	changed := m.changed(&before, r)
+	m.mu.Unlock()
+	if changed {
+		m.notify(req.UserID)
+	}
+	return c, nil, nil
+}
+
+// Record is Postgres.Record.
+func (m *Memory) Record(_ context.Context, id int64) (*Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.byID[id]
+	if !ok {
+		return nil, ErrNoRecord
+	}
+	return m.view(r, m.now())
+}
+
+// Approve is Postgres.Approve.
+func (m *Memory) Approve(_ context.Context, id int64, bound time.Duration) (*Claim, error) {
+	if err := checkBound(bound); err != nil {
+		return nil, err
+	}
+	now := m.now()
+	c := &Claim{ID: id, Owner: newOwner(), ClaimedAt: now}
+	ok := m.update(id, func(r *memRecord) bool {
+		return r.State == StateAwaiting && now.Before(r.Deadline)
+	}, func(r *memRecord) {
+		r.State, r.owner, r.ClaimedAt, r.Deadline = StateInFlight, c.Owner, now, now.Add(bound)
+	})
+	if !ok {
+		return nil, nil
+	}
+	return c, nil
+}
+
+// Decline is Postgres.Decline.
+func (m *Memory) Decline(_ context.Context, id int64, ending string) (bool, error) {
+	return m.update(id, func(r *memRecord) bool { return r.State == StateAwaiting }, func(r *memRecord) {
+		r.State, r.Ending, r.finished = StateDeclined, ending, m.now()
+	}), nil
+}
+
+// ExpireHolds is Postgres.ExpireHolds.
+func (m *Memory) ExpireHolds(ctx context.Context) (int64, error) {
+	now := m.now()
+	m.mu.Lock()
+	var due []int64
+	for id, r := range m.byID {
+		if r.State == StateAwaiting && now.After(r.Deadline) {
+			due = append(due, id)
+		}
+	}
+	m.mu.Unlock()
+	var n int64
+	for _, id := range due {
+		if ok, _ := m.Decline(ctx, id, EndExpired); ok {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // view copies r as a caller sees it. The caller holds m.mu.
@@ -102,6 +170,9 @@ func (m *Memory) view(r *memRecord, now time.Time) (*Record, error) {
 		return nil, err
 	}
 	if rec.Content, err = m.openContent(r.UserID, r.Route, r.Key, r.content); err != nil {
+		return nil, err
+	}
+	if rec.Held, err = m.openHeld(r.UserID, r.Route, r.Key, r.held); err != nil {
 		return nil, err
 	}
 	rec.Send.SeenBefore = append([]string(nil), r.Send.SeenBefore...)

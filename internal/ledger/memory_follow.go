@@ -20,14 +20,14 @@ type memFollow struct {
 	nextL      int
 }
 
-// changed is the trigger of migration 005 for r, whose fields were
-// before: it moves r in its user's stream when a listed field of a done or
-// unknown record changed, and starts following a payment when r became
+// changed is the trigger of migrations 005 and 006 for r, whose fields were
+// before: it moves r in its user's stream when a listed field of a done,
+// unknown, held or declined record changed, and starts following a payment when r became
 // done with a payment id. It reports whether to announce. The caller holds
 // m.mu.
 func (m *Memory) changed(before, r *memRecord) bool {
 	moved := false
-	if r.State == StateDone || r.State == StateUnknown {
+	if r.State == StateDone || r.State == StateUnknown || r.State == StateAwaiting || r.State == StateDeclined {
 		if before.State != r.State || before.PaymentID != r.PaymentID || before.paymentStatus != r.paymentStatus ||
 			!bytes.Equal(before.response, r.response) {
 			if m.follow.seq == nil {

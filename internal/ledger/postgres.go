@@ -109,10 +109,11 @@ func (p *Postgres) Claim(ctx context.Context, req Request, bound time.Duration) 
 	err := p.pool.QueryRow(ctx, `
 WITH c AS (
   INSERT INTO money_requests AS m
-    (user_id, route, idem_key, fingerprint, session_ref, client_ip, request_id, state, owner, deadline, content)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, 'in_flight', $8, now() + $9 * interval '1 microsecond', $11)
+    (user_id, route, idem_key, fingerprint, session_ref, client_ip, request_id, state, owner, deadline, content, held)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $12::bytea IS NULL THEN 'in_flight' ELSE 'awaiting_approval' END,
+    $8, now() + $9 * interval '1 microsecond', $11, $12)
   ON CONFLICT ON CONSTRAINT money_requests_key DO UPDATE
-    SET state = 'in_flight', owner = excluded.owner, attempts = m.attempts + 1, claimed_at = now(), match_key = NULL,
+    SET state = excluded.state, held = excluded.held, owner = excluded.owner, attempts = m.attempts + 1, claimed_at = now(), match_key = NULL,
         deadline = excluded.deadline, finished_at = NULL, ending = NULL, upstream_status = NULL,
         session_ref = excluded.session_ref, client_ip = excluded.client_ip, request_id = excluded.request_id,
         sending_at = NULL, content = excluded.content, snapshot = false, seen_before = NULL, seen_from = NULL,
@@ -125,7 +126,8 @@ WITH c AS (
 )
 SELECT id, claimed_at FROM c`,
 		req.UserID, req.Route, req.Key, req.Fingerprint, req.SessionRef, req.ClientIP, req.RequestID,
-		owner, bound.Microseconds(), EventClaimed, p.sealContent(req.UserID, req.Route, req.Key, req.Content)).Scan(&c.ID, &c.ClaimedAt)
+		owner, bound.Microseconds(), EventClaimed, p.sealContent(req.UserID, req.Route, req.Key, req.Content),
+		p.sealHeld(req.UserID, req.Route, req.Key, req.Held)).Scan(&c.ID, &c.ClaimedAt)
 	if err == nil {
 		c.Owner = owner
 		return &c, nil, nil
@@ -140,19 +142,19 @@ SELECT id, claimed_at FROM c`,
 // recordColumns are the columns scanRecord reads, in its order.
 const recordColumns = `id, user_id, route, idem_key, request_id, state, fingerprint, claimed_at, deadline,
   now() > deadline, upstream_status, payment_id, ending, response, sending_at IS NOT NULL, content,
-  snapshot, seen_before, seen_from, seen_cut, window_end, starts_with(owner, '` + markingOwner + `')`
+  snapshot, seen_before, seen_from, seen_cut, window_end, starts_with(owner, '` + markingOwner + `'), session_ref, held`
 
 func (p *Postgres) scanRecord(row pgx.Row) (*Record, error) {
 	var r Record
 	var state string
 	var status *int32
 	var paymentID, ending *string
-	var resp, content []byte
+	var resp, content, held []byte
 	var seenFrom, seenCut, windowEnd *time.Time
 	var marking bool
 	err := row.Scan(&r.ID, &r.UserID, &r.Route, &r.Key, &r.RequestID, &state, &r.Fingerprint, &r.ClaimedAt, &r.Deadline,
 		&r.Expired, &status, &paymentID, &ending, &resp, &r.Sent, &content,
-		&r.Send.Snapshot, &r.Send.SeenBefore, &seenFrom, &seenCut, &windowEnd, &marking)
+		&r.Send.Snapshot, &r.Send.SeenBefore, &seenFrom, &seenCut, &windowEnd, &marking, &r.SessionRef, &held)
 	if err != nil {
 		return nil, err
 	}
@@ -186,6 +188,9 @@ func (p *Postgres) scanRecord(row pgx.Row) (*Record, error) {
 	if r.Content, err = p.openContent(r.UserID, r.Route, r.Key, content); err != nil {
 		return nil, err
 	}
+	if r.Held, err = p.openHeld(r.UserID, r.Route, r.Key, held); err != nil {
+		return nil, err
+	}
 	return &r, nil
 }
 
@@ -198,6 +203,64 @@ FROM money_requests WHERE user_id = $1 AND route = $2 AND idem_key = $3`, req.Us
 		return nil, unavailable(err)
 	}
 	return r, nil
+}
+
+// Record reads the record id.
+func (p *Postgres) Record(ctx context.Context, id int64) (*Record, error) {
+	r, err := p.scanRecord(p.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM money_requests WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNoRecord
+	}
+	return r, unavailable(err)
+}
+
+// Approve takes a held record for its one send: awaiting_approval becomes
+// in_flight under a new owner, with a deadline bound away, as a claim
+// does. It returns nil when the record is not held, or its hold has run
+// out: one approval releases it once.
+func (p *Postgres) Approve(ctx context.Context, id int64, bound time.Duration) (*Claim, error) {
+	if err := checkBound(bound); err != nil {
+		return nil, err
+	}
+	c := Claim{ID: id, Owner: newOwner()}
+	err := p.pool.QueryRow(ctx, `
+WITH a AS (
+  UPDATE money_requests SET state = 'in_flight', owner = $2, claimed_at = now(), deadline = now() + $3 * interval '1 microsecond'
+  WHERE id = $1 AND state = 'awaiting_approval' AND now() < deadline
+  RETURNING id, claimed_at, session_ref, client_ip, request_id
+), e AS (
+  INSERT INTO money_request_events (money_request, what, session_ref, client_ip, request_id)
+  SELECT id, $4, session_ref, client_ip, request_id FROM a
+)
+SELECT claimed_at FROM a`, id, c.Owner, bound.Microseconds(), EventApproved).Scan(&c.ClaimedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	return &c, nil
+}
+
+// Decline ends a held record that will never be sent (ending: EndDenied,
+// EndMismatch, EndExpired). It reports false when the record was no longer
+// held.
+func (p *Postgres) Decline(ctx context.Context, id int64, ending string) (bool, error) {
+	return p.exec(ctx, `
+UPDATE money_requests SET state = 'declined', ending = $2, finished_at = now()
+WHERE id = $1 AND state = 'awaiting_approval'`, id, ending)
+}
+
+// ExpireHolds declines every hold past its deadline (EndExpired), and
+// returns how many it ended. Safe to run on every instance at once.
+func (p *Postgres) ExpireHolds(ctx context.Context) (int64, error) {
+	tag, err := p.pool.Exec(ctx, `
+UPDATE money_requests SET state = 'declined', ending = 'expired', finished_at = now()
+WHERE state = 'awaiting_approval' AND deadline < now()`)
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // Sending marks, before the owner sends, that its request is about to

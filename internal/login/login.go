@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -134,6 +135,7 @@ type Provider struct {
 	box        *seal.Box
 	client     *http.Client
 	now        func() time.Time
+	details    []string // authorization_details_types_supported
 }
 
 // New discovers the provider (/.well-known/openid-configuration) and
@@ -162,6 +164,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		Methods    []string `json:"code_challenge_methods_supported"`
 		JWKS       string   `json:"jwks_uri"`
 		Algs       []string `json:"id_token_signing_alg_values_supported"`
+		Details    []string `json:"authorization_details_types_supported"`
 	}
 	_ = p.Claims(&meta)
 	if meta.JWKS == "" {
@@ -186,8 +189,13 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		box:        box,
 		client:     o.HTTPClient,
 		now:        o.Now,
+		details:    meta.Details,
 	}, nil
 }
+
+// SupportsDetails reports whether the provider's discovery document lists
+// the authorization_details type (RFC 9396, section 10).
+func (p *Provider) SupportsDetails(typ string) bool { return slices.Contains(p.details, typ) }
 
 // supportedAlgs is the provider's ID token algorithms that go-oidc
 // verifies; none: go-oidc's default (RS256).
@@ -214,6 +222,32 @@ type state struct {
 	Nonce    string  `json:"n"`
 	ReturnTo string  `json:"t"`
 	Mobile   *Mobile `json:"m,omitempty"`
+	StepUp   *StepUp `json:"su,omitempty"`
+}
+
+// StepUp is a step-up authorization (RFC 9470): a fresh login at the
+// provider, of a stronger class, that approves one held payment described
+// by its authorization_details (RFC 9396).
+type StepUp struct {
+	// Ref names the held payment (payments' reference); SessionRef the
+	// session that started the approval, which the callback checks.
+	Ref        string `json:"r"`
+	SessionRef string `json:"s"`
+	// LoginHint is the user's subject at the provider, so the login page
+	// starts from the right account.
+	LoginHint string          `json:"h,omitempty"`
+	ACRValues []string        `json:"a"`
+	MaxAge    time.Duration   `json:"x"`
+	Details   json.RawMessage `json:"d"`
+}
+
+// Approved is what a completed step-up proved: the authentication's class
+// and time, and the authorization_details the provider granted.
+type Approved struct {
+	Ref        string          `json:"r"`
+	SessionRef string          `json:"s"`
+	ACR        string          `json:"a"`
+	Details    json.RawMessage `json:"d"`
 }
 
 // Begin starts a login: it stores the pending state and returns the
@@ -232,13 +266,44 @@ func (p *Provider) Begin(ctx context.Context, returnTo string, mobile *Mobile) (
 			return "", "", err
 		}
 	}
-	st := state{Verifier: oauth2.GenerateVerifier(), Nonce: random(), ReturnTo: returnTo, Mobile: mobile}
+	return p.begin(ctx, state{Verifier: oauth2.GenerateVerifier(), Nonce: random(), ReturnTo: returnTo, Mobile: mobile})
+}
+
+// BeginStepUp starts a step-up authorization for a held payment, as Begin
+// starts a login: a fresh login (prompt=login, and max_age when set) of
+// one of su.ACRValues, carrying su.Details as authorization_details, so
+// the provider shows the user what they approve.
+func (p *Provider) BeginStepUp(ctx context.Context, su StepUp, returnTo string, mobile *Mobile) (authURL, stateValue string, err error) {
+	if _, err := CheckReturnTo(returnTo); err != nil {
+		return "", "", err
+	}
+	if mobile != nil {
+		if err := CheckAppState(mobile.AppState); err != nil {
+			return "", "", err
+		}
+	}
+	return p.begin(ctx, state{Verifier: oauth2.GenerateVerifier(), Nonce: random(), ReturnTo: returnTo, Mobile: mobile, StepUp: &su})
+}
+
+func (p *Provider) begin(ctx context.Context, st state) (authURL, stateValue string, err error) {
 	stateValue = random()
 	b, _ := json.Marshal(st)
 	if err := p.store.Set(ctx, stateKey(stateValue), p.seal(stateKey(stateValue), b), StateTTL); err != nil {
 		return "", "", err
 	}
-	return p.oauth.AuthCodeURL(stateValue, oauth2.S256ChallengeOption(st.Verifier), oidc.Nonce(st.Nonce)), stateValue, nil
+	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(st.Verifier), oidc.Nonce(st.Nonce)}
+	if su := st.StepUp; su != nil {
+		opts = append(opts, oauth2.SetAuthURLParam("prompt", "login"),
+			oauth2.SetAuthURLParam("acr_values", strings.Join(su.ACRValues, " ")),
+			oauth2.SetAuthURLParam("authorization_details", string(su.Details)))
+		if su.MaxAge > 0 {
+			opts = append(opts, oauth2.SetAuthURLParam("max_age", strconv.FormatInt(int64(su.MaxAge/time.Second), 10)))
+		}
+		if su.LoginHint != "" {
+			opts = append(opts, oauth2.SetAuthURLParam("login_hint", su.LoginHint))
+		}
+	}
+	return p.oauth.AuthCodeURL(stateValue, opts...), stateValue, nil
 }
 
 // Result is a completed login.
@@ -249,6 +314,9 @@ type Result struct {
 	AuthTime time.Time `json:"a"`
 	ReturnTo string    `json:"-"`
 	Mobile   *Mobile   `json:"-"`
+	// StepUp is set when the login was a step-up (BeginStepUp): what it
+	// proved, for the caller to check against the held payment.
+	StepUp *Approved `json:"su,omitempty"`
 }
 
 // Callback completes a login: the state is used once, the code exchanged
@@ -271,6 +339,12 @@ func (p *Provider) Callback(ctx context.Context, stateValue, code, providerError
 		return Result{}, ErrState
 	}
 	res := Result{ReturnTo: st.ReturnTo, Mobile: st.Mobile}
+	if su := st.StepUp; su != nil {
+		// Which hold this was, also when it failed (the caller declines
+		// the payment the user cancelled); what it proved, below, only
+		// when it succeeded.
+		res.StepUp = &Approved{Ref: su.Ref, SessionRef: su.SessionRef}
+	}
 	if providerError != "" {
 		return res, fmt.Errorf("%w: %s", ErrProvider, sanitize(providerError))
 	}
@@ -306,6 +380,18 @@ func (p *Provider) Callback(ctx context.Context, stateValue, code, providerError
 	res.AuthTime = p.now()
 	if at, ok := claims["auth_time"].(float64); ok && at > 0 {
 		res.AuthTime = time.Unix(int64(at), 0)
+	}
+	if su := st.StepUp; su != nil {
+		// An approval proves nothing without the provider's own auth_time.
+		if _, ok := claims["auth_time"].(float64); !ok {
+			res.AuthTime = time.Time{}
+		}
+		a := res.StepUp
+		a.ACR, _ = claims["acr"].(string)
+		// RFC 9396, section 7: the details granted, in the token response.
+		if d, err := json.Marshal(tok.Extra("authorization_details")); err == nil {
+			a.Details = d
+		}
 	}
 	return res, nil
 }

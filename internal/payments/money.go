@@ -165,6 +165,10 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 	if creates {
 		req.Content = content.Encode()
 	}
+	creation := creates && (path == creationPath || path == initPath)
+	if creation && s.holds(route, content) {
+		req.Held, _ = json.Marshal(heldRequest{Path: path, Route: t.Route, Query: r.URL.RawQuery, Body: body})
+	}
 	// The payment is detached from the client: a mobile app that loses its
 	// connection mid-payment finds the outcome stored when it retries. Its
 	// deadline starts before the claim, so the claim's deadline (the same
@@ -173,13 +177,17 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 	ctx, cancel := context.WithTimeout(bg, s.timeout)
 	defer cancel()
 	m := &moneyCall{call: c, target: t, rawQuery: r.URL.RawQuery, header: r.Header, req: req, body: body,
-		creates: creates && (path == creationPath || path == initPath)}
+		creates: creation}
 	claim, rec, err := s.claim(bg, req)
 	switch {
 	case err != nil:
 		return labels{}, s.ledgerFailed(c, err)
 	case rec != nil:
 		return s.answerRepeat(ctx, bg, w, m, rec)
+	case req.Held != nil:
+		// Held for the user's approval: claimed, not sent.
+		s.observe.MoneyRequest("held")
+		return labels{}, s.stepUpRequired(req.UserID, req.SessionRef, claim.ID, claim.ClaimedAt.Add(s.stepUp.HoldFor))
 	}
 	m.claim = claim
 	return s.sendAsOwner(ctx, bg, w, m)
@@ -188,7 +196,11 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 func (s *Service) claim(ctx context.Context, req ledger.Request) (*ledger.Claim, *ledger.Record, error) {
 	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
 	defer cancel()
-	return s.claims.Claim(lctx, req, s.timeout+ownerMargin)
+	bound := s.timeout + ownerMargin
+	if req.Held != nil {
+		bound = s.stepUp.HoldFor
+	}
+	return s.claims.Claim(lctx, req, bound)
 }
 
 // sendAsOwner sends the claimed request: a snapshot of the user's payments first
@@ -404,6 +416,21 @@ func (s *Service) answerRepeat(ctx, bg context.Context, w http.ResponseWriter, m
 		case !bytes.Equal(rec.Fingerprint, m.req.Fingerprint):
 			event(rec.ID, ledger.EventReused)
 			return labels{}, problem.New(problem.CodeIdempotencyKeyReused, "this Idempotency-Key was used for a different request")
+		case rec.State == ledger.StateAwaiting && rec.Expired:
+			s.decline(bg, rec.ID, ledger.EndExpired)
+			event(rec.ID, ledger.EventReplayed)
+			return labels{replayedCode: problem.CodeStepUpDeclined}, declined(ledger.EndExpired)
+		case rec.State == ledger.StateAwaiting:
+			event(rec.ID, ledger.EventHeld)
+			if s.stepUp == nil {
+				// Held by an instance whose policy holds it; this one's
+				// holds nothing, and does not send it either.
+				return labels{}, problem.New(problem.CodeStepUpDeclined, "this payment waits for an approval that this server cannot take; nothing was sent")
+			}
+			return labels{}, s.stepUpRequired(rec.UserID, rec.SessionRef, rec.ID, rec.Deadline)
+		case rec.State == ledger.StateDeclined:
+			event(rec.ID, ledger.EventReplayed)
+			return labels{replayedCode: problem.CodeStepUpDeclined}, declined(rec.Ending)
 		case rec.State == ledger.StateDone:
 			event(rec.ID, ledger.EventReplayed)
 			return labels{replayedCode: replay(w, rec.Response)}, nil

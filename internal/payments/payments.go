@@ -34,6 +34,7 @@ type Ledger interface {
 	Settlements // settling and the settler: settle.go, settler.go
 	Entries     // GET /bff/payments and the event stream: records.go
 	Follower    // following a payment's status: follow.go
+	Holds       // payments the user approves: stepup.go
 }
 
 var (
@@ -93,6 +94,9 @@ type Options struct {
 	// used, and cursors open only on the instance that made them.
 	EncryptionKey  []byte
 	DecryptionKeys [][]byte
+	// StepUp, when set, holds the payments it names for the user's
+	// approval (stepup.go); nil: no payment is held.
+	StepUp *StepUp
 }
 
 // Observer receives a Service's events. Implementations must be cheap and
@@ -143,7 +147,10 @@ type Service struct {
 	settlements Settlements
 	entries     Entries
 	follower    Follower
+	holdsOf     Holds
 	cursors     *seal.Box
+	stepUp      *StepUp
+	holdBox     *seal.Box // seals the references of held payments
 }
 
 // New returns a Service.
@@ -162,8 +169,9 @@ func New(o Options) *Service {
 		refresh: o.Refresh, every: o.RefreshEvery, log: o.Logger, observe: o.Observe}
 	s.pace = defaultSettlerPace
 	if o.Ledger != nil {
-		s.claims, s.settlements, s.entries, s.follower = o.Ledger, o.Ledger, o.Ledger, o.Ledger
+		s.claims, s.settlements, s.entries, s.follower, s.holdsOf = o.Ledger, o.Ledger, o.Ledger, o.Ledger, o.Ledger
 		s.follow = o.Follow
+		s.stepUp = o.StepUp
 	}
 	s.instance = o.Instance
 	key := o.EncryptionKey
@@ -178,6 +186,9 @@ func New(o Options) *Service {
 		panic(err)
 	}
 	s.cursors = box
+	if s.holdBox, err = seal.Derive(key, "bff step-up holds", o.DecryptionKeys...); err != nil {
+		panic(err) // as above
+	}
 	return s
 }
 

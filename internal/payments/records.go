@@ -39,10 +39,21 @@ type Record struct {
 	// it as sent: it names the request, it is no secret).
 	Key   string `json:"key"`
 	Route string `json:"route"`
-	State string `json:"state"` // in_flight, done or unknown
+	// State is in_flight, done, unknown, awaiting_approval (held for the
+	// user's approval, not sent) or declined (held and never approved:
+	// never sent).
+	State string `json:"state"`
 	// Status is the HTTP status the BFF answered: the stored answer's when
-	// done, 502 (PAYMENT_OUTCOME_UNKNOWN) when unknown; absent in flight.
-	Status    int    `json:"status,omitempty"`
+	// done, 502 (PAYMENT_OUTCOME_UNKNOWN) when unknown, 401
+	// (STEP_UP_REQUIRED) awaiting approval, 403 (STEP_UP_DECLINED)
+	// declined; absent in flight.
+	Status int `json:"status,omitempty"`
+	// StepUpURL, awaiting approval, is where the user approves it (from
+	// the session that made it).
+	StepUpURL string `json:"stepUpUrl,omitempty"`
+	// Declined says why a declined payment was not sent: denied, mismatch
+	// or expired.
+	Declined  string `json:"declined,omitempty"`
 	PaymentID string `json:"paymentId,omitempty"`
 	// PaymentStatus is the upstream's latest known status of the payment
 	// (follow.go); null until one is known.
@@ -58,7 +69,7 @@ type Page struct {
 	NextCursor string   `json:"nextCursor,omitempty"`
 }
 
-func record(e ledger.Entry) Record {
+func (s *Service) record(userID string, e ledger.Entry) Record {
 	r := Record{Key: e.Key, Route: e.Route, State: string(e.State), PaymentID: e.PaymentID,
 		CreatedAt: e.CreatedAt.UTC(), UpdatedAt: e.UpdatedAt.UTC()}
 	if e.PaymentStatus != "" {
@@ -69,6 +80,13 @@ func record(e ledger.Entry) Record {
 		r.Status = e.Answered
 	case ledger.StateUnknown:
 		r.Status = http.StatusBadGateway // every request with the key is answered PAYMENT_OUTCOME_UNKNOWN
+	case ledger.StateAwaiting:
+		r.Status = http.StatusUnauthorized
+		if s.stepUp != nil {
+			r.StepUpURL = s.stepUpURL(userID, e.SessionRef, e.ID)
+		}
+	case ledger.StateDeclined:
+		r.Status, r.Declined = http.StatusForbidden, e.Ending
 	}
 	return r
 }
@@ -157,7 +175,7 @@ func (s *Service) Records(ctx context.Context, userID, cursor string, limit int)
 			page.NextCursor = s.sealCursor(userID, entries[i-1].Cursor())
 			break
 		}
-		page.Items = append(page.Items, record(e))
+		page.Items = append(page.Items, s.record(userID, e))
 	}
 	return page, nil
 }
@@ -181,7 +199,7 @@ func (s *Service) Record(ctx context.Context, userID, key string) (Record, error
 	case !ok:
 		return Record{}, notFound()
 	}
-	return record(e), nil
+	return s.record(userID, e), nil
 }
 
 func notFound() *problem.Problem {
@@ -212,7 +230,7 @@ func (s *Service) Changes(ctx context.Context, userID string, after int64) ([]Ch
 	}
 	out := make([]Change, len(entries))
 	for i, e := range entries {
-		out[i] = Change{Seq: e.Seq, Record: record(e)}
+		out[i] = Change{Seq: e.Seq, Record: s.record(userID, e)}
 	}
 	return out, nil
 }

@@ -45,6 +45,9 @@ func (s *Service) Run(ctx context.Context) {
 		case <-t.C:
 		}
 		s.settleDue(ctx)
+		if s.stepUp != nil {
+			s.expireHolds(ctx)
+		}
 	}
 }
 

@@ -1,0 +1,495 @@
+package payments
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/problem"
+	"github.com/fintech-bff/bff/internal/proxy"
+)
+
+// Holds is what payments the user approves need of the ledger
+// (docs/payments.md, "Payments the user approves"): a held record read by
+// its id, its one release (Approve), its end without a send (Decline), and
+// the end of holds that ran out.
+type Holds interface {
+	Record(ctx context.Context, id int64) (*ledger.Record, error)
+	Approve(ctx context.Context, id int64, bound time.Duration) (*ledger.Claim, error)
+	Decline(ctx context.Context, id int64, ending string) (bool, error)
+	ExpireHolds(ctx context.Context) (int64, error)
+}
+
+var (
+	_ Holds = (*ledger.Postgres)(nil)
+	_ Holds = (*ledger.Memory)(nil)
+)
+
+// StepUp is the policy of payments the user approves (payments.step_up):
+// which payments are held for a fresh, stronger authentication bound to
+// their content, and what that authentication must prove.
+type StepUp struct {
+	// Routes are the money routes whose payments may be held; empty:
+	// every money route.
+	Routes []string
+	// Always holds every payment on Routes, whatever its amount.
+	Always bool
+	// Thresholds hold a payment whose amount is at or over its currency's
+	// (upper-case ISO 4217 code → decimal amount). A currency not listed
+	// is always held: an amount the policy cannot weigh is not waved
+	// through.
+	Thresholds map[string]string
+	// ACRValues are the authentication context classes an approval may
+	// carry (the ID token's acr must be one of them).
+	ACRValues []string
+	// MaxAge bounds how long before the approval the user authenticated
+	// (the ID token's auth_time); the authentication must also come after
+	// the payment was held.
+	MaxAge time.Duration
+	// HoldFor is how long a held payment waits for its approval; then it
+	// is declined (expired) and never sent.
+	HoldFor time.Duration
+	// URL is the step-up endpoint as the client reaches it (the public
+	// URL's /auth/step-up).
+	URL string
+}
+
+// approvalSkew is how far the identity provider's clock (auth_time) may be
+// from the database's (the hold's time) and the BFF's.
+const approvalSkew = 5 * time.Second
+
+// heldRequest is what a hold keeps to send once approved.
+type heldRequest struct {
+	Path  string `json:"p"` // the canonical upstream path
+	Route string `json:"r"` // the route template, for the metrics
+	Query string `json:"q,omitempty"`
+	Body  []byte `json:"b"`
+}
+
+// holds reports whether a payment creation on route with content c needs
+// the user's approval.
+func (s *Service) holds(route string, c Content) bool {
+	su := s.stepUp
+	if su == nil || (len(su.Routes) > 0 && !slices.Contains(su.Routes, route)) {
+		return false
+	}
+	if su.Always {
+		return true
+	}
+	currency, _ := c.Info["currency"].(string)
+	limit, ok := su.Thresholds[strings.ToUpper(strings.TrimSpace(currency))]
+	if !ok {
+		return true
+	}
+	amount, ok1 := decimal(c.Info["amount"])
+	min, ok2 := decimal(limit)
+	return !ok1 || !ok2 || amount.Cmp(min) >= 0
+}
+
+// holdRef is the opaque reference of a hold in its step-up URL: the
+// record's id, its user and the session that made it, sealed, so it names
+// nothing of the ledger and cannot be made or altered outside the BFF.
+func (s *Service) holdRef(userID, sessionRef string, id int64) string {
+	b := binary.BigEndian.AppendUint64(nil, uint64(id))
+	b = append(append(append(b, userID...), 0), sessionRef...)
+	return base64.RawURLEncoding.EncodeToString(s.holdBox.Seal(nil, b, []byte("bff step-up hold")))
+}
+
+// maxRefLen bounds a reference read from a URL.
+const maxRefLen = 1024
+
+// openHoldRef reads a reference holdRef made.
+func (s *Service) openHoldRef(ref string) (id int64, userID, sessionRef string, ok bool) {
+	if len(ref) > maxRefLen {
+		return 0, "", "", false
+	}
+	sealed, err := base64.RawURLEncoding.Strict().DecodeString(ref)
+	if err != nil {
+		return 0, "", "", false
+	}
+	b, err := s.holdBox.Open(nil, sealed, []byte("bff step-up hold"))
+	if err != nil || len(b) < 9 {
+		return 0, "", "", false
+	}
+	id = int64(binary.BigEndian.Uint64(b[:8]))
+	userID, sessionRef, ok = strings.Cut(string(b[8:]), "\x00")
+	return id, userID, sessionRef, ok && id > 0
+}
+
+// stepUpURL is where the client sends the user to approve hold id.
+func (s *Service) stepUpURL(userID, sessionRef string, id int64) string {
+	return s.stepUp.URL + "?payment=" + url.QueryEscape(s.holdRef(userID, sessionRef, id))
+}
+
+// stepUpRequired is the answer to a held payment: 401 STEP_UP_REQUIRED
+// with the step-up URL and RFC 9470's challenge.
+func (s *Service) stepUpRequired(userID, sessionRef string, id int64, until time.Time) *problem.Problem {
+	p := problem.New(problem.CodeStepUpRequired, "this payment needs your approval; nothing was sent. Open stepUpUrl to approve it: it is then sent once, under the same Idempotency-Key")
+	p.Ext = []problem.Member{
+		{Name: "stepUpUrl", Value: s.stepUpURL(userID, sessionRef, id)},
+		{Name: "acrValues", Value: s.stepUp.ACRValues},
+		{Name: "expiresAt", Value: until.UTC().Format(time.RFC3339)},
+	}
+	challenge := `Bearer error="insufficient_user_authentication", error_description="the payment needs your approval"`
+	if len(s.stepUp.ACRValues) > 0 {
+		challenge += `, acr_values="` + strings.Join(s.stepUp.ACRValues, " ") + `"`
+	}
+	if s.stepUp.MaxAge > 0 {
+		secs := int64(s.stepUp.MaxAge / time.Second)
+		p.Ext = append(p.Ext, problem.Member{Name: "maxAge", Value: secs})
+		challenge += ", max_age=" + strconv.FormatInt(secs, 10)
+	}
+	p.WWWAuthenticate = challenge
+	return p
+}
+
+// declined is the answer for a hold that ended without a send.
+func declined(ending string) *problem.Problem {
+	why := map[string]string{
+		ledger.EndDenied:   "the approval was cancelled or refused at the identity provider",
+		ledger.EndMismatch: "the approval did not match this payment (its amount, payee or user, or the strength or time of the authentication)",
+		ledger.EndExpired:  "it was not approved in time",
+	}[ending]
+	if why == "" {
+		why = "it was not approved"
+	}
+	return problem.New(problem.CodeStepUpDeclined, "this payment was not sent: "+why+". To pay, start again with a new Idempotency-Key")
+}
+
+// Hold is a held payment as its approval starts: what the identity
+// provider shows the user and what the approval must prove.
+type Hold struct {
+	Key   string
+	Route string
+	// UserID and SessionRef are the user and session that made it: only
+	// that session's approval releases it.
+	UserID     string
+	SessionRef string
+	// Details is the RFC 9396 authorization_details (one
+	// payment_initiation) derived from the held content.
+	Details   json.RawMessage
+	ACRValues []string
+	MaxAge    time.Duration
+	Expires   time.Time
+}
+
+// HeldPayment opens a step-up reference: the payment it names, still
+// waiting for its approval.
+func (s *Service) HeldPayment(ctx context.Context, ref string) (Hold, *problem.Problem) {
+	rec, p := s.heldRecord(ctx, ref)
+	if p != nil {
+		return Hold{}, p
+	}
+	if p := s.stillHeld(ctx, rec); p != nil {
+		return Hold{}, p
+	}
+	c, _ := ParseContent(rec.Content)
+	details, err := json.Marshal([]map[string]any{paymentDetail(c)})
+	if err != nil {
+		return Hold{}, problem.Wrap(problem.CodeInternal, "the payment could not be described for its approval", err)
+	}
+	return Hold{Key: rec.Key, Route: rec.Route, UserID: rec.UserID, SessionRef: rec.SessionRef, Details: details,
+		ACRValues: s.stepUp.ACRValues, MaxAge: s.stepUp.MaxAge, Expires: rec.Deadline}, nil
+}
+
+// DeclineHold ends the hold ref names without a send: the user cancelled
+// at the provider, or the provider refused. It returns the answer a repeat
+// of the key now gets.
+func (s *Service) DeclineHold(ctx context.Context, ref string) *problem.Problem {
+	rec, p := s.heldRecord(ctx, ref)
+	if p != nil {
+		return p
+	}
+	if p := s.stillHeld(ctx, rec); p != nil {
+		return p
+	}
+	s.decline(ctx, rec.ID, ledger.EndDenied)
+	return declined(ledger.EndDenied)
+}
+
+// heldRecord reads the record a reference names.
+func (s *Service) heldRecord(ctx context.Context, ref string) (*ledger.Record, *problem.Problem) {
+	if s.stepUp == nil || s.holdsOf == nil {
+		return nil, problem.New(problem.CodeNotFound, "payments are not held for approval here")
+	}
+	notFound := problem.New(problem.CodeNotFound, "no payment waits for an approval under this reference")
+	id, userID, sessionRef, ok := s.openHoldRef(ref)
+	if !ok {
+		return nil, notFound
+	}
+	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+	rec, err := s.holdsOf.Record(lctx, id)
+	cancel()
+	switch {
+	case errors.Is(err, ledger.ErrNoRecord):
+		return nil, notFound
+	case err != nil:
+		return nil, s.ledgerFailed(proxy.Call{}, err)
+	case rec.UserID != userID || rec.SessionRef != sessionRef || rec.Held == nil:
+		// The key was given back and claimed again since: not this hold.
+		return nil, notFound
+	}
+	return rec, nil
+}
+
+// stillHeld is nil when rec waits for its approval, else the answer that
+// says what became of it (a hold past its time is declined here).
+func (s *Service) stillHeld(ctx context.Context, rec *ledger.Record) *problem.Problem {
+	switch {
+	case rec.State == ledger.StateAwaiting && rec.Expired:
+		s.decline(ctx, rec.ID, ledger.EndExpired)
+		return declined(ledger.EndExpired)
+	case rec.State == ledger.StateAwaiting:
+		return nil
+	case rec.State == ledger.StateDeclined:
+		return declined(rec.Ending)
+	}
+	return problem.New(problem.CodeNotFound, "this payment no longer waits for an approval: it was approved already; read its outcome in GET /bff/payments")
+}
+
+func (s *Service) decline(ctx context.Context, id int64, ending string) {
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
+	defer cancel()
+	ok, err := s.holdsOf.Decline(lctx, id, ending)
+	if err != nil {
+		s.log.Warn("a held payment could not be declined; it expires at its deadline", slog.String("error", err.Error()))
+		return
+	}
+	if ok {
+		s.observe.MoneyRequest("declined_" + ending)
+	}
+}
+
+// Approval is what the identity provider proved when the user approved.
+type Approval struct {
+	UserID   string // the ID token's user claim
+	ACR      string
+	AuthTime time.Time
+	// Details are the authorization_details the provider granted.
+	Details   json.RawMessage
+	RequestID string
+	ClientIP  string
+}
+
+// Approve checks an approval, completed in session sessionRef of userID,
+// against the held payment ref names (the user, the session, the authentication's class and time, and the granted
+// authorization_details against the held content) and, when every check
+// holds, sends the payment once under its key, by the money path's rules.
+// An approval that does not match ends the hold (declined, never sent).
+// It returns the payment's record after its send.
+func (s *Service) Approve(ctx context.Context, ref, userID, sessionRef string, a Approval) (Record, *problem.Problem) {
+	rec, p := s.heldRecord(ctx, ref)
+	if p != nil {
+		return Record{}, p
+	}
+	if rec.UserID != userID || rec.SessionRef != sessionRef {
+		// Another session's hold: a stolen session's payment is not
+		// released from the user's session, nor the other way round. The
+		// hold stays for its own session.
+		return Record{}, problem.New(problem.CodeNotFound, "no payment of this session waits for an approval under this reference")
+	}
+	if p := s.stillHeld(ctx, rec); p != nil {
+		return Record{}, p
+	}
+	if why := s.mismatch(rec, a); why != "" {
+		s.log.Warn("a payment approval did not match its held payment; the payment is declined and not sent",
+			slog.String("requestId", a.RequestID), slog.String("reason", why))
+		s.decline(ctx, rec.ID, ledger.EndMismatch)
+		return Record{}, declined(ledger.EndMismatch)
+	}
+	var held heldRequest
+	if json.Unmarshal(rec.Held, &held) != nil {
+		return Record{}, s.ledgerFailed(proxy.Call{}, ledger.ErrUnreadable)
+	}
+	bg := context.WithoutCancel(ctx)
+	lctx, cancel := context.WithTimeout(bg, ledgerTimeout)
+	claim, err := s.holdsOf.Approve(lctx, rec.ID, s.timeout+ownerMargin)
+	cancel()
+	switch {
+	case err != nil:
+		return Record{}, s.ledgerFailed(proxy.Call{}, err)
+	case claim == nil:
+		// Approved meanwhile (another tab, another instance), or run out.
+		return Record{}, problem.New(problem.CodeNotFound, "this payment no longer waits for an approval; read its outcome in GET /bff/payments")
+	}
+	s.observe.MoneyRequest("approved")
+	call := proxy.Call{UserID: rec.UserID, RequestID: a.RequestID, ClientIP: a.ClientIP, Path: held.Path, SessionRef: rec.SessionRef}
+	m := &moneyCall{
+		call: call, target: proxy.Target{Path: held.Path, Route: held.Route}, rawQuery: held.Query,
+		header: http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}},
+		req: ledger.Request{UserID: rec.UserID, Route: rec.Route, Key: rec.Key, Fingerprint: rec.Fingerprint,
+			Content: rec.Content, SessionRef: rec.SessionRef, ClientIP: a.ClientIP, RequestID: a.RequestID},
+		claim: claim, body: held.Body, creates: true,
+	}
+	sctx, scancel := context.WithTimeout(bg, s.timeout)
+	defer scancel()
+	_, sendProblem := s.sendAsOwner(sctx, bg, &recorder{header: http.Header{}}, m)
+	if sendProblem != nil {
+		s.log.Info("an approved payment was sent; its answer was an error", slog.String("requestId", a.RequestID), slog.String("code", sendProblem.Code))
+	}
+	gctx, gcancel := context.WithTimeout(bg, ledgerTimeout)
+	defer gcancel()
+	e, ok, err := s.entries.Get(gctx, rec.UserID, rec.Key)
+	if err != nil || !ok {
+		return Record{Key: rec.Key, Route: rec.Route, State: string(ledger.StateInFlight)}, nil
+	}
+	return s.record(rec.UserID, e), nil
+}
+
+// mismatch says why an approval does not release rec ("" when it does).
+func (s *Service) mismatch(rec *ledger.Record, a Approval) string {
+	now := time.Now()
+	switch {
+	case a.UserID != rec.UserID:
+		return "the approval is another user's"
+	case !slices.Contains(s.stepUp.ACRValues, a.ACR) && len(s.stepUp.ACRValues) > 0:
+		return "the authentication's class (acr) is not one the policy accepts"
+	case a.AuthTime.IsZero():
+		return "the approval carries no auth_time"
+	case a.AuthTime.Before(rec.ClaimedAt.Add(-approvalSkew)):
+		return "the authentication happened before the payment was held"
+	case s.stepUp.MaxAge > 0 && now.Sub(a.AuthTime) > s.stepUp.MaxAge+approvalSkew:
+		return "the authentication is older than max_age"
+	}
+	c, ok := ParseContent(rec.Content)
+	if !ok {
+		return "the held payment has no content to compare"
+	}
+	if !grantedEquals(a.Details, paymentDetail(c)) {
+		return "the granted authorization_details are not the held payment's"
+	}
+	return ""
+}
+
+// DetailType is the RFC 9396 type of a payment's authorization details.
+const DetailType = "payment_initiation"
+
+// paymentDetail is the authorization detail (RFC 9396, payment_initiation)
+// of a payment's content: what the identity provider shows the user and
+// what the approval must grant, field for field.
+func paymentDetail(c Content) map[string]any {
+	d := map[string]any{"type": DetailType}
+	currency, _ := c.Info["currency"].(string)
+	d["instructedAmount"] = map[string]any{"currency": currency, "amount": amountText(c.Info["amount"])}
+	if v, ok := c.Info["creditorName"].(string); ok {
+		d["creditorName"] = v
+	}
+	if v, ok := c.Info["merchantId"].(string); ok {
+		d["merchantId"] = v
+	}
+	for _, f := range []string{"creditorAccount", "debtorAccount"} {
+		if acc, ok := c.Info[f].(map[string]any); ok {
+			if iban, ok := acc["iban"].(string); ok {
+				d[f] = map[string]any{"iban": iban}
+			}
+		}
+	}
+	if v, ok := c.Info["remittanceInformation"].(string); ok {
+		d["remittanceInformationUnstructured"] = v
+	}
+	return d
+}
+
+// amountText is an amount as a decimal string, as the upstream reads it (a
+// float64), with at least two decimals: 1000 is "1000.00".
+func amountText(v any) string {
+	r, ok := decimal(v)
+	if !ok {
+		return fmt.Sprint(v)
+	}
+	f, _ := r.Float64()
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	whole, frac, _ := strings.Cut(s, ".")
+	for len(frac) < 2 {
+		frac += "0"
+	}
+	return whole + "." + frac
+}
+
+// grantedEquals reports whether the granted authorization_details hold
+// exactly one payment_initiation, equal to want: the same fields at every
+// level, strings equal, the amount equal by value.
+func grantedEquals(granted json.RawMessage, want map[string]any) bool {
+	var list []map[string]any
+	if json.Unmarshal(granted, &list) != nil {
+		return false
+	}
+	var found map[string]any
+	for _, d := range list {
+		if d["type"] == DetailType {
+			if found != nil {
+				return false
+			}
+			found = d
+		}
+	}
+	return found != nil && sameDetail(found, want)
+}
+
+func sameDetail(got, want map[string]any) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok {
+			return false
+		}
+		switch wv := w.(type) {
+		case map[string]any:
+			gv, ok := g.(map[string]any)
+			if !ok {
+				return false
+			}
+			if k == "instructedAmount" {
+				if !sameAmount(gv, wv) {
+					return false
+				}
+				continue
+			}
+			if !sameDetail(gv, wv) {
+				return false
+			}
+		default:
+			if g != w {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func sameAmount(got, want map[string]any) bool {
+	if len(got) != 2 || got["currency"] != want["currency"] {
+		return false
+	}
+	g, ok1 := decimal(got["amount"])
+	w, ok2 := decimal(want["amount"])
+	return ok1 && ok2 && g.Cmp(w) == 0
+}
+
+// expireHolds declines the holds that ran out, so their users' lists and
+// streams say so without a repeat.
+func (s *Service) expireHolds(ctx context.Context) {
+	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+	n, err := s.holdsOf.ExpireHolds(lctx)
+	cancel()
+	if err != nil {
+		s.log.Warn("the settler could not expire held payments", slog.String("error", err.Error()))
+		return
+	}
+	for range n {
+		s.observe.MoneyRequest("declined_" + ledger.EndExpired)
+	}
+}
