@@ -19,7 +19,7 @@
 // wrong code, with which the login still completes but at urn:bff:acr:pwd
 // (acr_values is voluntary, OpenID Connect Core 3.1.2.1: the relying party
 // must check the acr it got); a code that is not 6 digits shows the page
-// again (400, #op-otp-error). The ID token always carries acr and auth_time.
+// again (400, #op-otp-error). Every ID token carries acr, amr and auth_time.
 //
 // Payment approval (RFC 9396 rich authorization requests, one type:
 // payment_initiation, validated by paymentInitiation below; any other type is
