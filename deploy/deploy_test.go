@@ -75,6 +75,8 @@ var knownMetrics = map[string]metric{
 	"bff_payment_follow_total":              {"counter", []string{"result"}, true},
 	"bff_event_streams":                     {"gauge", nil, true},
 	"bff_event_streams_limit":               {"gauge", nil, true},
+	"bff_dpop_proofs_total":                 {"counter", []string{"use", "result"}, true},
+	"bff_dpop_native_sessions_total":        {"counter", []string{"binding"}, true},
 
 	// collectors.NewGoCollector() (default set) and NewProcessCollector().
 	"go_goroutines":                 {"gauge", nil, false},

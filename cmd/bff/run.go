@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/extra/redisotel/v9"
 
 	"github.com/fintech-bff/bff/internal/config"
+	"github.com/fintech-bff/bff/internal/dpop"
 	"github.com/fintech-bff/bff/internal/edge"
 	"github.com/fintech-bff/bff/internal/events"
 	"github.com/fintech-bff/bff/internal/kv"
@@ -265,6 +266,13 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 	pusher := events.NewPusher(hub, pay, sessions, 0)
 	go pusher.Run(cacheCtx)
 	a.streams = hub
+	// DPoP proofs of device-bound sessions: the jti of each accepted one
+	// is claimed in the shared store, so a proof is accepted once across
+	// every instance.
+	proofs, err := dpop.NewVerifier(dpop.Options{Replay: store})
+	if err != nil {
+		return nil, err
+	}
 	deps := edge.Deps{
 		Observability: edge.Observability{Logger: log, Observe: obs.Edge},
 		Clients: edge.Clients{
@@ -272,6 +280,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 			TrustedProxies: cfg.TrustedProxyPrefixes(), TraceparentFrom: cfg.TraceparentPrefixes(), TrustClientTraceparent: cfg.TrustClientTraceparent,
 		},
 		Sessions: edge.Sessions{Manager: sessions, Cookies: cookies, Tokens: cache},
+		DPoP:     edge.DPoP{Mode: cfg.Session.MobileDPoP, Verifier: proofs, Observe: obs.DPoP},
 		Login:    edge.Login{Dev: cfg.Auth.Mode == config.AuthModeDev, MobileRedirectURIs: cfg.Auth.MobileRedirectURIs},
 		Limits: edge.Limits{
 			PerAddress: a.limits, AuthPerMinute: cfg.Limits.AuthPerMinute, BackchannelPerMinute: cfg.Limits.BackchannelPerMinute,
@@ -446,6 +455,7 @@ type sharedStore interface {
 	tokens.Store
 	session.Store
 	login.Store
+	dpop.ReplayStore
 	Ping(context.Context) error
 }
 

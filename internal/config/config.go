@@ -285,7 +285,19 @@ type Session struct {
 	// CacheBytes bounds the memory of each instance's in-process copy of
 	// live sessions in front of Redis; 0 turns it off.
 	CacheBytes int64 `yaml:"cache_bytes"`
+	// MobileDPoP is how native sessions are bound to a key of the device
+	// (DPoP, RFC 9449): MobileDPoPOff, MobileDPoPOptional or
+	// MobileDPoPRequired. Empty: required when env is production,
+	// optional in development (Load fills it in).
+	MobileDPoP string `yaml:"mobile_dpop"`
 }
+
+// The values of session.mobile_dpop.
+const (
+	MobileDPoPOff      = "off"
+	MobileDPoPOptional = "optional"
+	MobileDPoPRequired = "required"
+)
 
 // Auth configures how users log in.
 type Auth struct {

@@ -574,6 +574,12 @@ func (c *Config) derive(seen map[string]bool) {
 			c.Upstream.Routes[i].Methods[j] = strings.ToUpper(m)
 		}
 	}
+	if c.Session.MobileDPoP == "" {
+		c.Session.MobileDPoP = MobileDPoPOptional
+		if c.Env == EnvProduction {
+			c.Session.MobileDPoP = MobileDPoPRequired
+		}
+	}
 	if c.Session.CookieName == "" {
 		if c.Session.SecureCookie {
 			c.Session.CookieName = SecureCookieName

@@ -345,6 +345,11 @@ func (s *Session) validate(v *validator, prod bool) {
 	if len(s.Keys) == 0 && prod {
 		v.addf("session.keys", "at least one key is required when env is production")
 	}
+	switch s.MobileDPoP {
+	case "", MobileDPoPOff, MobileDPoPOptional, MobileDPoPRequired:
+	default:
+		v.addf("session.mobile_dpop", "%q is not one of off, optional, required", s.MobileDPoP)
+	}
 	for i, k := range s.Keys {
 		if _, err := decodeSessionKey(i, k); err != nil {
 			v.add(err)

@@ -181,7 +181,11 @@ func TestVerifyRefuses(t *testing.T) {
 		return with(h, kv...)
 	}
 	privJWK := publicJWK(t, p256Key.Public())
-	privJWK["d"] = b64(p256Key.D.Bytes())
+	raw, err := p256Key.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	privJWK["d"] = b64(raw)
 	hs256 := func() string {
 		h, _ := json.Marshal(map[string]any{"alg": "HS256", "typ": "dpop+jwt", "jwk": map[string]any{"kty": "oct", "k": b64([]byte("0123456789abcdef0123456789abcdef"))}})
 		c, _ := json.Marshal(good())

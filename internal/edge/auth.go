@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fintech-bff/bff/internal/dpop"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/session"
 )
@@ -29,6 +30,9 @@ type authn struct {
 	cookies        *session.Cookies
 	publicOrigin   string
 	allowedOrigins []string
+	// dpop checks the proofs of device-bound sessions (and binds token
+	// logins); nil: none is bound, and the DPoP scheme is refused.
+	dpop *binder
 }
 
 func sessionRequired(detail string) *problem.Problem {
@@ -38,17 +42,23 @@ func sessionRequired(detail string) *problem.Problem {
 // resolve finds the caller's live session and applies the CSRF rule to
 // cookie-authenticated unsafe requests. Without a session it is 401
 // SESSION_REQUIRED (never a redirect); a store outage is 503.
+//
+// A device-bound session (one with a JKT) is accepted only as
+// "Authorization: DPoP <sessionToken>" with a valid proof of its key for
+// this request (binder.check); sent as Bearer or as the cookie it is
+// refused as a bad proof is, and an unbound one sent as DPoP too. An
+// unbound session as Bearer or cookie is resolved as it always was.
 func (a *authn) resolve(c echo.Context) (principal, error) {
 	r := c.Request()
-	bearer, hasBearer := bearerToken(r)
+	token, scheme := sessionToken(r)
 	cookie, cerr := r.Cookie(a.cookies.Name())
 	hasCookie := cerr == nil && cookie.Value != ""
 	var p principal
 	switch {
-	case hasBearer && hasCookie:
+	case token != "" && hasCookie:
 		return p, problem.New(problem.CodeBadRequest, "send the session cookie or a session token, not both")
-	case hasBearer:
-		p.id = bearer
+	case token != "":
+		p.id = token
 	case hasCookie:
 		id, err := a.cookies.ID(cookie.Value)
 		if err != nil {
@@ -61,9 +71,21 @@ func (a *authn) resolve(c echo.Context) (principal, error) {
 	rec, err := a.sessions.Lookup(r.Context(), p.id)
 	switch {
 	case errors.Is(err, session.ErrNotFound):
-		return p, sessionRequired("the session has ended; log in again")
+		sr := sessionRequired("the session has ended; log in again")
+		if scheme == schemeDPoP {
+			sr.WWWAuthenticate = a.dpop.challenge("invalid_token")
+		}
+		return p, sr
 	case err != nil:
 		return p, problem.Wrap(problem.CodeSessionStoreUnavailable, "sessions cannot be checked right now", err)
+	}
+	switch {
+	case rec.JKT != "" && scheme == schemeDPoP:
+		if err := a.dpop.check(c, p.id, rec.JKT); err != nil {
+			return p, err
+		}
+	case rec.JKT != "" || scheme == schemeDPoP:
+		return p, a.dpop.refuse(c, proofOnRequest, dpop.ReasonScheme)
 	}
 	p.rec = rec
 	if p.viaCookie {
@@ -75,14 +97,29 @@ func (a *authn) resolve(c echo.Context) (principal, error) {
 	return p, nil
 }
 
-// bearerToken returns the session token of an "Authorization: Bearer" header.
-func bearerToken(r *http.Request) (string, bool) {
+// The session token's authorization schemes.
+const (
+	schemeBearer = "bearer"
+	schemeDPoP   = "dpop" // RFC 9449 section 7.1
+)
+
+// sessionToken returns the session token of an "Authorization: Bearer" or
+// "Authorization: DPoP" header, and which; "" without one.
+func sessionToken(r *http.Request) (string, string) {
 	h := r.Header.Get("Authorization")
-	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
-		return "", false
+	scheme := ""
+	switch {
+	case len(h) >= 7 && strings.EqualFold(h[:7], "bearer "):
+		h, scheme = h[7:], schemeBearer
+	case len(h) >= 5 && strings.EqualFold(h[:5], "dpop "):
+		h, scheme = h[5:], schemeDPoP
+	default:
+		return "", ""
 	}
-	t := strings.TrimSpace(h[7:])
-	return t, t != ""
+	if t := strings.TrimSpace(h); t != "" {
+		return t, scheme
+	}
+	return "", ""
 }
 
 func unsafeMethod(m string) bool {
@@ -112,12 +149,19 @@ type sessionReply struct {
 	UserID       string    `json:"userId"`
 	SessionToken string    `json:"sessionToken,omitempty"`
 	ExpiresAt    time.Time `json:"expiresAt"`
+	// TokenType is the dev login's: DPoP when the session is bound to the
+	// key of the login's proof, else Bearer.
+	TokenType string `json:"tokenType,omitempty"`
 }
 
 // maxUserIDLen bounds a user id accepted by the dev login.
 const maxUserIDLen = 256
 
-// devLogin creates a session for any user id (auth.mode: dev only).
+// devLogin creates a session for any user id (auth.mode: dev only). With
+// a DPoP proof (and session.mobile_dpop not off) the session is bound to
+// its key, as a native app's, and no cookie is set: a bound session is
+// never accepted as the cookie. Without one it is a browser's session,
+// cookie and token alike.
 func devLogin(d authDeps) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		var in struct {
@@ -135,11 +179,15 @@ func devLogin(d authDeps) echo.HandlerFunc {
 			p.Fields = []problem.Field{{Field: "userId", Message: msg}}
 			return p
 		}
-		id, rec, err := startSession(c, d, session.New{UserID: in.UserID, Method: session.MethodDev}, true)
+		jkt, err := d.a.dpop.bind(c, false)
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, sessionReply{UserID: rec.UserID, SessionToken: id, ExpiresAt: d.sessions.ExpiresAt(rec).UTC()})
+		id, rec, err := startSession(c, d, session.New{UserID: in.UserID, Method: session.MethodDev, JKT: jkt}, jkt == "")
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, sessionReply{UserID: rec.UserID, SessionToken: id, ExpiresAt: d.sessions.ExpiresAt(rec).UTC(), TokenType: tokenType(jkt)})
 	}
 }
 

@@ -32,10 +32,13 @@ type Deps struct {
 	Observability Observability
 	Clients       Clients
 	Sessions      Sessions
-	Login         Login
-	Limits        Limits
-	API           API
-	Payments      PaymentRoutes
+	// DPoP binds native sessions to a device key (session.mobile_dpop);
+	// its zero value binds none.
+	DPoP     DPoP
+	Login    Login
+	Limits   Limits
+	API      API
+	Payments PaymentRoutes
 	// Webhooks, when set, receives the upstream's signed payment-status
 	// webhooks on its path (payments.webhook_path).
 	Webhooks *Webhooks

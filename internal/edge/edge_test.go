@@ -88,14 +88,17 @@ func TestCheckUserID(t *testing.T) {
 	}
 }
 
-func TestBearerToken(t *testing.T) {
-	for h, want := range map[string]string{"Bearer abc": "abc", "bearer abc": "abc", "Basic abc": "", "Bearer ": "", "": ""} {
+func TestSessionToken(t *testing.T) {
+	for h, want := range map[string][2]string{
+		"Bearer abc": {"abc", schemeBearer}, "bearer abc": {"abc", schemeBearer}, "DPoP abc": {"abc", schemeDPoP},
+		"dpop  abc ": {"abc", schemeDPoP}, "Basic abc": {}, "Bearer ": {}, "DPoP ": {}, "DPoPabc": {}, "": {},
+	} {
 		r, _ := http.NewRequest("GET", "/", nil)
 		if h != "" {
 			r.Header.Set("Authorization", h)
 		}
-		if got, _ := bearerToken(r); got != want {
-			t.Errorf("bearerToken(%q): got %q, want %q", h, got, want)
+		if tok, scheme := sessionToken(r); tok != want[0] || scheme != want[1] {
+			t.Errorf("sessionToken(%q): got %q %q, want %q %q", h, tok, scheme, want[0], want[1])
 		}
 	}
 }

@@ -228,7 +228,10 @@ func endOldSession(c echo.Context, sessions *session.Manager, cookies *session.C
 	}
 }
 
-// mobileToken is POST /auth/mobile/token {code, codeVerifier}.
+// mobileToken is POST /auth/mobile/token {code, codeVerifier}: the
+// session of a native app, bound to its key when the request carries a
+// DPoP proof (required with session.mobile_dpop: required), and answered
+// with tokenType DPoP or Bearer.
 func mobileToken(d loginDeps) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		var in struct {
@@ -238,6 +241,12 @@ func mobileToken(d loginDeps) echo.HandlerFunc {
 		if err := json.NewDecoder(io.LimitReader(c.Request().Body, 8192)).Decode(&in); err != nil {
 			return problem.Wrap(problem.CodeBadRequest, `the body must be {"code": "...", "codeVerifier": "..."}`, err)
 		}
+		// The proof first: a refused one leaves the code to a retry with a
+		// good proof (it is single use, and the verifier guards it).
+		jkt, err := d.a.dpop.bind(c, true)
+		if err != nil {
+			return err
+		}
 		res, err := d.prov.RedeemMobileCode(c.Request().Context(), in.Code, in.CodeVerifier)
 		if err == nil && res.StepUp != nil {
 			err = login.ErrInvalidGrant // an approval's code is not a login
@@ -246,14 +255,16 @@ func mobileToken(d loginDeps) echo.HandlerFunc {
 			d.observe.Login(session.MethodMobile, "invalid_grant")
 			return loginProblem(err)
 		}
-		id, rec, err := startSession(c, d.authDeps, session.New{UserID: res.UserID, Method: session.MethodMobile, AuthTime: res.AuthTime, Sub: res.Sub, SID: res.SID}, false)
+		id, rec, err := startSession(c, d.authDeps, session.New{UserID: res.UserID, Method: session.MethodMobile, AuthTime: res.AuthTime, Sub: res.Sub, SID: res.SID, JKT: jkt}, false)
 		if err != nil {
 			return err
 		}
+		d.a.dpop.observe.NativeSession(strings.ToLower(tokenType(jkt)))
 		return c.JSON(http.StatusOK, struct {
 			SessionToken string `json:"sessionToken"`
 			ExpiresIn    int64  `json:"expiresIn"`
-		}{id, int64(d.sessions.ExpiresAt(rec).Sub(rec.CreatedAt) / time.Second)})
+			TokenType    string `json:"tokenType"`
+		}{id, int64(d.sessions.ExpiresAt(rec).Sub(rec.CreatedAt) / time.Second), tokenType(jkt)})
 	}
 }
 

@@ -324,7 +324,7 @@ func preflight(origins []string) echo.MiddlewareFunc {
 
 var (
 	corsMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
-	corsHeaders = []string{"Content-Type", "X-CSRF", "Authorization", "Idempotency-Key", "X-Request-Id"}
+	corsHeaders = []string{"Content-Type", "X-CSRF", "Authorization", "Idempotency-Key", "X-Request-Id", "DPoP"}
 )
 
 // corsMiddleware answers cross-origin requests from the listed origins only,
@@ -334,7 +334,7 @@ func corsMiddleware(origins []string) echo.MiddlewareFunc {
 		AllowOrigins:     origins,
 		AllowMethods:     corsMethods,
 		AllowHeaders:     corsHeaders,
-		ExposeHeaders:    []string{"X-Request-Id", "Retry-After", "Idempotent-Replayed"},
+		ExposeHeaders:    []string{"X-Request-Id", "Retry-After", "Idempotent-Replayed", "WWW-Authenticate"},
 		AllowCredentials: true,
 		MaxAge:           600,
 	})

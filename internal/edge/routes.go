@@ -19,7 +19,8 @@ func routes(e *echo.Echo, d Deps) {
 	if lim.PerAddress != nil {
 		e.Use(authLimit(perAddress))
 	}
-	a := &authn{sessions: d.Sessions.Manager, cookies: d.Sessions.Cookies, publicOrigin: cl.PublicOrigin, allowedOrigins: cl.AllowedOrigins}
+	a := &authn{sessions: d.Sessions.Manager, cookies: d.Sessions.Cookies, publicOrigin: cl.PublicOrigin, allowedOrigins: cl.AllowedOrigins,
+		dpop: newBinder(d.DPoP, cl.PublicOrigin, perAddress, log)}
 	ad := authDeps{a: a, sessions: d.Sessions.Manager, cookies: d.Sessions.Cookies, tokens: d.Sessions.Tokens, observe: observe, log: log}
 
 	if d.Login.Dev {

@@ -39,6 +39,7 @@ type Metrics struct {
 	Upstream *Upstream // proxy.Observer
 	Payments *Payments // payments.Observer
 	Edge     *Edge     // edge.Observer
+	DPoP     *DPoP     // edge.DPoPObserver
 
 	reg prometheus.Registerer
 }
@@ -51,7 +52,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	// The edge's and the payments' refusals, in one metric.
 	refusals := promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
 		Name: "bff_limit_refusals_total",
-		Help: "Requests refused by a limit before reaching the upstream, by limit (requests, auth, backchannel, pending_logins, refresh, streams, streams_address, streams_instance).",
+		Help: "Requests refused by a limit before reaching the upstream, by limit (requests, auth, backchannel, pending_logins, dpop, refresh, streams, streams_address, streams_instance).",
 	}, []string{"limit"})
 	// The payments' follower and webhooks, and the webhooks the edge
 	// answers alone, in one metric.
@@ -66,6 +67,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		Upstream: newUpstream(reg),
 		Payments: newPayments(reg, followed, refusals),
 		Edge:     newEdge(reg, followed, refusals),
+		DPoP:     newDPoP(reg),
 		reg:      reg,
 	}
 }

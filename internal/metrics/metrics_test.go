@@ -319,6 +319,35 @@ func TestEdge(t *testing.T) {
 	})
 }
 
+var _ edge.DPoPObserver = (*metrics.DPoP)(nil)
+
+// The device binding's counters: at zero before any login, then by use
+// and result, and by binding.
+func TestDPoP(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	var o edge.DPoPObserver = metrics.New(reg).DPoP
+	wantSamples(t, reg, "bff_dpop_", map[string]float64{
+		`bff_dpop_native_sessions_total{binding="bearer"}`: 0,
+		`bff_dpop_native_sessions_total{binding="dpop"}`:   0,
+		`bff_dpop_proofs_total{result="ok",use="login"}`:   0,
+		`bff_dpop_proofs_total{result="ok",use="request"}`: 0,
+	})
+	o.Proof("login", "ok")
+	o.Proof("request", "ok")
+	o.Proof("request", "ok")
+	o.Proof("request", "replay")
+	o.NativeSession("dpop")
+	o.NativeSession("bearer")
+	o.NativeSession("dpop")
+	wantSamples(t, reg, "bff_dpop_", map[string]float64{
+		`bff_dpop_native_sessions_total{binding="bearer"}`:     1,
+		`bff_dpop_native_sessions_total{binding="dpop"}`:       2,
+		`bff_dpop_proofs_total{result="ok",use="login"}`:       1,
+		`bff_dpop_proofs_total{result="ok",use="request"}`:     2,
+		`bff_dpop_proofs_total{result="replay",use="request"}`: 1,
+	})
+}
+
 // The request budgets' failed exchanges: the first is a warning with its
 // error, the others are not logged.
 func TestBudgets(t *testing.T) {

@@ -66,6 +66,7 @@ const (
 	CodeRefreshTooSoon           = "REFRESH_TOO_SOON"
 	CodeStepUpRequired           = "STEP_UP_REQUIRED"
 	CodeStepUpDeclined           = "STEP_UP_DECLINED"
+	CodeDPoPProofInvalid         = "DPOP_PROOF_INVALID"
 )
 
 // Actions tell a frontend what to do next.
@@ -269,6 +270,7 @@ var specs = map[string]spec{
 	CodeRefreshTooSoon:           {http.StatusTooManyRequests, "Refreshed too recently", ActionRetryLater, true},
 	CodeStepUpRequired:           {http.StatusUnauthorized, "Approval required", ActionStepUp, false},
 	CodeStepUpDeclined:           {http.StatusForbidden, "Payment not approved", ActionFixRequest, false},
+	CodeDPoPProofInvalid:         {http.StatusUnauthorized, "DPoP proof refused", ActionFixRequest, false},
 }
 
 // Known reports whether code is one of the BFF's own codes (metric labels

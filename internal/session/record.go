@@ -53,7 +53,7 @@ type cached struct {
 // the stored record's).
 type compact struct {
 	userID, method, sub, sid, jkt, handle string
-	created, lastSeen, authTime      int64
+	created, lastSeen, authTime           int64
 }
 
 func (c cached) compact() compact {
