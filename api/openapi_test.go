@@ -40,6 +40,9 @@ func TestOpenAPIOperations(t *testing.T) {
 		{"DELETE", "/auth/sessions/{id}"},
 		{"POST", "/auth/logout"},
 		{"POST", "/auth/backchannel-logout"},
+		// Payments the user approves (payments.step_up).
+		{"GET", "/auth/step-up"},
+		{"POST", "/auth/step-up/token"},
 		{"GET", "/bff/payments"},
 		{"GET", "/bff/payments/{idempotencyKey}"},
 		{"GET", "/bff/events"},

@@ -88,9 +88,12 @@ func TestOpenAPIActions(t *testing.T) {
 }
 
 // extensionMembers are the extension members the package writes (the
-// upstream 402's; the upstream's own message in development), which the
-// document and docs/errors.md list with the standard ones.
-var extensionMembers = []string{memberCost, memberBalance, memberUpstreamMessage}
+// upstream 402's; the upstream's own message in development) and those of
+// payments' STEP_UP_REQUIRED (docs/payments.md, "Payments the user
+// approves"), which the document and docs/errors.md list with the standard
+// ones.
+var extensionMembers = []string{memberCost, memberBalance, memberUpstreamMessage,
+	"stepUpUrl", "acrValues", "expiresAt", "maxAge"}
 
 // TestOpenAPIEnvelope keeps the document's Problem schema equal to the
 // members Write renders: the same names, required exactly when never
