@@ -104,7 +104,13 @@ func TestDPoPNativeExampleAgainstMakeRun(t *testing.T) {
 	// anyone else could send does not.
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: validate(t, nil)}
 	sessionURL := m.base + "/auth/session"
-	ask := func(scheme, proof string) *http.Response {
+	// ask answers the status, the problem's code ("" for none) and the
+	// WWW-Authenticate header of GET /auth/session with the saved token.
+	type answer struct {
+		status          int
+		code, challenge string
+	}
+	ask := func(scheme, proof string) answer {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, sessionURL, nil)
 		req.Header.Set("Authorization", scheme+" "+saved.Token)
@@ -115,16 +121,17 @@ func TestDPoPNativeExampleAgainstMakeRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp
+		defer resp.Body.Close()
+		var body struct{ Code string }
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return answer{resp.StatusCode, body.Code, resp.Header.Get("WWW-Authenticate")}
 	}
 	good := dpopProof(t, app.key(), http.MethodGet, sessionURL, saved.Token)
-	if resp := ask("DPoP", good); resp.StatusCode != http.StatusOK {
-		t.Fatalf("the app's key's proof: %d, want 200", resp.StatusCode)
+	if a := ask("DPoP", good); a.status != http.StatusOK {
+		t.Fatalf("the app's key's proof: %+v, want 200", a)
 	}
 	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	for name, resp := range map[string]*http.Response{
+	for name, a := range map[string]answer{
 		"the same proof again":      ask("DPoP", good),
 		"the token as Bearer":       ask("Bearer", ""),
 		"the token with no proof":   ask("DPoP", ""),
@@ -132,16 +139,16 @@ func TestDPoPNativeExampleAgainstMakeRun(t *testing.T) {
 		"a proof for another URL":   ask("DPoP", dpopProof(t, app.key(), http.MethodGet, m.base+"/bff/payments", saved.Token)),
 		"a proof for another token": ask("DPoP", dpopProof(t, app.key(), http.MethodGet, sessionURL, saved.Token+"x")),
 	} {
-		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), "DPoP") {
-			t.Errorf("%s: %d, WWW-Authenticate %q; want 401 with a DPoP challenge", name, resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+		if a.status != http.StatusUnauthorized || a.code != "DPOP_PROOF_INVALID" || !strings.HasPrefix(a.challenge, "DPoP ") {
+			t.Errorf("%s: %+v; want 401 DPOP_PROOF_INVALID with a DPoP challenge", name, a)
 		}
 	}
 
 	if out := app.must("logout"); out != "logged out\n" {
 		t.Fatalf("logout said %q", out)
 	}
-	if resp := ask("DPoP", dpopProof(t, app.key(), http.MethodGet, sessionURL, saved.Token)); resp.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("the session after its logout, with a good proof: %d, want 401", resp.StatusCode)
+	if a := ask("DPoP", dpopProof(t, app.key(), http.MethodGet, sessionURL, saved.Token)); a.status != http.StatusUnauthorized || a.code != "SESSION_REQUIRED" {
+		t.Fatalf("the session after its logout, with a good proof: %+v, want 401 SESSION_REQUIRED", a)
 	}
 	if _, errOut, err := app.run("payments"); err == nil || !strings.Contains(errOut, "not logged in") {
 		t.Fatalf("payments after logout: %v %q, want not logged in", err, errOut)
