@@ -6,8 +6,9 @@ import "github.com/fintech-bff/bff/internal/ledger"
 
 // brokenRule is false: the rules stand as docs/payments.md states them.
 // The build tag brokenrule turns it on (rule_broken.go), so that the
-// history checker (e2e/history_test.go) is shown to catch a broken rule;
-// no product build sets it.
+// history checker (e2e/history_test.go) and the hold checker
+// (stepup_history_test.go) are shown to catch a broken rule; no product
+// build sets it.
 const brokenRule = false
 
 // namedByAnother is used only by the broken rule.
