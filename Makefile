@@ -16,7 +16,7 @@ PKGS     := ./...
 # leaves it out, so they are not compiled and nothing reports them passed.
 TAGS     := integration
 
-.PHONY: all build run test test-unit test-deps test-client client-pack test-chart manifests lint bench bench-streams bench-micro chaos fuzz check-config clean
+.PHONY: all build run test test-unit test-deps test-client client-pack test-chart manifests lint bench bench-streams bench-dpop bench-micro chaos fuzz check-config clean
 
 all: lint test
 
@@ -101,11 +101,20 @@ lint:
 
 ## bench: the end-to-end load benchmark (BFF against a bare ReverseProxy, wrk);
 ## writes BENCHMARKS.md and bench/latency.svg. BENCHFLAGS passes flags to it.
+## Then bench-streams and bench-dpop.
 bench: build
 	@command -v wrk >/dev/null 2>&1 || apt-get install -y wrk || { apt-get update && apt-get install -y wrk; }
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/bffbench ./bench
 	./scripts/with-redis.sh ./$(BIN)/bffbench -bff $(BIN)/bff -out BENCHMARKS.md -svg bench/latency.svg $(BENCHFLAGS)
 	$(MAKE) bench-streams
+	$(MAKE) bench-dpop
+
+## bench-dpop: a device-bound (DPoP) session's request against a Bearer one
+## and the cookie path, in one run (CPU, time, allocations and Redis
+## commands per request, medians of 5 interleaved rounds, ratios to Bearer);
+## the figures go to bench/dpop.txt.
+bench-dpop:
+	GO=$(GO) TAGS=$(TAGS) ./scripts/with-redis.sh ./scripts/bench-dpop.sh
 
 ## bench-streams: 10,000 idle event streams on one edge (memory, objects
 ## and goroutines per stream, CPU at rest), and the steady-state GET without
@@ -130,8 +139,11 @@ bench-micro:
 ## revocation on three instances with 1,000 sessions (make test: 150).
 ## Then the payment history checker (e2e/history_test.go) for HISTORY_OPS
 ## operations (make test: 240): the histories explored and the invariants
-## held go to bench/histories.txt.
+## held go to bench/histories.txt. The hold checker (payments the user
+## approves, internal/payments) runs HOLD_OPS operations per history (make
+## test: 300) into bench/holds.txt.
 HISTORY_OPS    ?= 10000
+HOLD_OPS       ?= 3000
 CHAOS_DURATION ?= 3m
 CHAOS_USERS    ?= 200
 LEDGER_PAUSE   ?= 10s
@@ -140,6 +152,8 @@ chaos: test-deps
 	BFF_LEDGER_PAUSE=$(LEDGER_PAUSE) BFF_LEDGER_FAULTS_REPORT=$(CURDIR)/bench/ledger-faults.txt \
 	  ./scripts/with-postgres.sh $(GO) test -tags $(TAGS) -race -count=1 -timeout 10m -run '^(TestLedger|TestDurability)' -v ./internal/ledger
 	BFF_REVOCATION_SESSIONS=1000 ./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -tags $(TAGS) -count=1 -timeout 10m -run '^TestRevocationWinsOnEveryInstance$$' -v ./e2e
+	BFF_HOLD_OPS=$(HOLD_OPS) ./scripts/with-postgres.sh $(GO) test -tags $(TAGS) -count=1 -timeout 30m -run '^TestHoldHistories' -v ./internal/payments \
+	  > bench/holds.txt; status=$$?; grep -E '^(---|ok|FAIL)|operations|invariant' bench/holds.txt; exit $$status
 	rm -f bench/histories.txt
 	BFF_HISTORY_OPS=$(HISTORY_OPS) BFF_HISTORY_REPORT=$(CURDIR)/bench/histories.txt ./scripts/with-postgres.sh ./scripts/with-redis.sh \
 	  $(GO) test -tags $(TAGS) -count=1 -timeout 60m -run '^TestPaymentHistories$$' -v ./e2e
