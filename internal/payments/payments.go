@@ -111,7 +111,9 @@ type Observer interface {
 	// key_required, key_invalid, route_refused, body_refused,
 	// ledger_unavailable, claim_lost, snapshot_failed, resent_after_401,
 	// released_unsent (an owner that died before its send mark),
-	// settled_background, not_made_background.
+	// settled_background, not_made_background; and for payments the user
+	// approves: held, approved, declined_denied, declined_mismatch,
+	// declined_expired.
 	MoneyRequest(result string)
 	// Followed reports a poll of a followed payment: changed, unchanged,
 	// not_found, failed, lease_lost; or a webhook stored: webhook_applied,
