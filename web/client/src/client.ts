@@ -6,8 +6,8 @@ import type {
   Account, AccountPage, AccountQuery, Connection, ConnectionCreate, ConnectionCreated,
   ConnectionPage, ConnectionQuery, DevSession, MobileToken, OpenBankingInit,
   OpenBankingInitReply, Page, Payment, PaymentCreate, PaymentCreated, PaymentEvent, PaymentPage,
-  PaymentQuery, PaymentRecord, PaymentRecordPage, PaymentRecordQuery, Provider, ProviderQuery, RefreshReply, Session, SessionInfo, Transaction, TransactionCategory,
-  TransactionPage, TransactionPatch, TransactionQuery,
+  PaymentQuery, PaymentRecord, PaymentRecordPage, PaymentRecordQuery, Provider, ProviderQuery, RefreshReply, Session, SessionInfo,
+  StepUpApproval, Transaction, TransactionCategory, TransactionPage, TransactionPatch, TransactionQuery,
 } from "./models.js";
 
 /** How the client proves who is calling. */
@@ -131,6 +131,15 @@ export interface EventsOptions {
   maxRetryDelayMs?: number;
 }
 
+export interface WatchOptions {
+  /** Ends the watch: the iteration then finishes without an error. */
+  signal?: AbortSignal;
+  /** As EventsOptions.idleTimeoutMs. */
+  idleTimeoutMs?: number;
+  /** As EventsOptions.maxRetryDelayMs. */
+  maxRetryDelayMs?: number;
+}
+
 /** The wait before a reconnect when the stream has sent no `retry:` (the standard's usual value). */
 export const defaultEventRetryMs = 1_000;
 /** The default of EventsOptions.idleTimeoutMs: three of the BFF's 15 s heartbeats. */
@@ -195,6 +204,19 @@ function defaultKey(): string {
 }
 
 const unsafeMethods = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+/**
+ * Whether a is a later state of a payment than b: a later updatedAt (compared as times: the
+ * BFF writes up to nine decimals, so strings do not compare), or the same one with something
+ * else changed (an event and a read of the same change are the same state).
+ */
+function newer(a: PaymentRecord, b: PaymentRecord): boolean {
+  const ta = Date.parse(a.updatedAt);
+  const tb = Date.parse(b.updatedAt);
+  if (!Number.isNaN(ta) && !Number.isNaN(tb) && ta !== tb) return ta > tb;
+  return a.updatedAt !== b.updatedAt || a.state !== b.state || a.status !== b.status ||
+    a.paymentId !== b.paymentId || a.paymentStatus !== b.paymentStatus;
+}
 
 function seg(id: string): string {
   return encodeURIComponent(id);
@@ -500,6 +522,73 @@ export function createClient(options: ClientOptions) {
     }
   }
 
+  /**
+   * One payment's states: its record read each time the event stream (re)opens, merged with the
+   * stream's events of it, each yielded once and never an older state after a newer one.
+   */
+  async function* watchPayment(key: string, opts: WatchOptions = {}): AsyncGenerator<PaymentRecord, void, undefined> {
+    const stop = new AbortController();
+    const onAbort = () => stop.abort(opts.signal?.reason);
+    if (opts.signal?.aborted) return;
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    const ready: PaymentRecord[] = [];
+    let latest: PaymentRecord | undefined;
+    let failure: { err: unknown } | undefined;
+    let ended = false;
+    let wake: (() => void) | undefined;
+    const signal = () => {
+      wake?.();
+      wake = undefined;
+    };
+    const offer = (rec: PaymentRecord) => {
+      if (rec.key !== key || (latest && !newer(rec, latest))) return;
+      latest = rec;
+      ready.push(rec);
+      signal();
+    };
+    const fail = (err: unknown) => {
+      if (stop.signal.aborted) return;
+      failure ??= { err };
+      stop.abort();
+      signal();
+    };
+    const evOpts: EventsOptions = {
+      signal: stop.signal,
+      // The stream sends changes from now on: the record as it stands is read once it is open.
+      onOpen: () => {
+        data<PaymentRecord>("GET", `/bff/payments/${seg(key)}`, { signal: stop.signal }).then(offer, fail);
+      },
+    };
+    if (opts.idleTimeoutMs !== undefined) evOpts.idleTimeoutMs = opts.idleTimeoutMs;
+    if (opts.maxRetryDelayMs !== undefined) evOpts.maxRetryDelayMs = opts.maxRetryDelayMs;
+    const pump = (async () => {
+      try {
+        for await (const ev of events(evOpts)) offer(ev.data);
+      } catch (err) {
+        fail(err);
+      } finally {
+        ended = true;
+        signal();
+      }
+    })();
+    try {
+      for (;;) {
+        const next = ready.shift();
+        if (next) {
+          yield next;
+          continue;
+        }
+        if (failure) throw failure.err;
+        if (ended || opts.signal?.aborted) return;
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+    } finally {
+      opts.signal?.removeEventListener("abort", onAbort);
+      stop.abort();
+      await pump;
+    }
+  }
+
   return {
     mode,
     loginUrl,
@@ -583,6 +672,17 @@ export function createClient(options: ClientOptions) {
       });
     },
 
+    /**
+     * Native apps: redeems the one-time code of a payment's approval (after `mobileStepUpUrl`),
+     * in the session that made the payment: the BFF checks the approval and sends the payment
+     * once. Returns the payment's record after that send. Not retried: a code is used once.
+     * STEP_UP_DECLINED (403): the approval did not match, and the payment is ended, never sent.
+     */
+    async stepUpToken(code: string, codeVerifier: string): Promise<PaymentRecord> {
+      const res = await data<StepUpApproval>("POST", "/auth/step-up/token", { body: { code, codeVerifier }, retry: false });
+      return res.payment;
+    },
+
     /** Native apps: redeems the one-time code for a session token. */
     mobileToken(code: string, codeVerifier: string): Promise<MobileToken> {
       return data<MobileToken>("POST", "/auth/mobile/token", {
@@ -651,6 +751,17 @@ export function createClient(options: ClientOptions) {
      */
     events(opts: EventsOptions = {}): AsyncGenerator<PaymentEvent, void, undefined> {
       return events(opts);
+    },
+    /**
+     * One payment, live, by its Idempotency-Key: `for await (const rec of
+     * client.watchPayment(key, {signal}))` yields its record as it stands once the event stream
+     * is open (and again after a reconnect, when it changed), then each change of it from the
+     * stream; never an older state after a newer one. For the page an approval returns to
+     * (stepUpReturn), or /payment-done. It ends when signal aborts or the loop breaks, and throws
+     * what events() throws, or the record's read failing (ROUTE_NOT_FOUND for a key never used).
+     */
+    watchPayment(idempotencyKey: string, opts: WatchOptions = {}): AsyncGenerator<PaymentRecord, void, undefined> {
+      return watchPayment(idempotencyKey, opts);
     },
 
     // ------------------------------------------------------------------ connections and data

@@ -43,6 +43,14 @@ export interface ProblemBody {
   fields?: ProblemField[];
   cost?: number;
   balance?: number;
+  /** `STEP_UP_REQUIRED`: where the user approves the payment. */
+  stepUpUrl?: string;
+  /** `STEP_UP_REQUIRED`: the authentication classes an approval may reach. */
+  acrValues?: string[];
+  /** `STEP_UP_REQUIRED`: when the hold ends unless approved (RFC 3339). */
+  expiresAt?: string;
+  /** `STEP_UP_REQUIRED`: the oldest the approval's authentication may be, in seconds. */
+  maxAge?: number;
   requestId?: string;
 }
 
@@ -147,4 +155,52 @@ export function isBffError(e: unknown): e is BffError {
     typeof (e as { code?: unknown }).code === "string" &&
     typeof (e as { is?: unknown }).is === "function"
   );
+}
+
+export interface StepUpRequiredInit extends BffErrorInit {
+  stepUpUrl: string;
+  acrValues: readonly string[];
+  expiresAt: string | undefined;
+  maxAgeSeconds: number | undefined;
+  challenge: string | undefined;
+}
+
+/**
+ * 401 `STEP_UP_REQUIRED` (action `step_up`): the BFF holds this payment for the user's approval
+ * (`payments.step_up`, docs/payments.md, "Payments the user approves"). Nothing was sent, and the
+ * session is fine: this is not a lost session, and the client does not call onSessionRequired.
+ * Send the user to `stepUpUrl` (`startStepUp(err, {returnTo})` in a browser, `mobileStepUpUrl`
+ * in a native app); once approved, the payment is sent once under `idempotencyKey`.
+ */
+export class StepUpRequired extends BffError {
+  declare readonly code: "STEP_UP_REQUIRED";
+  declare readonly action: "step_up";
+  /** Where the user approves the payment: the BFF's `GET /auth/step-up?payment=…`, absolute. */
+  readonly stepUpUrl: string;
+  /** The authentication context classes an approval may reach (`payments.step_up.acr_values`). */
+  readonly acrValues: readonly string[];
+  /** When the hold ends unless approved (RFC 3339, UTC); then the payment is declined, never sent. */
+  readonly expiresAt: string | undefined;
+  /** The oldest the approval's authentication may be, in seconds (`maxAge`), when the BFF sets one. */
+  readonly maxAgeSeconds: number | undefined;
+  /** The answer's `WWW-Authenticate` (RFC 9470's challenge), when it could be read. */
+  readonly challenge: string | undefined;
+
+  constructor(init: StepUpRequiredInit) {
+    super(init);
+    this.stepUpUrl = init.stepUpUrl;
+    this.acrValues = [...init.acrValues];
+    this.expiresAt = init.expiresAt;
+    this.maxAgeSeconds = init.maxAgeSeconds;
+    this.challenge = init.challenge;
+  }
+}
+
+/**
+ * Whether e is a StepUpRequired: a BffError with code `STEP_UP_REQUIRED` and its `stepUpUrl`
+ * (also across bundles, by its shape).
+ */
+export function isStepUpRequired(e: unknown): e is StepUpRequired {
+  if (e instanceof StepUpRequired) return true;
+  return isBffError(e) && e.code === "STEP_UP_REQUIRED" && typeof (e as { stepUpUrl?: unknown }).stepUpUrl === "string";
 }

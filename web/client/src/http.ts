@@ -1,4 +1,5 @@
-import { BffError, type ProblemAction, type ProblemBody } from "./errors.js";
+import { BffError, StepUpRequired, type ProblemAction, type ProblemBody } from "./errors.js";
+import { problemActions } from "./generated/errors.js";
 import { parseRetryAfter } from "./retry.js";
 
 /** A query string as an object: undefined and null members are left out, arrays repeat the name. */
@@ -55,10 +56,8 @@ function isJson(contentType: string | null): boolean {
   return contentType !== null && /^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(contentType);
 }
 
-const actions: ReadonlySet<string> = new Set([
-  "login", "fix_request", "retry_later", "wait_for_credits", "upgrade_plan",
-  "contact_support", "reconnect_bank", "check_status", "none",
-]);
+// The actions the document enumerates: another one (from a newer BFF) is read by the status.
+const actions: ReadonlySet<string> = new Set(problemActions);
 
 function num(v: unknown): number | undefined {
   return typeof v === "number" && Number.isFinite(v) ? v : undefined;
@@ -198,7 +197,7 @@ export function answerError(res: Response, text: string, base: { method: string;
             .filter((f) => f && typeof f === "object")
             .map((f) => ({ field: str(f.field) ?? "", message: str(f.message) ?? "" }))
         : [];
-      return new BffError({
+      const init = {
         ...base,
         status: res.status,
         code: p.code as string,
@@ -213,7 +212,20 @@ export function answerError(res: Response, text: string, base: { method: string;
         requestId: str(p.requestId) ?? requestId,
         retryAfterSeconds,
         replayed,
-      });
+      };
+      const stepUpUrl = str(p.stepUpUrl);
+      if (p.code === "STEP_UP_REQUIRED" && stepUpUrl) {
+        return new StepUpRequired({
+          ...init,
+          stepUpUrl,
+          acrValues: Array.isArray(p.acrValues) ? p.acrValues.filter((v): v is string => typeof v === "string") : [],
+          expiresAt: str(p.expiresAt),
+          maxAgeSeconds: num(p.maxAge),
+          // A cross-origin answer shows it only when the BFF exposes it (CORS).
+          challenge: res.headers.get("WWW-Authenticate") ?? undefined,
+        });
+      }
+      return new BffError(init);
     }
   }
 

@@ -4,10 +4,12 @@ export {
 } from "./client.js";
 export type {
   AuthMode, BffClient, ClientOptions, EventsOptions, LogoutOptions, LogoutResult, MobileLoginParams,
-  MoneyOptions, MoneyResult, RequestOptions, SlowCall,
+  MoneyOptions, MoneyResult, RequestOptions, SlowCall, WatchOptions,
 } from "./client.js";
-export { BffError, isBffError } from "./errors.js";
-export type { BffErrorCode, BffErrorInit, ClientErrorCode, ProblemBody, ProblemField } from "./errors.js";
+export { BffError, isBffError, isStepUpRequired, StepUpRequired } from "./errors.js";
+export type { BffErrorCode, BffErrorInit, ClientErrorCode, ProblemBody, ProblemField, StepUpRequiredInit } from "./errors.js";
+export { mobileStepUpUrl, startStepUp, stepUpReturn, stepUpUrl } from "./stepup.js";
+export type { StepUpOptions, StepUpOutcome, StepUpReturn, StepUpTarget } from "./stepup.js";
 export { problemActions, problemCodes } from "./generated/errors.js";
 export type { ProblemAction, ProblemCode } from "./generated/errors.js";
 export type { ApiResponse, Query } from "./http.js";

@@ -34,6 +34,14 @@ export type PaymentRecordQuery = QueryOf<"listPaymentRecords">;
 export type PaymentEvent = Schemas["PaymentEvent"];
 /** `PaymentRecord.paymentStatus` when known. */
 export type PaymentRecordStatus = NonNullable<PaymentRecord["paymentStatus"]>;
+/** `PaymentRecord.state`: `awaiting_approval` and `declined` are payments held for the user's approval. */
+export type PaymentRecordState = PaymentRecord["state"];
+
+// Payments the user approves (step-up): the 401 STEP_UP_REQUIRED body, and a native app's
+// approval (POST /auth/step-up/token)
+export type StepUpRequiredProblem = Schemas["StepUpRequired"];
+export type StepUpTokenRequest = Schemas["StepUpTokenRequest"];
+export type StepUpApproval = Schemas["StepUpApproval"];
 
 // Bank connections and their data
 export type ConnectionCreate = Schemas["ConnectionCreate"];

@@ -159,12 +159,12 @@ test("parseRetryAfter reads delay-seconds and HTTP-dates", () => {
 });
 
 test("the generated unions list the document's codes and actions", () => {
-  for (const c of ["SESSION_REQUIRED", "PAYMENT_OUTCOME_UNKNOWN", "IDEMPOTENCY_IN_PROGRESS", "CSRF_REJECTED"]) {
+  for (const c of ["SESSION_REQUIRED", "PAYMENT_OUTCOME_UNKNOWN", "IDEMPOTENCY_IN_PROGRESS", "CSRF_REJECTED", "STEP_UP_REQUIRED", "STEP_UP_DECLINED"]) {
     assert.ok((problemCodes as readonly string[]).includes(c), c);
   }
   assert.deepEqual(
     [...problemActions].sort(),
-    ["check_status", "contact_support", "fix_request", "login", "none", "reconnect_bank", "retry_later", "upgrade_plan", "wait_for_credits"],
+    ["check_status", "contact_support", "fix_request", "login", "none", "reconnect_bank", "retry_later", "step_up", "upgrade_plan", "wait_for_credits"],
   );
 });
 

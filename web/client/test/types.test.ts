@@ -35,7 +35,7 @@ test("the public types accept what they should and refuse what they should not",
     if (e.is("INSUFFICIENT_CREDITS")) return `${e.cost ?? "?"}`;
     switch (e.action) {
       case "login": case "fix_request": case "retry_later": case "wait_for_credits": case "upgrade_plan":
-      case "contact_support": case "reconnect_bank": case "check_status": case "none":
+      case "contact_support": case "reconnect_bank": case "check_status": case "step_up": case "none":
         return e.action;
       default: {
         const never: never = e.action; // every action is handled

@@ -47,6 +47,17 @@ export interface paths {
          *     first: no fixation), its cookie set, the login cookie cleared, and the browser sent to
          *     `returnTo` (302). For a native-app login, 302 to the app's `redirect_uri` with
          *     `code` and `state` instead, and no session yet.
+         *
+         *     The end of a payment's approval (`GET /auth/step-up`) comes back here too. A browser's
+         *     approval is checked in the session that made the payment, which the browser must still
+         *     carry, and the payment is sent once; then 302 to `returnTo` with
+         *     `stepUp=approved&payment=<Idempotency-Key>`, `stepUp=declined` (the user cancelled, or the
+         *     approval did not match the payment or came too late: the payment ended, never sent) or
+         *     `stepUp=failed` (anything else: the payment may still wait for its approval), added to
+         *     the query `returnTo` already has. No session is created or replaced. A native app's
+         *     approval goes on to its `redirect_uri` with a one-time `code` and `state` for
+         *     `POST /auth/step-up/token`, or with `error=access_denied` and `state` when the user
+         *     cancelled (the payment is declined).
          */
         get: operations["loginCallback"];
         put?: never;
@@ -70,9 +81,77 @@ export interface paths {
          * Redeem a native app's one-time code for a session token
          * @description `auth.mode: oidc` only. The code lives 60 seconds, is used once, and is bound to the
          *     app's `code_challenge`; a wrong verifier uses it up. The app then sends
-         *     `Authorization: Bearer <sessionToken>` on every call.
+         *     `Authorization: Bearer <sessionToken>` on every call (`tokenType: Bearer`).
+         *
+         *     With a `DPoP` proof of the app's key (`htm` `POST`, `htu` the BFF's public URL +
+         *     `/auth/mobile/token`, no `ath`) the session is bound to that key (`tokenType: DPoP`): from
+         *     then on `Authorization: DPoP <sessionToken>` and a new proof on every call. With
+         *     `session.mobile_dpop: required` (the default in production) a request without a proof is
+         *     401 `DPOP_PROOF_INVALID`; with `off` the proof is ignored. A refused proof leaves the code
+         *     unused.
          */
         post: operations["mobileToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/step-up": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Start the user's approval of a held payment (step-up, RFC 9470 and RFC 9396)
+         * @description With `payments.step_up` enabled (`auth.mode: oidc` only). A money-moving `POST` that the
+         *     policy holds is answered 401 `STEP_UP_REQUIRED` with `stepUpUrl`, which is this endpoint
+         *     with `payment=<opaque reference>`. Reach it by a top-level navigation, not `fetch`. The
+         *     answer is 302 to the identity provider's authorization endpoint with `prompt=login`,
+         *     `max_age`, `acr_values`, and the payment as RFC 9396 `authorization_details`
+         *     (`payment_initiation`: amount, currency, payee, accounts, remittance), which the provider
+         *     shows the user; with a login cookie, as `GET /auth/login`. The provider's answer comes
+         *     back to `GET /auth/callback`.
+         *
+         *     A browser adds `returnTo` and must carry the session that made the payment (else 401
+         *     `SESSION_REQUIRED`; another session's payment is 404 `NOT_FOUND`). A native app adds the
+         *     parameters of its login (`client=mobile`, `redirect_uri`, `code_challenge`, `state`; no
+         *     session is needed in the browser) and redeems the code it gets with
+         *     `POST /auth/step-up/token`, in its session. See `docs/payments.md`, "Payments the user
+         *     approves".
+         */
+        get: operations["startStepUp"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/step-up/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A native app's approval of a held payment, redeemed in its session
+         * @description With `payments.step_up` enabled (`auth.mode: oidc` only). After `GET /auth/step-up` with
+         *     `client=mobile`, the app receives `<redirect_uri>?code=...&state=...` and redeems the
+         *     code here, authenticated with the session token of the session that made the payment.
+         *     The code lives 60 seconds, is used once and is bound to the app's `code_challenge`; a
+         *     login's code is refused here, and an approval's code at `POST /auth/mobile/token`. The
+         *     BFF checks the approval (the user, this session, the authentication's class and time,
+         *     and the granted `authorization_details` against the held payment) and sends the payment
+         *     once, under its `Idempotency-Key`. Not retried by clients: a code is used once.
+         */
+        post: operations["stepUpToken"];
         delete?: never;
         options?: never;
         head?: never;
@@ -93,6 +172,10 @@ export interface paths {
          * @description Local development and tests only (`auth.mode: dev`, refused in production); 404
          *     `ROUTE_NOT_FOUND` otherwise. Sets the session cookie and returns a session token naming
          *     the same session; a session the browser still carried is ended.
+         *
+         *     With a `DPoP` proof (as `POST /auth/mobile/token` takes it; `session.mobile_dpop` not
+         *     `off`) the session is bound to the proof's key like a native app's (`tokenType: DPoP`)
+         *     and no cookie is set: a bound session is never accepted as a cookie.
          */
         post: operations["devLogin"];
         delete?: never;
@@ -371,6 +454,12 @@ export interface paths {
          *     whatever fails (see `docs/payments.md`). A repeat of a finished request gets the first
          *     answer again, its error answers included, with `Idempotent-Replayed: true`. The end-user
          *     is sent to `payUrl` to consent at the bank.
+         *
+         *     With `payments.step_up`, a payment the policy holds is recorded and not sent: 401
+         *     `STEP_UP_REQUIRED` (`StepUpRequired`, with `stepUpUrl`), and the same answer to a repeat
+         *     of the key while it waits. Once the user approves it, it is sent once under the same key,
+         *     and a repeat replays its answer; if it is never approved, a repeat is 403
+         *     `STEP_UP_DECLINED`.
          */
         post: operations["createPayment"];
         delete?: never;
@@ -415,7 +504,9 @@ export interface paths {
          * Start a bank payment with one provider (moves money)
          * @description Moves money: needs an `Idempotency-Key`, as `POST /api/v2/payments`. Names an existing
          *     payment (`paymentId`) or describes a new one (`paymentInformation`). The end-user is sent
-         *     to `authorizationUrl`.
+         *     to `authorizationUrl`. An init that describes a new payment may be held for the user's
+         *     approval (`payments.step_up`) as `POST /api/v2/payments` is: 401 `STEP_UP_REQUIRED`; an
+         *     init of an existing `paymentId` is not.
          */
         post: operations["openBankingInit"];
         delete?: never;
@@ -701,6 +792,20 @@ export interface components {
             cost?: number;
             /** @description `INSUFFICIENT_CREDITS` only, when the upstream gave it: the credits the organization has left. */
             balance?: number;
+            /**
+             * Format: uri
+             * @description `STEP_UP_REQUIRED` only: where the user approves the payment (`GET /auth/step-up?payment=...`, absolute, on `public_url`). A browser adds `&returnTo=/path`; a native app its `client=mobile` parameters.
+             */
+            stepUpUrl?: string;
+            /** @description `STEP_UP_REQUIRED` only: the authentication context classes an approval may reach (`payments.step_up.acr_values`). */
+            acrValues?: string[];
+            /**
+             * Format: date-time
+             * @description `STEP_UP_REQUIRED` only: when the hold ends unless approved (UTC); then the payment is declined, never sent.
+             */
+            expiresAt?: string;
+            /** @description `STEP_UP_REQUIRED` only, when `payments.step_up.max_age` is set: the oldest, in seconds, the approval's authentication may be. */
+            maxAge?: number;
             /** @description With `env: development` only, on an error that came from the upstream: its own message with the paths of the URLs the BFF took out of `detail` kept, for example the redirect path the upstream refused; a URL's scheme, userinfo, host and port read `[host]`, its query and fragment `?[redacted]`, and it is still cleaned of anything that looks like a credential. Never in production. */
             upstreamMessage?: string;
             /** @description The request's id, equal to the `X-Request-Id` header. */
@@ -713,32 +818,52 @@ export interface components {
             message: string;
         };
         /**
+         * @description The 401 `STEP_UP_REQUIRED` of a money-moving `POST` that `payments.step_up` holds: the
+         *     envelope with `stepUpUrl`, `acrValues`, `expiresAt` and, when set, `maxAge`. See
+         *     `docs/payments.md`, "Payments the user approves".
+         */
+        StepUpRequired: components["schemas"]["Problem"] & {
+            /** @constant */
+            status?: 401;
+            /** @constant */
+            code?: "STEP_UP_REQUIRED";
+            /** @constant */
+            action?: "step_up";
+            /** @constant */
+            retryable?: false;
+        };
+        /**
          * @description Every code the BFF knows: its own, and those it makes of the upstream's documented error
          *     types. `docs/errors.md` says when each happens and what to do. Held equal to
          *     `internal/problem` by `internal/problem/openapi_test.go`.
          * @enum {string}
          */
-        ProblemCode: "ACCOUNT_LIMIT_REACHED" | "ADMIN_TOKEN_REQUIRED" | "BAD_PATH" | "BAD_REQUEST" | "BODY_TOO_LARGE" | "CLIENT_CLOSED_REQUEST" | "CLIENT_ERROR" | "CSRF_REJECTED" | "FORBIDDEN" | "IDEMPOTENCY_IN_PROGRESS" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REQUIRED" | "IDEMPOTENCY_KEY_REUSED" | "INSUFFICIENT_CREDITS" | "INTERNAL" | "INTERNAL_ERROR" | "INTERNAL_SERVER_ERROR" | "INVALID_GRANT" | "LEDGER_UNAVAILABLE" | "LOGIN_FAILED" | "MCP_FORBIDDEN" | "MCP_NO_SERVICE_ORG" | "MCP_TEMPORARILY_UNAVAILABLE" | "METHOD_NOT_ALLOWED" | "NOT_AVAILABLE_ON_PLAN" | "NOT_FOUND" | "NO_REFRESHABLE_CONNECTIONS" | "PAYMENT_OUTCOME_UNKNOWN" | "PROVIDER_UNAVAILABLE" | "RATE_LIMITED" | "REFRESH_TOO_SOON" | "RESOURCE_LOCKED" | "ROUTE_NOT_FOUND" | "SESSION_REQUIRED" | "SESSION_STORE_UNAVAILABLE" | "UPSTREAM_AUTH_FAILED" | "UPSTREAM_ERROR" | "UPSTREAM_TIMEOUT" | "UPSTREAM_UNAVAILABLE" | "UPSTREAM_UNREACHABLE" | "VALIDATION_ERROR";
+        ProblemCode: "ACCOUNT_LIMIT_REACHED" | "ADMIN_TOKEN_REQUIRED" | "BAD_PATH" | "BAD_REQUEST" | "BODY_TOO_LARGE" | "CLIENT_CLOSED_REQUEST" | "CLIENT_ERROR" | "CSRF_REJECTED" | "DPOP_PROOF_INVALID" | "FORBIDDEN" | "IDEMPOTENCY_IN_PROGRESS" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REQUIRED" | "IDEMPOTENCY_KEY_REUSED" | "INSUFFICIENT_CREDITS" | "INTERNAL" | "INTERNAL_ERROR" | "INTERNAL_SERVER_ERROR" | "INVALID_GRANT" | "LEDGER_UNAVAILABLE" | "LOGIN_FAILED" | "MCP_FORBIDDEN" | "MCP_NO_SERVICE_ORG" | "MCP_TEMPORARILY_UNAVAILABLE" | "METHOD_NOT_ALLOWED" | "NOT_AVAILABLE_ON_PLAN" | "NOT_FOUND" | "NO_REFRESHABLE_CONNECTIONS" | "PAYMENT_OUTCOME_UNKNOWN" | "PROVIDER_UNAVAILABLE" | "RATE_LIMITED" | "REFRESH_TOO_SOON" | "STEP_UP_REQUIRED" | "STEP_UP_DECLINED" | "RESOURCE_LOCKED" | "ROUTE_NOT_FOUND" | "SESSION_REQUIRED" | "SESSION_STORE_UNAVAILABLE" | "UPSTREAM_AUTH_FAILED" | "UPSTREAM_ERROR" | "UPSTREAM_TIMEOUT" | "UPSTREAM_UNAVAILABLE" | "UPSTREAM_UNREACHABLE" | "VALIDATION_ERROR";
         /** @description An upstream error type not in `ProblemCode`, passed on as it came. */
         UpstreamErrorType: string;
         /**
          * @description What the frontend should do next (`docs/errors.md`, "Actions").
          * @enum {string}
          */
-        ProblemAction: "login" | "fix_request" | "retry_later" | "wait_for_credits" | "upgrade_plan" | "contact_support" | "reconnect_bank" | "check_status" | "none";
+        ProblemAction: "login" | "fix_request" | "retry_later" | "wait_for_credits" | "upgrade_plan" | "contact_support" | "reconnect_bank" | "check_status" | "step_up" | "none";
         DevLoginRequest: {
             /** @description 1 to 256 bytes of UTF-8 without control characters. */
             userId: string;
         };
         DevSession: {
             userId: string;
-            /** @description The session's token: `Authorization: Bearer <sessionToken>`. It and the cookie name the same session. */
+            /** @description The session's token: `Authorization: Bearer <sessionToken>` (or `DPoP` when bound). It and the cookie name the same session. */
             sessionToken: string;
             /**
              * Format: date-time
              * @description When the session ends if unused (UTC).
              */
             expiresAt: string;
+            /**
+             * @description `DPoP` when the login's proof bound the session to its key (no cookie is set), else `Bearer`.
+             * @enum {string}
+             */
+            tokenType: "Bearer" | "DPoP";
         };
         Session: {
             userId: string;
@@ -783,10 +908,24 @@ export interface components {
             codeVerifier: string;
         };
         MobileToken: {
-            /** @description Send as `Authorization: Bearer <sessionToken>`. Keep it in secure storage; never log it. */
+            /** @description Send as `Authorization: <tokenType> <sessionToken>`. Keep it in secure storage; never log it. */
             sessionToken: string;
             /** @description Seconds until the session ends if unused; each use extends it, up to `session.absolute_timeout`. */
             expiresIn: number;
+            /**
+             * @description `DPoP`: the session is bound to the key of the request's proof, and every call sends `Authorization: DPoP <sessionToken>` with a new `DPoP` proof of that key. `Bearer`: unbound (no proof was sent, or `session.mobile_dpop` is `off`).
+             * @enum {string}
+             */
+            tokenType: "Bearer" | "DPoP";
+        };
+        StepUpTokenRequest: {
+            /** @description The one-time code of the approval, from the redirect to the app. */
+            code: string;
+            /** @description The verifier of the `code_challenge` the app sent to `GET /auth/step-up` (43 to 128 characters of `[A-Za-z0-9-._~]`). */
+            codeVerifier: string;
+        };
+        StepUpApproval: {
+            payment: components["schemas"]["PaymentRecord"];
         };
         /** @description The cursor for the next page (pass it as `nextPage`); `null` on the last page. */
         NextPage: string | null;
@@ -800,11 +939,24 @@ export interface components {
              * @description `in_flight`: sent or being sent, no answer yet (a repeat is 409). `done`: answered, and
              *     a repeat replays that answer. `unknown`: whether the upstream acted is not known
              *     (answered 502 `PAYMENT_OUTCOME_UNKNOWN`); the BFF keeps settling it from the upstream.
+             *     `awaiting_approval`: held for the user's approval (`payments.step_up`), not sent; a
+             *     repeat is 401 `STEP_UP_REQUIRED`. `declined`: held and never approved, never sent; a
+             *     repeat is 403 `STEP_UP_DECLINED`. Ignore a state you do not know.
              * @enum {string}
              */
-            state: "in_flight" | "done" | "unknown";
-            /** @description The HTTP status the BFF answered: the stored answer's when `done`, 502 when `unknown`; absent while `in_flight`. */
+            state: "in_flight" | "done" | "unknown" | "awaiting_approval" | "declined";
+            /** @description The HTTP status the BFF answered: the stored answer's when `done`, 502 when `unknown`, 401 while `awaiting_approval`, 403 when `declined`; absent while `in_flight`. */
             status?: number;
+            /**
+             * Format: uri
+             * @description While `awaiting_approval`: where the user approves it (as the `STEP_UP_REQUIRED` answer's `stepUpUrl`), from the session that made it.
+             */
+            stepUpUrl?: string;
+            /**
+             * @description When `declined`, why: `denied` (the user cancelled, or the provider refused), `mismatch` (the approval did not match the payment, its user or the authentication asked for), `expired` (not approved within `payments.step_up.hold_for`).
+             * @enum {string}
+             */
+            declined?: "denied" | "mismatch" | "expired";
             /** @description The payment the upstream made for this request, when known. */
             paymentId?: string;
             /**
@@ -1232,9 +1384,23 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `SESSION_REQUIRED` (action `login`): no session, or it has ended (logout, timeout, revocation). Never a redirect. */
+        /** @description `SESSION_REQUIRED` (action `login`): no session, or it has ended (logout, timeout, revocation). Never a redirect. Sent as `Authorization: DPoP`, with `WWW-Authenticate: DPoP error="invalid_token"`. Or `DPOP_PROOF_INVALID` (action `fix_request`, see `DPoPProofInvalid`): a device-bound session without a valid proof of its key. */
         SessionRequired: {
             headers: {
+                "WWW-Authenticate": components["headers"]["WWW-Authenticate-DPoP"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `DPOP_PROOF_INVALID` (action `fix_request`): the DPoP proof is missing, malformed, of another key, for another method or URL, too old or ahead, replayed, or for another token; or a device-bound session sent as Bearer or as a cookie, or an unbound one as DPoP. The same detail whatever failed. Sign a new proof for this request; never reuse one. */
+        DPoPProofInvalid: {
+            headers: {
+                "WWW-Authenticate": components["headers"]["WWW-Authenticate-DPoP"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "Cache-Control": components["headers"]["Cache-Control"];
                 "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -1364,6 +1530,43 @@ export interface components {
          *     repeat of the same key, with `Idempotent-Replayed: true`.
          */
         MoneyBadRequest: {
+            headers: {
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description As `SessionRequired` (`SESSION_REQUIRED`, `DPOP_PROOF_INVALID`), or `STEP_UP_REQUIRED`
+         *     (action `step_up`, `StepUpRequired`): `payments.step_up` holds this payment for the user's
+         *     approval; it is recorded (`awaiting_approval`) and not sent, and the session is fine (do
+         *     not log the user out). Send the user to `stepUpUrl`; `WWW-Authenticate` carries RFC 9470's
+         *     challenge. A repeat of the key while it waits gets the same answer.
+         */
+        MoneyUnauthorized: {
+            headers: {
+                "WWW-Authenticate": components["headers"]["WWW-Authenticate-StepUp"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["StepUpRequired"] | components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description As `ApiForbidden`, plus `STEP_UP_DECLINED` (action `fix_request`): the payment was held
+         *     for the user's approval and never approved (cancelled, a mismatched approval, or its
+         *     hold ran out); it was never sent, and a repeat of the key gets this answer again. To pay,
+         *     start again with a new `Idempotency-Key`.
+         */
+        MoneyForbidden: {
             headers: {
                 "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1583,6 +1786,14 @@ export interface components {
     };
     parameters: {
         /**
+         * @description A DPoP proof (RFC 9449): a JWT signed with the app's key (`typ` `dpop+jwt`, `alg` ES256,
+         *     ES384, EdDSA, PS256 or RS256, the public key in `jwk`), claims `jti`, `htm`, `htu` (the
+         *     BFF's public URL and the path, no query), `iat`, and `ath` on requests that carry a
+         *     session token. At a token login it binds the session to the key; on every request of a
+         *     bound session it is required (`dpopSessionToken`). One header, a new proof each time.
+         */
+        DPoP: string;
+        /**
          * @description Required, exactly `1`, on every cookie-authenticated `POST`, `PUT`, `PATCH` and `DELETE`
          *     (else 403 `CSRF_REJECTED`). Requests authenticated by a session token need not send it.
          */
@@ -1619,8 +1830,17 @@ export interface components {
         /** @description After an OpenID login, when the provider has an end-session endpoint; the provider's RP-initiated logout URL, for the frontend to navigate to. */
         "X-Logout-Url": string;
         Location: string;
+        /**
+         * @description With `STEP_UP_REQUIRED`, RFC 9470's challenge: what an approval must prove, for example
+         *     `Bearer error="insufficient_user_authentication", error_description="the payment needs
+         *     your approval", acr_values="urn:example:acr:mfa", max_age=300`. With `SESSION_REQUIRED`
+         *     or `DPOP_PROOF_INVALID` of a device-bound session, as `WWW-Authenticate-DPoP`.
+         */
+        "WWW-Authenticate-StepUp": string;
         /** @description The session cookie (set or cleared), or the login cookie. */
         "Set-Cookie": string;
+        /** @description The `WWW-Authenticate` header on a 401 of a device-bound session or a DPoP proof: `DPoP error="invalid_dpop_proof", algs="ES256 ES384 EdDSA PS256 RS256"` (or `error="invalid_token"` for an ended session sent as DPoP; no `error` when a required proof was not sent). */
+        "WWW-Authenticate-DPoP": string;
     };
     pathItems: never;
 }
@@ -1698,6 +1918,9 @@ export interface operations {
              *     failed code exchange or ID token verification). Start again from `/auth/login`.
              */
             400: components["responses"]["BadRequest"];
+            /** @description `SESSION_REQUIRED`: the end of a browser's payment approval, in a browser that no longer carries a session. */
+            401: components["responses"]["SessionRequired"];
+            /** @description `ROUTE_NOT_FOUND`: the endpoint does not exist in the running `auth.mode`; `NOT_FOUND`: the end of a payment approval on a BFF that holds no payments. */
             404: components["responses"]["ModeNotEnabled"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
@@ -1707,7 +1930,16 @@ export interface operations {
     mobileToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A DPoP proof (RFC 9449): a JWT signed with the app's key (`typ` `dpop+jwt`, `alg` ES256,
+                 *     ES384, EdDSA, PS256 or RS256, the public key in `jwk`), claims `jti`, `htm`, `htu` (the
+                 *     BFF's public URL and the path, no query), `iat`, and `ath` on requests that carry a
+                 *     session token. At a token login it binds the session to the key; on every request of a
+                 *     bound session it is required (`dpopSessionToken`). One header, a new proof each time.
+                 */
+                DPoP?: components["parameters"]["DPoP"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1731,16 +1963,119 @@ export interface operations {
             };
             /** @description `BAD_REQUEST` (the body is not `{"code", "codeVerifier"}` JSON, at most 8 KiB) or `INVALID_GRANT` (the code is unknown, used or expired, or the verifier does not match). */
             400: components["responses"]["BadRequest"];
+            /** @description `DPOP_PROOF_INVALID`: no `DPoP` proof where `session.mobile_dpop` is `required` (`WWW-Authenticate: DPoP algs="..."`, a detail that says so), or a proof that fails a check (`error="invalid_dpop_proof"`). */
+            401: components["responses"]["DPoPProofInvalid"];
             404: components["responses"]["ModeNotEnabled"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["StoreUnavailable"];
         };
     };
+    startStepUp: {
+        parameters: {
+            query: {
+                /** @description The reference of the held payment, as `stepUpUrl` has it (opaque; at most 1024 characters). */
+                payment: string;
+                /** @description Browser flow. Where the browser lands after the approval, with `stepUp` (and `payment`) added to its query; a same-origin relative path, as for `GET /auth/login`. Default `/`. */
+                returnTo?: string;
+                /** @description `mobile` for the native-app flow; absent for the browser flow. Anything else is 400 `BAD_REQUEST`. */
+                client?: "mobile";
+                /** @description With `client=mobile`; exactly one of `auth.mobile_redirect_uris`. */
+                redirect_uri?: string;
+                /** @description With `client=mobile`; the app's S256 PKCE challenge (43 base64url characters). */
+                code_challenge?: string;
+                /** @description Absent or `S256` (`plain` is refused). */
+                code_challenge_method?: "S256";
+                /** @description With `client=mobile`; handed back unchanged to the app. At most 128 printable ASCII characters. */
+                state?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To the identity provider's authorization endpoint, with the login cookie set. */
+            302: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Set-Cookie": components["headers"]["Set-Cookie"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `BAD_REQUEST`: no `payment`, or an unacceptable `returnTo`, `client`, `redirect_uri`, `code_challenge`, `code_challenge_method` or `state`; both a session cookie and a session token. */
+            400: components["responses"]["BadRequest"];
+            /** @description `SESSION_REQUIRED`: a browser approval without a session (the browser must carry the session that made the payment). */
+            401: components["responses"]["SessionRequired"];
+            /** @description `STEP_UP_DECLINED`: the payment is no longer held: it was declined (cancelled, a mismatched approval) or its hold ran out (`payments.step_up.hold_for`). It was never sent; to pay, start again with a new `Idempotency-Key`. */
+            403: components["responses"]["BadRequest"];
+            /** @description `NOT_FOUND`: no payment waits for an approval under this reference (unknown, another session's, or approved already); `ROUTE_NOT_FOUND`: payments are not held here (`payments.step_up` off, or `auth.mode: dev`). */
+            404: components["responses"]["BadRequest"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RecordsUnavailable"];
+        };
+    };
+    stepUpToken: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Required, exactly `1`, on every cookie-authenticated `POST`, `PUT`, `PATCH` and `DELETE`
+                 *     (else 403 `CSRF_REJECTED`). Requests authenticated by a session token need not send it.
+                 */
+                "X-CSRF"?: components["parameters"]["X-CSRF"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StepUpTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description The approval was accepted and the payment sent once; `payment` is its record after the send (`done` with the status answered, or `unknown`). A repeat of the original `POST` with the same key replays that answer. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StepUpApproval"];
+                };
+            };
+            /** @description `BAD_REQUEST` (the body is not `{"code", "codeVerifier"}` JSON, at most 8 KiB; both a cookie and a token) or `INVALID_GRANT` (the code is unknown, used or expired, the verifier does not match, or it is a login's code). */
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["SessionRequired"];
+            /** @description `STEP_UP_DECLINED`: the approval did not match the held payment (another amount, payee or user, too weak or too old an authentication), or the payment had been declined or had run out: it was never sent, and its key is ended. `CSRF_REJECTED`: a cookie-authenticated request without `X-CSRF: 1`. */
+            403: components["responses"]["CSRFRejected"];
+            /** @description `NOT_FOUND`: no payment of this session waits for an approval under this code's reference (another session's, or approved already); `ROUTE_NOT_FOUND`: payments are not held here. */
+            404: components["responses"]["BadRequest"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RecordsUnavailable"];
+        };
+    };
     devLogin: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A DPoP proof (RFC 9449): a JWT signed with the app's key (`typ` `dpop+jwt`, `alg` ES256,
+                 *     ES384, EdDSA, PS256 or RS256, the public key in `jwk`), claims `jti`, `htm`, `htu` (the
+                 *     BFF's public URL and the path, no query), `iat`, and `ath` on requests that carry a
+                 *     session token. At a token login it binds the session to the key; on every request of a
+                 *     bound session it is required (`dpopSessionToken`). One header, a new proof each time.
+                 */
+                DPoP?: components["parameters"]["DPoP"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1765,6 +2100,8 @@ export interface operations {
             };
             /** @description `VALIDATION_ERROR` with `fields` for `userId` (the body is not `{"userId": "..."}`, or the id is empty, over 256 bytes, not UTF-8 or holds a control character). */
             400: components["responses"]["BadRequest"];
+            /** @description `DPOP_PROOF_INVALID`: a `DPoP` proof that fails a check. */
+            401: components["responses"]["DPoPProofInvalid"];
             404: components["responses"]["ModeNotEnabled"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
@@ -2238,9 +2575,9 @@ export interface operations {
                 };
             };
             400: components["responses"]["MoneyBadRequest"];
-            401: components["responses"]["SessionRequired"];
+            401: components["responses"]["MoneyUnauthorized"];
             402: components["responses"]["InsufficientCredits"];
-            403: components["responses"]["ApiForbidden"];
+            403: components["responses"]["MoneyForbidden"];
             404: components["responses"]["ApiNotFound"];
             409: components["responses"]["IdempotencyInProgress"];
             413: components["responses"]["BodyTooLarge"];
@@ -2369,9 +2706,9 @@ export interface operations {
                 };
             };
             400: components["responses"]["MoneyBadRequest"];
-            401: components["responses"]["SessionRequired"];
+            401: components["responses"]["MoneyUnauthorized"];
             402: components["responses"]["InsufficientCredits"];
-            403: components["responses"]["ApiForbidden"];
+            403: components["responses"]["MoneyForbidden"];
             404: components["responses"]["ApiNotFound"];
             409: components["responses"]["IdempotencyInProgress"];
             413: components["responses"]["BodyTooLarge"];
