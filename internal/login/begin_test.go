@@ -3,6 +3,7 @@ package login
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -80,4 +81,42 @@ func TestBeginBoundsWhatItStores(t *testing.T) {
 		t.Fatalf("got a pending login of %d bytes stored, want at most 1024", st.largest)
 	}
 	t.Logf("largest pending login stored: %d bytes", st.largest)
+}
+
+// A step-up asks the provider for a fresh login (prompt=login, max_age) of
+// the policy's class (acr_values) and carries the payment as RFC 9396
+// authorization_details; a provider whose discovery document lists no
+// payment_initiation type does not support it.
+func TestBeginStepUp(t *testing.T) {
+	is := newIssuer(t)
+	p, err := New(context.Background(), Options{Issuer: is.srv.URL, ClientID: "bff", RedirectURL: "http://x/cb", UserIDClaim: "sub",
+		Store: kv.NewMemory(nil), EncryptionKey: make([]byte, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.SupportsDetails("payment_initiation") {
+		t.Fatal("a discovery document without authorization_details_types_supported was taken to support payment_initiation")
+	}
+	details := `[{"type":"payment_initiation","instructedAmount":{"currency":"EUR","amount":"1000.00"}}]`
+	authURL, state, err := p.BeginStepUp(context.Background(), StepUp{Ref: "ref", SessionRef: "handle", LoginHint: "alice",
+		ACRValues: []string{"urn:bff:acr:mfa", "urn:bff:acr:hwk"}, MaxAge: 5 * time.Minute, Details: []byte(details)}, "/pay", nil)
+	if err != nil || state == "" {
+		t.Fatalf("BeginStepUp: %v", err)
+	}
+	u, _ := url.Parse(authURL)
+	q := u.Query()
+	for k, want := range map[string]string{"prompt": "login", "max_age": "300", "acr_values": "urn:bff:acr:mfa urn:bff:acr:hwk",
+		"login_hint": "alice", "authorization_details": details, "code_challenge_method": "S256", "state": state} {
+		if got := q.Get(k); got != want {
+			t.Errorf("%s: got %q, want %q", k, got, want)
+		}
+	}
+	if q.Get("nonce") == "" || q.Get("code_challenge") == "" {
+		t.Errorf("the step-up %s lacks a nonce or PKCE", authURL)
+	}
+	// A login is no step-up: none of those parameters.
+	loginURL, _, _ := p.Begin(context.Background(), "/", nil)
+	if lq, _ := url.Parse(loginURL); lq.Query().Has("authorization_details") || lq.Query().Has("prompt") || lq.Query().Has("acr_values") {
+		t.Errorf("a login carries step-up parameters: %s", loginURL)
+	}
 }
