@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fintech-bff/bff/internal/ledger"
 )
@@ -361,7 +362,12 @@ func TestStepUpNativeApp(t *testing.T) {
 	loginCode := mobileCode(t, e, challenge, "nina")
 	wantProblem(t, app.do("POST", "/auth/step-up/token", fmt.Sprintf(`{"code":%q,"codeVerifier":%q}`, loginCode, verifier)), http.StatusBadRequest, "INVALID_GRANT")
 
+	events := openStream(t, e.public, token, "")
+	defer events.close()
 	stepUp := held(t, app, eurPayment("300.00", "native"), "native-1")
+	if ev := events.next(t, 10*time.Second); ev.Data.Key != "native-1" || ev.Data.State != string(ledger.StateAwaiting) || ev.Data.Status != 401 {
+		t.Fatalf("the stream's first event: got %+v, want native-1 awaiting_approval (401)", ev.Data)
+	}
 	ua := opBrowser()
 	q := "&client=mobile&redirect_uri=" + url.QueryEscape(mobileRedirect) + "&code_challenge=" + challenge + "&code_challenge_method=S256&state=s2"
 	start := opDo(t, ua, http.MethodGet, e.public+mustURL(t, stepUp).RequestURI()+q, nil)
@@ -387,6 +393,11 @@ func TestStepUpNativeApp(t *testing.T) {
 	}
 	if n := paymentPosts(e.sim); n != 1 {
 		t.Fatalf("the upstream got %d creations, want exactly 1", n)
+	}
+	for ev := events.next(t, 10*time.Second); ev.Data.State != "done"; ev = events.next(t, 10*time.Second) {
+		if ev.Data.Key != "native-1" || ev.Data.State != string(ledger.StateAwaiting) {
+			t.Fatalf("the stream after the approval: got %+v, want native-1 done", ev.Data)
+		}
 	}
 	// Redeemed once: a replay is refused and sends nothing.
 	wantProblem(t, app.do("POST", "/auth/step-up/token", fmt.Sprintf(`{"code":%q,"codeVerifier":%q}`, approval, verifier)), http.StatusBadRequest, "INVALID_GRANT")

@@ -76,6 +76,7 @@ const (
 	EndDenied    = "denied"     // the user did not approve the held payment at the identity provider
 	EndMismatch  = "mismatch"   // the approval did not match the held payment (amount, payee, user, authentication)
 	EndExpired   = "expired"    // the hold ran out before an approval
+	EndWithdrawn = "withdrawn"  // held under a step-up policy since turned off: no approval can come
 )
 
 // Events of the audit trail, one per HTTP request on a key.

@@ -423,9 +423,10 @@ func (s *Service) answerRepeat(ctx, bg context.Context, w http.ResponseWriter, m
 		case rec.State == ledger.StateAwaiting:
 			event(rec.ID, ledger.EventHeld)
 			if s.stepUp == nil {
-				// Held by an instance whose policy holds it; this one's
-				// holds nothing, and does not send it either.
-				return labels{}, problem.New(problem.CodeStepUpDeclined, "this payment waits for an approval that this server cannot take; nothing was sent")
+				// Held under a step-up policy since turned off: no approval
+				// can come, and it is never sent without one.
+				s.decline(bg, rec.ID, ledger.EndWithdrawn)
+				return labels{replayedCode: problem.CodeStepUpDeclined}, declined(ledger.EndWithdrawn)
 			}
 			return labels{}, s.stepUpRequired(rec.UserID, rec.SessionRef, rec.ID, rec.Deadline)
 		case rec.State == ledger.StateDeclined:

@@ -51,8 +51,8 @@ type Record struct {
 	// StepUpURL, awaiting approval, is where the user approves it (from
 	// the session that made it).
 	StepUpURL string `json:"stepUpUrl,omitempty"`
-	// Declined says why a declined payment was not sent: denied, mismatch
-	// or expired.
+	// Declined says why a declined payment was not sent: denied, mismatch,
+	// expired or withdrawn.
 	Declined  string `json:"declined,omitempty"`
 	PaymentID string `json:"paymentId,omitempty"`
 	// PaymentStatus is the upstream's latest known status of the payment

@@ -157,9 +157,10 @@ func (s *Service) stepUpRequired(userID, sessionRef string, id int64, until time
 // declined is the answer for a hold that ended without a send.
 func declined(ending string) *problem.Problem {
 	why := map[string]string{
-		ledger.EndDenied:   "the approval was cancelled or refused at the identity provider",
-		ledger.EndMismatch: "the approval did not match this payment (its amount, payee or user, or the strength or time of the authentication)",
-		ledger.EndExpired:  "it was not approved in time",
+		ledger.EndDenied:    "the approval was cancelled or refused at the identity provider",
+		ledger.EndMismatch:  "the approval did not match this payment (its amount, payee or user, or the strength or time of the authentication)",
+		ledger.EndExpired:   "it was not approved in time",
+		ledger.EndWithdrawn: "payments are no longer approved here, so it cannot be approved",
 	}[ending]
 	if why == "" {
 		why = "it was not approved"

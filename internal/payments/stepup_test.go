@@ -262,4 +262,7 @@ func TestStepUpReferencesAreSealed(t *testing.T) {
 	if p := decodeProblem(t, w); p.Code != problem.CodeStepUpDeclined || f.bank.creates.Load() != 0 {
 		t.Fatalf("a held key on an instance without step-up: got %s, %d sent", p.Code, f.bank.creates.Load())
 	}
+	if rec, _ := plain.Record(context.Background(), "alice", "sealed"); rec.State != string(ledger.StateDeclined) || rec.Declined != ledger.EndWithdrawn {
+		t.Fatalf("a held key after step-up was turned off: got %+v, want declined (withdrawn)", rec)
+	}
 }
