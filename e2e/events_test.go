@@ -50,6 +50,13 @@ func openStream(t *testing.T, base, token, lastID string) *stream {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return readStream(t, resp)
+}
+
+// readStream reads an answer of GET /bff/events as openStream does, and
+// fails the test unless it is 200 text/event-stream.
+func readStream(t *testing.T, resp *http.Response) *stream {
+	t.Helper()
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		resp.Body.Close()
 		t.Fatalf("GET /bff/events: got %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
