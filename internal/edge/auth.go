@@ -259,8 +259,10 @@ func authMethods(d authDeps, login string) echo.HandlerFunc {
 		switch {
 		case err == nil:
 			reply.Session = &sessionReply{UserID: p.rec.UserID, ExpiresAt: d.sessions.ExpiresAt(p.rec).UTC()}
-		case errors.As(err, &perr) && perr.Code == problem.CodeSessionRequired:
-			// No session, an unreadable cookie or an ended session: signed out.
+		case errors.As(err, &perr) && (perr.Code == problem.CodeSessionRequired || perr.Code == problem.CodeDPoPProofInvalid):
+			// No session, an unreadable cookie or an ended session: signed
+			// out; and so is a device-bound session without a valid proof
+			// (the refusal is counted and logged all the same).
 		default:
 			return err
 		}

@@ -222,6 +222,13 @@ func TestDPoPBoundSessionNeedsAProofOfItsKey(t *testing.T) {
 			}
 		})
 	}
+	// GET /auth/methods answers such a caller as signed out, never a 4xx.
+	if w := d.do(t, "GET", "/auth/methods", "", "Authorization", "DPoP "+token); w.Code != 200 || !strings.Contains(w.Body.String(), `"session":null`) {
+		t.Fatalf("GET /auth/methods without a proof: got %d %s, want 200 with no session", w.Code, w.Body)
+	}
+	if w := d.do(t, "GET", "/auth/methods", "", "Authorization", "DPoP "+token, "DPoP", k.proof("GET", publicOrigin+"/auth/methods", token)); w.Code != 200 || !strings.Contains(w.Body.String(), `"userId":"alice"`) {
+		t.Fatalf("GET /auth/methods with a proof: got %d %s, want alice's session", w.Code, w.Body)
+	}
 	// The reasons are in the log (one line a second at most), the token never.
 	if logs := d.logs.String(); !strings.Contains(logs, `"msg":"DPoP proof refused"`) || !strings.Contains(logs, `"reason":"replay"`) || strings.Contains(logs, token) {
 		t.Fatalf("the log does not name the first refusal's reason, or holds the token:\n%s", logs)
