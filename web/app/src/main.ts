@@ -8,15 +8,16 @@
 // translate) and format.ts (one way to show dates, amounts and bank names):
 // never an error code or the upstream's own text.
 import "./app.css";
-import { createClient, isBffError } from "../../client/src/index.ts";
+import { createClient, isBffError, isStepUpRequired, startStepUp, stepUpReturn } from "../../client/src/index.ts";
 import type {
-  Account, BffError, Connection, Payment, PaymentRecord, SessionInfo, Transaction,
+  Account, BffError, Connection, Payment, PaymentCreate, PaymentRecord, SessionInfo, StepUpRequired, StepUpTarget, Transaction,
 } from "../../client/src/index.ts";
 import { formatDate, formatDateTime, formatMoney, providerName, providerNames } from "./format.ts";
 import {
-  connectionStatus, errorMessages, fieldMessages, fill, offersRetry, paymentStatus, say, sessionMethod, statusWords, ui,
+  approvalWords, connectionStatus, errorMessages, fieldMessages, fill, offersRetry, paymentStatus, say, sessionMethod, statusWords, ui,
 } from "./messages.ts";
-import { describeRecord } from "./records.ts";
+import { approvalReturn, dropHeld, heldBody, keepHeld } from "./held.ts";
+import { describeApproval, describeRecord, isNewer } from "./records.ts";
 import type { components } from "../../client/src/generated/openapi.ts";
 
 // Build-time settings (build.mjs, from APP_TOTAL_TIMEOUT_MS and APP_SLOW_AFTER_MS); null: the
@@ -253,6 +254,7 @@ async function route(): Promise<void> {
     case "/login": return loginPage();
     case "/pay": return payPage();
     case "/payment-done": return paymentDonePage();
+    case "/step-up-done": return stepUpDonePage();
     case "/payments": return paymentsPage();
     case "/connections": return connectionsPage();
     case "/connection-done": return connectionDonePage();
@@ -430,7 +432,7 @@ function payPage(): void {
       id: "pay-form",
       novalidate: true,
       onsubmit: submitter(fields, out, submit, async () => {
-        const body = {
+        const body: PaymentCreate = {
           paymentInformation: {
             amount: fields.amount!.input.value.trim(),
             currency: fields.currency!.input.value.trim(),
@@ -446,6 +448,12 @@ function payPage(): void {
           out.replaceChildren(h("p", {}, "Going to your bank to approve the payment…"));
           location.assign(res.data.payUrl);
         } catch (err) {
+          if (isStepUpRequired(err)) {
+            // Held for the user's approval, not sent: the form stays disabled (this payment,
+            // this key), and the approval is the way on.
+            out.replaceChildren(approvalBox(err, body));
+            return;
+          }
           // A refused request made no payment: the corrected one is a new payment.
           if (isBffError(err) && err.action === "fix_request") key = crypto.randomUUID();
           throw err;
@@ -464,6 +472,110 @@ function payPage(): void {
     form,
     out,
   );
+}
+
+// ---- Payments the user approves (payments.step_up) -------------------------
+
+/** Sends the browser to approve a held payment (a full-page navigation), or shows why it cannot. */
+function approve(target: StepUpTarget, key: string, out: HTMLElement): void {
+  try {
+    startStepUp(target, { returnTo: approvalReturn(key) });
+  } catch (err) {
+    out.replaceChildren(errorBox(err));
+  }
+}
+
+/** "This payment needs your approval": what it means, until when, and the button to approve it. */
+function approvalBox(err: StepUpRequired, body: PaymentCreate): HTMLElement {
+  const key = err.idempotencyKey ?? "";
+  const out = h("div");
+  return h("div", { id: "step-up", class: "pending", role: "status", "data-key": key },
+    h("strong", {}, approvalWords.needed),
+    h("p", {}, approvalWords.explain),
+    err.expiresAt ? h("p", { class: "muted" }, fill(approvalWords.until, { time: formatDateTime(err.expiresAt) })) : null,
+    h("div", { class: "row" },
+      h("button", {
+        id: "step-up-approve", type: "button",
+        onclick: () => {
+          keepHeld(key, body);
+          approve(err, key, out);
+        },
+      }, approvalWords.approve),
+      link("/pay", approvalWords.startOver)),
+    out);
+}
+
+/**
+ * Back from an approval (`/step-up-done?key=…&stepUp=approved|declined|failed[&payment=…]`):
+ * the payment's record, kept live from the event stream as /payment-done keeps its status, in
+ * one of `#step-up-approved` (sent: its request and the bank's status, and **Continue to your
+ * bank** while the bank waits for the user's consent), `#step-up-declined` (never sent),
+ * `#step-up-failed` (the approval did not complete: **Try approving again** while it waits),
+ * inside `#step-up-outcome`.
+ */
+function stepUpDonePage(): void {
+  const back = stepUpReturn(location.search);
+  const key = back?.idempotencyKey ?? new URLSearchParams(location.search).get("key") ?? undefined;
+  const box = h("div", { id: "step-up-outcome" });
+  const out = h("div");
+  const recent = recentPayments();
+  render(
+    h("h1", {}, "Payment approval"),
+    box,
+    out,
+    h("p", { class: "links" }, link("/pay", "Make another payment"), " · ", link("/payments", "All payments"), " · ", link("/", "Accounts")),
+    recent.el,
+  );
+  let shown: PaymentRecord | undefined;
+  function show(rec: PaymentRecord | undefined): void {
+    if (rec) shown = rec;
+    const v = describeApproval(back?.outcome, rec);
+    if (rec?.state === "declined") dropHeld(rec.key);
+    const el = h("div", {
+      id: "step-up-" + v.view, class: v.tone,
+      "data-state": rec?.state ?? "", "data-status": rec?.status === undefined ? "" : String(rec.status),
+      "data-payment-status": rec?.paymentStatus ?? "", "data-declined": rec?.declined ?? "",
+    }, h("strong", {}, v.title), v.detail ? h("p", {}, v.detail) : null);
+    if (rec?.paymentId) el.append(h("p", { class: "reference" }, "Payment id: " + rec.paymentId));
+    if (v.canApprove && rec && key) {
+      el.append(h("button", { id: "step-up-approve", type: "button", onclick: () => approve(rec, key, out) }, approvalWords.tryAgain));
+    }
+    const body = key && v.canContinue ? heldBody(key) : undefined;
+    if (body && key) {
+      const cont = h("button", {
+        id: "step-up-continue", type: "button",
+        onclick: async () => {
+          cont.disabled = true;
+          out.replaceChildren();
+          try {
+            // The same request and key: the stored answer, not a second payment.
+            const res = await bff.createPayment(body, { idempotencyKey: key });
+            dropHeld(key);
+            location.assign(res.data.payUrl);
+          } catch (err) {
+            cont.disabled = false;
+            out.replaceChildren(errorBox(err));
+          }
+        },
+      }, approvalWords.continueAtBank) as HTMLButtonElement;
+      el.append(h("p", {}, approvalWords.continueHint), cont);
+    }
+    box.replaceChildren(el);
+  }
+  async function load(): Promise<void> {
+    try {
+      const rec = await bff.paymentRecord(key!);
+      if (!shown || isNewer(rec, shown)) show(rec);
+    } catch (err) {
+      box.replaceChildren(errorBox(err, () => void load()));
+    }
+  }
+  show(undefined);
+  // The bank decides after the approval: the status follows the payment's changes as they come.
+  live(recent, (rec) => {
+    if (key && rec.key === key && (!shown || isNewer(rec, shown))) show(rec);
+  });
+  if (key) void load();
 }
 
 // ---- Forms -----------------------------------------------------------------
@@ -637,10 +749,10 @@ function recentPayments(limit = 10): RecentPayments {
   const el = h("section", { id: "recent-payments" }, h("h2", {}, "Recent payments"),
     h("p", { class: "muted" }, "Their status at the bank, kept up to date on this page."), t, msg);
 
-  /** Keeps the newer of two states of one payment (updatedAt; an event wins a tie). */
+  /** Keeps the newer of two states of one payment (isNewer; an event wins a tie). */
   function keep(rec: PaymentRecord, overTie: boolean): void {
     const had = byKey.get(rec.key);
-    if (!had || rec.updatedAt > had.updatedAt || (overTie && rec.updatedAt === had.updatedAt)) byKey.set(rec.key, rec);
+    if (!had || isNewer(rec, had) || (overTie && rec.updatedAt === had.updatedAt)) byKey.set(rec.key, rec);
   }
   function row(rec: PaymentRecord): HTMLElement {
     const words = describeRecord(rec);

@@ -45,6 +45,8 @@ export const errorMessages: Record<string, string> = {
   // Payments.
   PAYMENT_OUTCOME_UNKNOWN: "We do not know yet whether this payment went through. Check your payments before paying again.",
   IDEMPOTENCY_KEY_REUSED: "This payment was already sent with other details. Start a new payment.",
+  STEP_UP_REQUIRED: "This payment needs your approval before it is sent.",
+  STEP_UP_DECLINED: "This payment was not approved, so it was not sent. Start a new payment to pay.",
 };
 
 /** What a user reads for an error whose code is not in errorMessages, by its `action`. */
@@ -57,6 +59,7 @@ export const actionMessages: Record<ProblemAction, string> = {
   contact_support: "Something went wrong. If it happens again, contact support with the reference below.",
   reconnect_bank: "Your bank connection needs to be renewed: connect the bank again.",
   check_status: "We do not know yet whether this went through. Check its status before trying again.",
+  step_up: "This needs your approval first.",
   none: "Something went wrong.",
 };
 
@@ -104,8 +107,44 @@ export const recordWords = {
   beingChecked: "Being checked: do not pay again yet",
   /** A sent payment whose status the BFF has not read from the bank yet. */
   statusNotKnown: "Not known yet",
+  /** awaiting_approval: held for the user's approval (payments.step_up), not sent. */
+  awaitingApproval: "Waiting for your approval",
+  notSentYet: "Not sent yet",
+  /** declined: held and never approved; never sent (why: declinedMessages). */
+  declined: "Not sent",
   /** A state this app does not know (one the BFF added later). */
   other: "Unknown",
+};
+
+/** Why a payment held for the user's approval was not sent, by the record's `declined`. */
+export const declinedMessages: Record<string, string> = {
+  denied: "The approval was cancelled.",
+  mismatch: "The approval did not match this payment.",
+  expired: "It was not approved in time.",
+};
+
+/** Why a held payment was not sent, for a reason declinedMessages does not list. */
+export const declinedOther = "It was not approved.";
+
+/** The words of a payment the BFF holds for the user's approval (payments.step_up). */
+export const approvalWords = {
+  needed: "This payment needs your approval",
+  explain: "Nothing has been sent yet. Approve it with your sign-in provider, which shows you the amount and the payee; it is then sent once.",
+  until: "Approve it before {time}, or it is cancelled.",
+  approve: "Approve the payment",
+  startOver: "Start a new payment instead",
+  checking: "Checking the payment…",
+  approved: "Payment approved and sent",
+  approvedRefused: "Payment approved, but the bank did not accept it",
+  approvedUnknown: "Payment approved: we are checking whether it went through",
+  continueAtBank: "Continue to your bank",
+  continueHint: "Your bank asks you to confirm the payment.",
+  declined: "Payment not sent",
+  declinedNext: "Nothing was paid. To pay, start a new payment.",
+  failed: "The approval did not complete",
+  failedNext: "Nothing has been sent.",
+  tryAgain: "Try approving again",
+  none: "This page was opened without a payment approval.",
 };
 
 /** Why the bank refused a payment request, by the HTTP status the BFF answered it with. */

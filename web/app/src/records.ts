@@ -1,13 +1,79 @@
 // What a payment record of the BFF (GET /bff/payments, and each event of GET /bff/events) says
 // to a user, in one place both example apps use: what became of the request, and the payment's
 // status or why there is none. A request the bank refused is never "sent".
-import type { PaymentRecord } from "../../client/src/index.ts";
-import { paymentStatus, recordWords, refusedMessages, refusedOther, statusWords } from "./messages.ts";
+import type { PaymentRecord, StepUpOutcome } from "../../client/src/index.ts";
+import {
+  approvalWords, declinedMessages, declinedOther, paymentStatus, recordWords, refusedMessages, refusedOther, statusWords,
+} from "./messages.ts";
 
 /** A record in words: the request's fate, and the payment's status or why there is none. */
 export interface RecordWords {
   request: string;
   status: string;
+}
+
+/** Why a declined record was not sent. */
+function declinedWhy(rec: PaymentRecord): string {
+  return (rec.declined && declinedMessages[rec.declined]) || declinedOther;
+}
+
+/**
+ * Whether a is a later state of a payment than b (an event, or a read, of the same payment): a
+ * later updatedAt, compared as times (the BFF writes up to nine decimals, and "…08.5Z" sorts
+ * before "…08Z" as a string), or the same time with something else changed.
+ */
+export function isNewer(a: PaymentRecord, b: PaymentRecord): boolean {
+  const ta = Date.parse(a.updatedAt);
+  const tb = Date.parse(b.updatedAt);
+  if (!Number.isNaN(ta) && !Number.isNaN(tb) && ta !== tb) return ta > tb;
+  return a.updatedAt !== b.updatedAt || a.state !== b.state || a.status !== b.status ||
+    a.paymentId !== b.paymentId || a.paymentStatus !== b.paymentStatus;
+}
+
+const badStatuses = new Set(["RJCT", "CANC", "ERROR"]);
+
+/**
+ * What the page an approval came back to shows (both apps): which view (its element id is
+ * `step-up-<view>`), its words and tone, and what it offers. The record, once read, wins over
+ * the redirect's outcome: it is the BFF's word now (approved in another tab, declined since).
+ */
+export interface ApprovalView {
+  view: "approved" | "declined" | "failed" | "checking" | "none";
+  tone: "ok" | "error" | "pending";
+  title: string;
+  detail: string;
+  /** awaiting_approval with a stepUpUrl: offer to approve again. */
+  canApprove: boolean;
+  /** Sent and taken by the bank, which still waits for the user's consent (payUrl). */
+  canContinue: boolean;
+}
+
+export function describeApproval(outcome: StepUpOutcome | undefined, rec: PaymentRecord | undefined): ApprovalView {
+  const view = (v: ApprovalView["view"], tone: ApprovalView["tone"], title: string, detail: string, more: Partial<ApprovalView> = {}): ApprovalView =>
+    ({ view: v, tone, title, detail, canApprove: false, canContinue: false, ...more });
+  if (rec?.state === "declined") return view("declined", "error", approvalWords.declined, `${declinedWhy(rec)} ${approvalWords.declinedNext}`);
+  if (rec?.state === "awaiting_approval") {
+    return view("failed", "error", approvalWords.failed, approvalWords.failedNext, { canApprove: !!rec.stepUpUrl });
+  }
+  if (rec) {
+    const words = describeRecord(rec);
+    const detail = `${words.request}: ${words.status}`;
+    if (rec.state === "done" && rec.status !== undefined && (rec.status < 200 || rec.status >= 300)) {
+      return view("approved", "error", approvalWords.approvedRefused, detail);
+    }
+    if (rec.state === "done") {
+      const consent = rec.paymentStatus === null || rec.paymentStatus === "INIT";
+      const tone = rec.paymentStatus && badStatuses.has(rec.paymentStatus) ? "error" : consent ? "pending" : "ok";
+      return view("approved", tone, approvalWords.approved, detail, { canContinue: consent });
+    }
+    return view("approved", "pending", approvalWords.approvedUnknown, detail);
+  }
+  switch (outcome) {
+    case "approved": return view("checking", "pending", approvalWords.checking, "");
+    case "declined": return view("declined", "error", approvalWords.declined, approvalWords.declinedNext);
+    case "failed": return view("failed", "error", approvalWords.failed, approvalWords.failedNext);
+  }
+  return view("none", "error", approvalWords.none, "");
 }
 
 /**
@@ -30,6 +96,10 @@ export function describeRecord(rec: PaymentRecord): RecordWords {
       };
     case "unknown":
       return { request: recordWords.outcomeUnknown, status: known ?? recordWords.beingChecked };
+    case "awaiting_approval":
+      return { request: recordWords.awaitingApproval, status: recordWords.notSentYet };
+    case "declined":
+      return { request: recordWords.declined, status: declinedWhy(rec) };
     default:
       return { request: recordWords.other, status: known ?? recordWords.statusNotKnown };
   }

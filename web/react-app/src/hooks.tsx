@@ -2,9 +2,9 @@
 // (useCall), "still trying…" while any call is slow (StillTrying), and an error in the words of
 // the message table with its Retry and reference (Problem). Copy this file with bff.ts.
 import { useCallback, useEffect, useRef, useState, useSyncExternalStore } from "react";
-import { isBffError } from "../../client/src/index.ts";
+import { isBffError, type PaymentRecord } from "../../client/src/index.ts";
 import { errorMessages, fill, offersRetry, say, ui } from "../../app/src/messages.ts";
-import { slowCount, subscribeSlow } from "./bff.ts";
+import { bff, slowCount, subscribeSlow } from "./bff.ts";
 
 /** The state of one call: loading, its data, or its error; retry runs it again. */
 export interface CallState<T> {
@@ -105,6 +105,35 @@ export function usePaged<T>(read: (nextPage: string | undefined) => Promise<List
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, deps);
   return { ...view, more };
+}
+
+/** One payment, live: its latest record, or the error that ended the watch. */
+export interface Watched {
+  record: PaymentRecord | undefined;
+  error: unknown;
+}
+
+/**
+ * Follows the payment with this Idempotency-Key (the client's watchPayment: its record once the
+ * event stream is open, then each newer state) until key changes or the unmount, which end the
+ * stream. No key: nothing is read.
+ */
+export function useWatchedPayment(key: string | undefined): Watched {
+  const [state, setState] = useState<Watched>({ record: undefined, error: undefined });
+  useEffect(() => {
+    setState({ record: undefined, error: undefined });
+    if (!key) return;
+    const stop = new AbortController();
+    void (async () => {
+      try {
+        for await (const record of bff.watchPayment(key, { signal: stop.signal })) setState({ record, error: undefined });
+      } catch (error) {
+        if (!stop.signal.aborted) setState((s) => ({ ...s, error }));
+      }
+    })();
+    return () => stop.abort();
+  }, [key]);
+  return state;
 }
 
 /** "Still trying…" while a call waits longer than the client's slowAfterMs. */

@@ -4,12 +4,16 @@
 import "../../app/src/app.css";
 import { StrictMode, useEffect, useState, type FormEvent, type ReactNode } from "react";
 import { createRoot } from "react-dom/client";
-import { isBffError, type Payment, type PaymentRecord } from "../../client/src/index.ts";
+import {
+  isBffError, isStepUpRequired, startStepUp, stepUpReturn,
+  type Payment, type PaymentCreate, type PaymentRecord, type StepUpRequired, type StepUpTarget,
+} from "../../client/src/index.ts";
 import { formatDateTime, formatMoney, providerName } from "../../app/src/format.ts";
-import { fieldMessages, paymentStatus, statusWords, ui } from "../../app/src/messages.ts";
-import { describeRecord } from "../../app/src/records.ts";
+import { approvalWords, fieldMessages, fill, paymentStatus, statusWords, ui } from "../../app/src/messages.ts";
+import { approvalReturn, dropHeld, heldBody, keepHeld } from "../../app/src/held.ts";
+import { describeApproval, describeRecord } from "../../app/src/records.ts";
 import { authMethods, bff, session } from "./bff.ts";
-import { Problem, StillTrying, useCall, usePaged } from "./hooks.tsx";
+import { Problem, StillTrying, useCall, usePaged, useWatchedPayment } from "./hooks.tsx";
 
 // ---- Routing: plain paths with history.pushState (the BFF answers any path with index.html).
 
@@ -73,6 +77,7 @@ function App() {
     page = <SignIn method={me.data!.login} signedIn={(to) => { go(to, { replace: true }); signedInOrOut(); }} />;
   } else if (pathname === "/pay") page = <Pay />;
   else if (pathname === "/payment-done") page = <PaymentDone go={go} />;
+  else if (pathname === "/step-up-done") page = <StepUpDone go={go} />;
   else if (pathname === "/payments") page = <Payments />;
   else page = <Accounts />;
   return (
@@ -191,6 +196,15 @@ function Pay() {
   const [key, setKey] = useState(() => crypto.randomUUID());
   const [error, setError] = useState<unknown>();
   const [sending, setSending] = useState(false);
+  // A payment the BFF holds for the user's approval: not sent; the form stays disabled (this
+  // payment, this key) until the user approves it or starts a new one.
+  const [held, setHeld] = useState<{ err: StepUpRequired; body: PaymentCreate }>();
+  function startOver() {
+    setHeld(undefined);
+    setError(undefined);
+    setSending(false);
+    setKey(crypto.randomUUID());
+  }
   const invalid = new Set<PayField>();
   if (isBffError(error)) {
     for (const f of error.fields) {
@@ -203,20 +217,25 @@ function Pay() {
     e.preventDefault();
     setError(undefined);
     setSending(true);
+    const body: PaymentCreate = {
+      paymentInformation: {
+        amount: values.amount.trim(),
+        currency: "ILS",
+        creditorAccount: { iban: values.iban.replace(/\s+/g, "") },
+        remittanceInformation: values.remittance,
+      },
+      providerIds: ["demobank-sandbox"],
+      includeFakeProviders: true,
+      redirectUrl: location.origin + "/payment-done",
+    };
     try {
-      const res = await bff.createPayment({
-        paymentInformation: {
-          amount: values.amount.trim(),
-          currency: "ILS",
-          creditorAccount: { iban: values.iban.replace(/\s+/g, "") },
-          remittanceInformation: values.remittance,
-        },
-        providerIds: ["demobank-sandbox"],
-        includeFakeProviders: true,
-        redirectUrl: location.origin + "/payment-done",
-      }, { idempotencyKey: key });
+      const res = await bff.createPayment(body, { idempotencyKey: key });
       location.assign(res.data.payUrl);
     } catch (err) {
+      if (isStepUpRequired(err)) {
+        setHeld({ err, body });
+        return;
+      }
       if (isBffError(err) && err.action === "fix_request") setKey(crypto.randomUUID());
       setError(err);
       setSending(false);
@@ -241,6 +260,99 @@ function Pay() {
         <button type="submit" disabled={sending}>Pay</button>
       </form>
       {error !== undefined && <Problem error={error} />}
+      {held && <ApprovalNeeded err={held.err} body={held.body} startOver={startOver} />}
+    </>
+  );
+}
+
+// ---- Payments the user approves (payments.step_up)
+
+/** Sends the browser to approve a held payment (a full-page navigation); the error when it cannot. */
+function approve(target: StepUpTarget, key: string): unknown {
+  try {
+    startStepUp(target, { returnTo: approvalReturn(key) });
+    return undefined;
+  } catch (err) {
+    return err;
+  }
+}
+
+/** "This payment needs your approval": what it means, until when, and the button to approve it. */
+function ApprovalNeeded({ err, body, startOver }: { err: StepUpRequired; body: PaymentCreate; startOver: () => void }) {
+  const key = err.idempotencyKey ?? "";
+  const [failed, setFailed] = useState<unknown>();
+  return (
+    <div id="step-up" className="pending" role="status" data-key={key}>
+      <strong>{approvalWords.needed}</strong>
+      <p>{approvalWords.explain}</p>
+      {err.expiresAt && <p className="muted">{fill(approvalWords.until, { time: formatDateTime(err.expiresAt) })}</p>}
+      <div className="row">
+        <button id="step-up-approve" type="button" onClick={() => { keepHeld(key, body); setFailed(approve(err, key)); }}>
+          {approvalWords.approve}
+        </button>
+        <a href="/pay" onClick={(e) => { e.preventDefault(); startOver(); }}>{approvalWords.startOver}</a>
+      </div>
+      {failed !== undefined && <Problem error={failed} />}
+    </div>
+  );
+}
+
+/**
+ * Back from an approval (`/step-up-done?key=…&stepUp=…`): the payment's record, live
+ * (useWatchedPayment), as web/app shows it: `#step-up-approved`, `#step-up-declined` or
+ * `#step-up-failed` inside `#step-up-outcome`.
+ */
+function StepUpDone({ go }: { go: Go }) {
+  const back = stepUpReturn(location.search);
+  const key = back?.idempotencyKey ?? new URLSearchParams(location.search).get("key") ?? undefined;
+  const { record: rec, error } = useWatchedPayment(key);
+  const [failed, setFailed] = useState<unknown>();
+  const [continuing, setContinuing] = useState(false);
+  const v = describeApproval(back?.outcome, rec);
+  useEffect(() => {
+    if (rec?.state === "declined") dropHeld(rec.key);
+  }, [rec]);
+  const body = key && v.canContinue ? heldBody(key) : undefined;
+  async function continueAtBank() {
+    if (!body || !key) return;
+    setContinuing(true);
+    setFailed(undefined);
+    try {
+      // The same request and key: the stored answer, not a second payment.
+      const res = await bff.createPayment(body, { idempotencyKey: key });
+      dropHeld(key);
+      location.assign(res.data.payUrl);
+    } catch (err) {
+      setContinuing(false);
+      setFailed(err);
+    }
+  }
+  return (
+    <>
+      <h1>Payment approval</h1>
+      <div id="step-up-outcome">
+        {error !== undefined && rec === undefined ? <Problem error={error} /> : (
+          <div id={"step-up-" + v.view} className={v.tone} data-state={rec?.state ?? ""} data-status={rec?.status ?? ""}
+            data-payment-status={rec?.paymentStatus ?? ""} data-declined={rec?.declined ?? ""}>
+            <strong>{v.title}</strong>
+            {v.detail && <p>{v.detail}</p>}
+            {rec?.paymentId && <p className="reference">Payment id: {rec.paymentId}</p>}
+            {v.canApprove && rec && key && (
+              <button id="step-up-approve" type="button" onClick={() => setFailed(approve(rec, key))}>{approvalWords.tryAgain}</button>
+            )}
+            {body && (
+              <>
+                <p>{approvalWords.continueHint}</p>
+                <button id="step-up-continue" type="button" disabled={continuing} onClick={() => void continueAtBank()}>
+                  {approvalWords.continueAtBank}
+                </button>
+              </>
+            )}
+          </div>
+        )}
+      </div>
+      {failed !== undefined && <Problem error={failed} />}
+      <p className="links"><Link to="/pay" go={go}>Make another payment</Link> · <Link to="/payments" go={go}>All payments</Link></p>
     </>
   );
 }
