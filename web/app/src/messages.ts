@@ -121,6 +121,7 @@ export const declinedMessages: Record<string, string> = {
   denied: "The approval was cancelled.",
   mismatch: "The approval did not match this payment.",
   expired: "It was not approved in time.",
+  withdrawn: "Payments no longer wait for an approval here: start it again.",
 };
 
 /** Why a held payment was not sent, for a reason declinedMessages does not list. */

@@ -195,7 +195,8 @@ export interface paths {
          * How to sign in, and the caller's session if any
          * @description For a page deciding what to show: the sign-in this BFF has (`dev`: `POST /auth/dev/login`;
          *     `oidc`: `GET /auth/login`) and the caller's session, `null` without one (no session, an
-         *     ended one, a cookie that does not open). Needs no session, answers 200 either way, and is
+         *     ended one, a cookie that does not open, a device-bound session without a valid DPoP
+         *     proof). Needs no session, answers 200 either way, and is
          *     not counted against the per-address `/auth` budget, so a visitor who is not signed in costs
          *     no 4xx. Like any use, it slides a live session's idle timeout.
          */
@@ -953,10 +954,10 @@ export interface components {
              */
             stepUpUrl?: string;
             /**
-             * @description When `declined`, why: `denied` (the user cancelled, or the provider refused), `mismatch` (the approval did not match the payment, its user or the authentication asked for), `expired` (not approved within `payments.step_up.hold_for`).
+             * @description When `declined`, why: `denied` (the user cancelled, or the provider refused), `mismatch` (the approval did not match the payment, its user or the authentication asked for), `expired` (not approved within `payments.step_up.hold_for`), `withdrawn` (held under a step-up policy since turned off: no approval can come).
              * @enum {string}
              */
-            declined?: "denied" | "mismatch" | "expired";
+            declined?: "denied" | "mismatch" | "expired" | "withdrawn";
             /** @description The payment the upstream made for this request, when known. */
             paymentId?: string;
             /**
