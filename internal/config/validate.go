@@ -698,9 +698,23 @@ func (v *validator) stepUp(c *Config) {
 			v.addf(fmt.Sprintf("payments.step_up.acr_values[%d]", i), "%q is not an acr value (no space, quote or backslash)", a)
 		}
 	}
+	// Only the upstream's payment creations can be shown to the user for
+	// approval, and both routes create payments: holding one and not the
+	// other would let a held payment be made unheld on the other.
+	creating := []string{"/v2/payments", "/v2/pay"}
 	for i, r := range su.Routes {
-		if !slices.Contains(c.Upstream.MoneyRoutes, r) {
+		switch {
+		case !slices.Contains(c.Upstream.MoneyRoutes, r):
 			v.addf(fmt.Sprintf("payments.step_up.routes[%d]", i), "%q is not one of upstream.money_routes", r)
+		case !slices.Contains(creating, r):
+			v.addf(fmt.Sprintf("payments.step_up.routes[%d]", i), "%q creates no payment the BFF can show for approval (only /v2/payments and /v2/pay do)", r)
+		}
+	}
+	if len(su.Routes) > 0 {
+		for _, r := range creating {
+			if slices.Contains(c.Upstream.MoneyRoutes, r) && !slices.Contains(su.Routes, r) {
+				v.addf("payments.step_up.routes", "%q creates payments too (POST /v2/payments, or open-banking-init with paymentInformation): list both, or leave routes empty; held on one route, a payment could be made unheld on the other", r)
+			}
 		}
 	}
 	seen := map[string]bool{}

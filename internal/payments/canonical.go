@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"mime"
+	"net/http"
 	"strings"
 
 	"github.com/fintech-bff/bff/internal/problem"
@@ -95,4 +97,48 @@ func checkBody(body []byte) *problem.Problem {
 	p := problem.Newf(problem.CodeValidationError, "the key %q appears twice in the body (keys are compared without case): send each once", key)
 	p.Fields = []problem.Field{{Field: key, Message: "appears twice (keys are compared without case)"}}
 	return p
+}
+
+// checkEncoding refuses a money body sent with a Content-Encoding: the BFF
+// reads what it records, settles and holds, and an upstream that inflated
+// it would read another body than the BFF did.
+func checkEncoding(h http.Header) *problem.Problem {
+	for _, v := range h.Values("Content-Encoding") {
+		if !strings.EqualFold(strings.TrimSpace(v), "identity") {
+			return problem.New(problem.CodeBadRequest, "send a money-moving request's body without Content-Encoding; nothing was sent")
+		}
+	}
+	return nil
+}
+
+// unreadablePayment is the answer to a body on a payment-creating path
+// that the BFF cannot read as the upstream would (not UTF-8 JSON, not an
+// object, or a paymentInformation that does not decode), while step-up is
+// on: such a payment is refused rather than sent unheld. A body that
+// plainly creates nothing (no paymentInformation; an init of an existing
+// paymentId) is nil: the upstream answers it.
+func unreadablePayment(h http.Header, body []byte, path string) *problem.Problem {
+	refused := func(detail string) *problem.Problem {
+		return problem.New(problem.CodeBadRequest, detail+"; nothing was sent")
+	}
+	if ct := h.Get("Content-Type"); ct != "" {
+		mt, params, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			return refused("send a payment as application/json")
+		}
+		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+			return refused("send a payment as UTF-8 JSON")
+		}
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return refused("the body is not a JSON object the BFF can read (a byte order mark, nesting too deep, or not JSON)")
+	}
+	if raw, ok := m["paymentInformation"]; ok {
+		var info map[string]any
+		if json.Unmarshal(raw, &info) != nil {
+			return refused("paymentInformation is not an object the BFF can read (a number out of range, say)")
+		}
+	}
+	return nil
 }

@@ -59,8 +59,15 @@ func TestCreates(t *testing.T) {
 		{`{"paymentId":1,"paymentInformation":{"amount":1}}`, false},
 		{`{"paymentInformation":{"amount":1},"redirectUrl":3}`, false},
 	} {
-		if _, got := creates([]byte(tc.body)); got != tc.want {
-			t.Errorf("creates(%s): got %v, want %v", tc.body, got, tc.want)
+		if _, got := creates([]byte(tc.body), initPath); got != tc.want {
+			t.Errorf("creates(%s) on the init: got %v, want %v", tc.body, got, tc.want)
+		}
+	}
+	// A creation reads its paymentInformation whatever paymentId it
+	// carries: the upstream's POST /v2/payments reads none.
+	for _, body := range []string{`{"paymentId":"01J","paymentInformation":{"amount":1}}`, `{"paymentId":{},"paymentInformation":{"amount":1}}`} {
+		if _, got := creates([]byte(body), creationPath); !got {
+			t.Errorf("creates(%s) on the creation: got false, want true", body)
 		}
 	}
 }

@@ -16,7 +16,7 @@ var Fingerprint = fingerprint
 // PaymentContent is the content pay records of a body (nil when it creates
 // no payment), likewise.
 func PaymentContent(body []byte) []byte {
-	c, ok := creates(body)
+	c, ok := creates(body, creationPath)
 	if !ok {
 		return nil
 	}

@@ -157,7 +157,11 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 		s.observe.MoneyRequest("body_refused")
 		return labels{}, p
 	}
-	content, creates := creates(body)
+	if p := checkEncoding(r.Header); p != nil {
+		s.observe.MoneyRequest("body_refused")
+		return labels{}, p
+	}
+	content, creates := creates(body, path)
 	req := ledger.Request{
 		UserID: c.UserID, Route: route, Key: key, Fingerprint: fingerprint(r.Method, t.Path, r.URL.RawQuery, body),
 		SessionRef: c.SessionRef, ClientIP: c.ClientIP, RequestID: c.RequestID,
@@ -166,6 +170,14 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 		req.Content = content.Encode()
 	}
 	creation := creates && (path == creationPath || path == initPath)
+	if s.stepUp != nil && !creation && (path == creationPath || path == initPath) {
+		// The hold is decided on the payment's content: a body the BFF
+		// cannot read is not sent on the upstream's reading of it.
+		if p := unreadablePayment(r.Header, body, path); p != nil {
+			s.observe.MoneyRequest("body_refused")
+			return labels{}, p
+		}
+	}
 	if creation && s.holds(route, content) {
 		req.Held, _ = json.Marshal(heldRequest{Path: path, Route: t.Route, Query: r.URL.RawQuery, Body: body})
 	}
@@ -416,18 +428,24 @@ func (s *Service) answerRepeat(ctx, bg context.Context, w http.ResponseWriter, m
 		case !bytes.Equal(rec.Fingerprint, m.req.Fingerprint):
 			event(rec.ID, ledger.EventReused)
 			return labels{}, problem.New(problem.CodeIdempotencyKeyReused, "this Idempotency-Key was used for a different request")
-		case rec.State == ledger.StateAwaiting && rec.Expired:
-			s.decline(bg, rec.ID, ledger.EndExpired)
-			event(rec.ID, ledger.EventReplayed)
-			return labels{replayedCode: problem.CodeStepUpDeclined}, declined(ledger.EndExpired)
+		case rec.State == ledger.StateAwaiting && (rec.Expired || s.stepUp == nil):
+			// Past its time, or held under a step-up policy since turned
+			// off (no approval can come): declined, never sent. When
+			// another request ended it meanwhile, read what it became.
+			ending := ledger.EndExpired
+			if !rec.Expired {
+				ending = ledger.EndWithdrawn
+			}
+			if s.decline(bg, rec.ID, ending) {
+				event(rec.ID, ledger.EventReplayed)
+				return labels{replayedCode: problem.CodeStepUpDeclined}, declined(ending)
+			}
+			if done, out, p := runAgain(); done {
+				return out, p
+			}
+			continue
 		case rec.State == ledger.StateAwaiting:
 			event(rec.ID, ledger.EventHeld)
-			if s.stepUp == nil {
-				// Held under a step-up policy since turned off: no approval
-				// can come, and it is never sent without one.
-				s.decline(bg, rec.ID, ledger.EndWithdrawn)
-				return labels{replayedCode: problem.CodeStepUpDeclined}, declined(ledger.EndWithdrawn)
-			}
 			return labels{}, s.stepUpRequired(rec.UserID, rec.SessionRef, rec.ID, rec.Deadline)
 		case rec.State == ledger.StateDeclined:
 			event(rec.ID, ledger.EventReplayed)

@@ -205,15 +205,16 @@ type Content struct {
 	RedirectURL string         `json:"redirectUrl,omitempty"`
 }
 
-// creates reads the payment a money body asks to create: a creation's
-// paymentInformation, or an open-banking init's when it names no existing
-// paymentId. ok is false when it creates none.
-func creates(body []byte) (Content, bool) {
+// creates reads the payment a money body on path asks to create: a
+// creation's paymentInformation (whatever else it carries: the upstream's
+// POST /v2/payments reads no paymentId), or an open-banking init's when it
+// names no existing paymentId. ok is false when it creates none.
+func creates(body []byte, path string) (Content, bool) {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(body, &m) != nil {
 		return Content{}, false
 	}
-	if raw, ok := m["paymentId"]; ok {
+	if raw, ok := m["paymentId"]; ok && path != creationPath {
 		var id string
 		if json.Unmarshal(raw, &id) != nil || id != "" {
 			return Content{}, false // an existing payment: its init creates nothing

@@ -215,8 +215,7 @@ func (s *Service) DeclineHold(ctx context.Context, ref string) *problem.Problem 
 	if p := s.stillHeld(ctx, rec); p != nil {
 		return p
 	}
-	s.decline(ctx, rec.ID, ledger.EndDenied)
-	return declined(ledger.EndDenied)
+	return s.declineOrSay(ctx, rec.ID, ledger.EndDenied)
 }
 
 // heldRecord reads the record a reference names.
@@ -249,8 +248,7 @@ func (s *Service) heldRecord(ctx context.Context, ref string) (*ledger.Record, *
 func (s *Service) stillHeld(ctx context.Context, rec *ledger.Record) *problem.Problem {
 	switch {
 	case rec.State == ledger.StateAwaiting && rec.Expired:
-		s.decline(ctx, rec.ID, ledger.EndExpired)
-		return declined(ledger.EndExpired)
+		return s.declineOrSay(ctx, rec.ID, ledger.EndExpired)
 	case rec.State == ledger.StateAwaiting:
 		return nil
 	case rec.State == ledger.StateDeclined:
@@ -259,17 +257,40 @@ func (s *Service) stillHeld(ctx context.Context, rec *ledger.Record) *problem.Pr
 	return problem.New(problem.CodeNotFound, "this payment no longer waits for an approval: it was approved already; read its outcome in GET /bff/payments")
 }
 
-func (s *Service) decline(ctx context.Context, id int64, ending string) {
+// decline ends hold id without a send, and reports whether it did: false
+// when another approval or end won it meanwhile (or the ledger failed).
+func (s *Service) decline(ctx context.Context, id int64, ending string) bool {
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
 	defer cancel()
 	ok, err := s.holdsOf.Decline(lctx, id, ending)
 	if err != nil {
 		s.log.Warn("a held payment could not be declined; it expires at its deadline", slog.String("error", err.Error()))
-		return
+		return false
 	}
 	if ok {
 		s.observe.MoneyRequest("declined_" + ending)
 	}
+	return ok
+}
+
+// declineOrSay declines hold id, and answers what is true afterwards: the
+// refusal when this decline ended it, else what became of it meanwhile.
+func (s *Service) declineOrSay(ctx context.Context, id int64, ending string) *problem.Problem {
+	if s.decline(ctx, id, ending) {
+		return declined(ending)
+	}
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
+	rec, err := s.holdsOf.Record(lctx, id)
+	cancel()
+	switch {
+	case err != nil:
+		return s.ledgerFailed(proxy.Call{}, err)
+	case rec.State == ledger.StateDeclined:
+		return declined(rec.Ending)
+	case rec.State == ledger.StateAwaiting:
+		return problem.New(problem.CodeLedgerUnavailable, "this payment's approval could not be recorded right now; it was not sent and still waits")
+	}
+	return problem.New(problem.CodeNotFound, "this payment no longer waits for an approval: it was approved meanwhile; read its outcome in GET /bff/payments")
 }
 
 // Approval is what the identity provider proved when the user approved.
@@ -306,8 +327,7 @@ func (s *Service) Approve(ctx context.Context, ref, userID, sessionRef string, a
 	if why := s.mismatch(rec, a); why != "" {
 		s.log.Warn("a payment approval did not match its held payment; the payment is declined and not sent",
 			slog.String("requestId", a.RequestID), slog.String("reason", why))
-		s.decline(ctx, rec.ID, ledger.EndMismatch)
-		return Record{}, declined(ledger.EndMismatch)
+		return Record{}, s.declineOrSay(ctx, rec.ID, ledger.EndMismatch)
 	}
 	var held heldRequest
 	if json.Unmarshal(rec.Held, &held) != nil {
