@@ -88,6 +88,9 @@ func oidcProviderDir(t *testing.T) string {
 // `npm ci --prefix e2e/oidcprovider`; `make test` does it) and fails the test
 // if either is missing. The OP is stopped when the test ends; its output is
 // logged if the test failed.
+// opStartTimeout bounds the wait for the provider's discovery document.
+const opStartTimeout = 60 * time.Second
+
 func startOP(t *testing.T, clients ...OPClient) *OP {
 	t.Helper()
 	if len(clients) == 0 {
@@ -196,8 +199,11 @@ func opLaunch(t *testing.T, node, dir string, clients []map[string]any) (*OP, er
 		}
 	})
 
+	// Node's start is usually under a second; on 2 cores shared with the
+	// rest of the suite (Chromium, the race detector's builds) it has taken
+	// over 15 s. The bound is generous: an exit ends the wait at once.
 	start := time.Now()
-	deadline := start.Add(15 * time.Second)
+	deadline := start.Add(opStartTimeout)
 	hc := &http.Client{Timeout: 2 * time.Second}
 	for {
 		select {
@@ -221,7 +227,7 @@ func opLaunch(t *testing.T, node, dir string, clients []map[string]any) (*OP, er
 		}
 		if time.Now().After(deadline) {
 			stop()
-			return nil, fmt.Errorf("oidc-provider did not answer %s/.well-known/openid-configuration within 15s; output:\n%s", issuer, out.String())
+			return nil, fmt.Errorf("oidc-provider did not answer %s/.well-known/openid-configuration within %s; output:\n%s", issuer, opStartTimeout, out.String())
 		}
 		time.Sleep(50 * time.Millisecond) // the poll's interval (an exit ends the wait at once)
 	}

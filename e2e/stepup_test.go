@@ -404,6 +404,46 @@ func TestStepUpNativeApp(t *testing.T) {
 	if n := paymentPosts(e.sim); n != 1 {
 		t.Fatalf("the upstream got %d creations after a replay, want exactly 1", n)
 	}
+
+	// Cancelled at the provider: the app's redirect carries the refusal in
+	// a code, and only the session that made the payment declines it.
+	stepUp = held(t, app, eurPayment("400.00", "native cancel"), "native-2")
+	start = opDo(t, ua, http.MethodGet, e.public+mustURL(t, stepUp).RequestURI()+q, nil)
+	cb, _ = opDecide(t, ua, start.loc, "nina", "654321", "cancel")
+	refusal := mustURL(t, opDo(t, ua, http.MethodGet, cb, nil).loc).Query()
+	if refusal.Get("error") != "access_denied" || refusal.Get("code") == "" || refusal.Get("state") != "s2" {
+		t.Fatalf("the app's redirect after a cancel: %v, want error=access_denied with a code and the app's state", refusal)
+	}
+	other := e.app(mobileToken(t, e, "nina"))
+	wantProblem(t, other.do("POST", "/auth/step-up/token", fmt.Sprintf(`{"code":%q,"codeVerifier":%q}`, refusal.Get("code"), verifier)), http.StatusNotFound, "NOT_FOUND")
+	if rec := record(t, app, "native-2"); rec["state"] != string(ledger.StateAwaiting) {
+		t.Fatalf("another session's redemption of the refusal: the payment is %v, want still held", rec["state"])
+	}
+	// That code is used up; cancelling again gives the app its own.
+	start = opDo(t, ua, http.MethodGet, e.public+mustURL(t, stepUp).RequestURI()+q, nil)
+	cb, _ = opDecide(t, ua, start.loc, "nina", "654321", "cancel")
+	refusal = mustURL(t, opDo(t, ua, http.MethodGet, cb, nil).loc).Query()
+	wantProblem(t, app.do("POST", "/auth/step-up/token", fmt.Sprintf(`{"code":%q,"codeVerifier":%q}`, refusal.Get("code"), verifier)), http.StatusForbidden, "STEP_UP_DECLINED")
+	if rec := record(t, app, "native-2"); rec["state"] != "declined" || rec["declined"] != "denied" {
+		t.Fatalf("after the app redeemed its refusal: got %v, want declined (denied)", rec)
+	}
+	if n := paymentPosts(e.sim); n != 1 {
+		t.Fatalf("a cancelled payment reached the upstream (%d creations in all, want 1)", n)
+	}
+}
+
+// mobileToken logs user in through the native flow and returns the
+// session token.
+func mobileToken(t *testing.T, e *env, user string) string {
+	t.Helper()
+	verifier, challenge := pkcePair()
+	code := mobileCode(t, e, challenge, user)
+	r := e.app("").do("POST", "/auth/mobile/token", fmt.Sprintf(`{"code":%q,"codeVerifier":%q}`, code, verifier))
+	token, _ := r.json(t)["sessionToken"].(string)
+	if token == "" {
+		t.Fatalf("mobile token: %d %s", r.status, r.body)
+	}
+	return token
 }
 
 // A held payment lives in the ledger, not in an instance: the instance that

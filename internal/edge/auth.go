@@ -68,8 +68,32 @@ func (a *authn) resolve(c echo.Context) (principal, error) {
 	default:
 		return p, sessionRequired("log in first")
 	}
-	rec, err := a.sessions.Lookup(r.Context(), p.id)
+	// The proof and the CSRF rule are checked before the session's idle
+	// timeout slides: a request they refuse (a thief with the token and
+	// not the key) does not keep the session alive.
+	var refused error
+	rec, err := a.sessions.LookupFor(r.Context(), p.id, func(rec session.Record) error {
+		switch {
+		case rec.JKT != "" && scheme == schemeDPoP:
+			if err := a.dpop.check(c, p.id, rec.JKT); err != nil {
+				refused = err
+				return err
+			}
+		case rec.JKT != "" || scheme == schemeDPoP:
+			refused = a.dpop.refuse(c, proofOnRequest, dpop.ReasonScheme)
+			return refused
+		}
+		if p.viaCookie {
+			if perr := a.checkCSRF(r); perr != nil {
+				refused = perr
+				return perr
+			}
+		}
+		return nil
+	})
 	switch {
+	case refused != nil:
+		return p, refused
 	case errors.Is(err, session.ErrNotFound):
 		sr := sessionRequired("the session has ended; log in again")
 		if scheme == schemeDPoP {
@@ -79,20 +103,7 @@ func (a *authn) resolve(c echo.Context) (principal, error) {
 	case err != nil:
 		return p, problem.Wrap(problem.CodeSessionStoreUnavailable, "sessions cannot be checked right now", err)
 	}
-	switch {
-	case rec.JKT != "" && scheme == schemeDPoP:
-		if err := a.dpop.check(c, p.id, rec.JKT); err != nil {
-			return p, err
-		}
-	case rec.JKT != "" || scheme == schemeDPoP:
-		return p, a.dpop.refuse(c, proofOnRequest, dpop.ReasonScheme)
-	}
 	p.rec = rec
-	if p.viaCookie {
-		if perr := a.checkCSRF(r); perr != nil {
-			return p, perr
-		}
-	}
 	state(c).userHash = userHash(rec.UserID)
 	return p, nil
 }

@@ -25,7 +25,7 @@ import (
 type StepUps interface {
 	HeldPayment(ctx context.Context, ref string) (payments.Hold, *problem.Problem)
 	Approve(ctx context.Context, ref, userID, sessionRef string, a payments.Approval) (payments.Record, *problem.Problem)
-	DeclineHold(ctx context.Context, ref string) *problem.Problem
+	DeclineHold(ctx context.Context, ref, userID, sessionRef string) *problem.Problem
 }
 
 // stepUpStart is GET /auth/step-up?payment=<ref>: the approval of a held
@@ -113,12 +113,23 @@ func stepUpCallback(c echo.Context, d loginDeps, res login.Result, err error, pr
 			return loginProblem(err)
 		}
 		// The provider refused: the user cancelled, or could not reach
-		// the class asked for. The payment is declined, never sent.
-		dp := holds.DeclineHold(r.Context(), su.Ref)
+		// the class asked for. The payment is declined, never sent, by the
+		// session that made it: a browser's here, a native app's when it
+		// redeems the code that carries the refusal (whoever else started
+		// the approval with the payment's reference cannot decline it).
 		if res.Mobile != nil {
-			return c.Redirect(http.StatusFound, appRedirect(res.Mobile, url.Values{"error": {"access_denied"}}))
+			su.Refused = true
+			loc, err := d.prov.IssueMobileCode(r.Context(), res)
+			if err != nil {
+				return loginProblem(err)
+			}
+			return c.Redirect(http.StatusFound, withQuery(loc, url.Values{"error": {"access_denied"}}))
 		}
-		return c.Redirect(http.StatusFound, withQuery(res.ReturnTo, url.Values{"stepUp": {stepUpOutcome(dp)}}))
+		outcome := "failed"
+		if pr, perr := d.a.resolve(c); perr == nil {
+			outcome = stepUpOutcome(holds.DeclineHold(r.Context(), su.Ref, pr.rec.UserID, session.Handle(pr.id)))
+		}
+		return c.Redirect(http.StatusFound, withQuery(res.ReturnTo, url.Values{"stepUp": {outcome}}))
 	}
 	if res.Mobile != nil {
 		loc, err := d.prov.IssueMobileCode(r.Context(), res)
@@ -165,6 +176,12 @@ func stepUpToken(d loginDeps) echo.HandlerFunc {
 			d.observe.Login("step_up", "invalid_grant")
 			return loginProblem(err)
 		}
+		if res.StepUp.Refused {
+			// The user cancelled: the payment is declined, in its session.
+			p := d.holds.DeclineHold(c.Request().Context(), res.StepUp.Ref, pr.rec.UserID, session.Handle(pr.id))
+			d.observe.Login("step_up", stepUpOutcome(p))
+			return p
+		}
 		rec, p := d.holds.Approve(c.Request().Context(), res.StepUp.Ref, pr.rec.UserID, session.Handle(pr.id), approval(c, res))
 		d.observe.Login("step_up", stepUpOutcome(p))
 		if p != nil {
@@ -198,23 +215,6 @@ func withQuery(path string, v url.Values) string {
 	u, err := url.Parse(path)
 	if err != nil {
 		return "/"
-	}
-	q := u.Query()
-	for k, vs := range v {
-		q[k] = vs
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-// appRedirect is a native app's redirect URI with v, and its state.
-func appRedirect(m *login.Mobile, v url.Values) string {
-	if m.AppState != "" {
-		v.Set("state", m.AppState)
-	}
-	u, err := url.Parse(m.RedirectURI)
-	if err != nil {
-		return m.RedirectURI
 	}
 	q := u.Query()
 	for k, vs := range v {

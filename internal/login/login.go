@@ -248,6 +248,9 @@ type Approved struct {
 	SessionRef string          `json:"s"`
 	ACR        string          `json:"a"`
 	Details    json.RawMessage `json:"d"`
+	// Refused: the provider answered with an error (the user cancelled).
+	// A native app's code then carries the refusal, not an approval.
+	Refused bool `json:"x,omitempty"`
 }
 
 // Begin starts a login: it stores the pending state and returns the

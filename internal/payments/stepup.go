@@ -204,13 +204,17 @@ func (s *Service) HeldPayment(ctx context.Context, ref string) (Hold, *problem.P
 		ACRValues: s.stepUp.ACRValues, MaxAge: s.stepUp.MaxAge, Expires: rec.Deadline}, nil
 }
 
-// DeclineHold ends the hold ref names without a send: the user cancelled
-// at the provider, or the provider refused. It returns the answer a repeat
-// of the key now gets.
-func (s *Service) DeclineHold(ctx context.Context, ref string) *problem.Problem {
+// DeclineHold ends the hold ref names without a send, for the session
+// sessionRef of userID that made it: the user cancelled at the provider,
+// or the provider refused. It returns the answer a repeat of the key now
+// gets.
+func (s *Service) DeclineHold(ctx context.Context, ref, userID, sessionRef string) *problem.Problem {
 	rec, p := s.heldRecord(ctx, ref)
 	if p != nil {
 		return p
+	}
+	if rec.UserID != userID || rec.SessionRef != sessionRef {
+		return problem.New(problem.CodeNotFound, "no payment of this session waits for an approval under this reference")
 	}
 	if p := s.stillHeld(ctx, rec); p != nil {
 		return p

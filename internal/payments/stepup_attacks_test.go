@@ -148,7 +148,7 @@ func TestStepUpAttackDeclineThatLostTheRaceSaysDeclined(t *testing.T) {
 		StepUp: &payments.StepUp{Thresholds: map[string]string{"EUR": "100.00"}, ACRValues: []string{"urn:bff:acr:mfa"},
 			MaxAge: 5 * time.Minute, HoldFor: time.Hour, URL: "https://app.example/auth/step-up"}})
 	ref := heldRef(t, f.pay(t, bigPayment, "race-1"))
-	p := f.svc.DeclineHold(ctx, ref)
+	p := f.svc.DeclineHold(ctx, ref, "alice", "handle")
 	rec, rerr := f.svc.Record(ctx, "alice", "race-1")
 	if rerr != nil {
 		t.Fatal(rerr)

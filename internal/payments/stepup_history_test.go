@@ -212,14 +212,17 @@ func (h *holdHistory) approve(k *holdKey, variant string) {
 	}
 }
 
-func (h *holdHistory) cancel(k *holdKey) {
+func (h *holdHistory) cancel(k *holdKey, asThief bool) {
 	h.mu.Lock()
-	ref := k.ref
+	ref, session := k.ref, k.session
 	h.mu.Unlock()
 	if ref == "" {
 		return
 	}
-	p := h.svc().DeclineHold(context.Background(), ref)
+	if asThief {
+		session = "thief" // another session cannot cancel it
+	}
+	p := h.svc().DeclineHold(context.Background(), ref, "alice", session)
 	h.note("cancel %s: %v", k.key, p)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -371,7 +374,8 @@ func runHoldHistory(t *testing.T, seed uint64, ops int, run holdRun) *holdHistor
 				}
 				op = func() { h.approve(k, v) }
 			case r < 85:
-				op = func() { h.cancel(k) }
+				thief := h.rng.IntN(5) == 0
+				op = func() { h.cancel(k, thief) }
 			case r < 90 && run.timePasses:
 				op = func() {
 					clock.pass(11 * time.Minute) // a hold's time runs out

@@ -206,7 +206,7 @@ func TestStepUpCancelledAndExpiredNeverSend(t *testing.T) {
 	ctx := context.Background()
 	f := stepUpFixture(t)
 	ref := heldRef(t, f.pay(t, bigPayment, "cancelled"))
-	if p := f.svc.DeclineHold(ctx, ref); p == nil || p.Code != problem.CodeStepUpDeclined {
+	if p := f.svc.DeclineHold(ctx, ref, "alice", "handle"); p == nil || p.Code != problem.CodeStepUpDeclined {
 		t.Fatalf("DeclineHold: got %v", p)
 	}
 	w := f.pay(t, bigPayment, "cancelled")

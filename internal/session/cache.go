@@ -123,7 +123,16 @@ func until(now, expires time.Time) time.Time {
 // exists, and a Lookup that finds it gone reports ErrNotFound; a read that
 // raced a revocation is served (the request was in flight) but not kept
 // as a local copy.
-func (m *Manager) Lookup(ctx context.Context, id string) (_ Record, err error) {
+func (m *Manager) Lookup(ctx context.Context, id string) (Record, error) {
+	return m.LookupFor(ctx, id, nil)
+}
+
+// LookupFor is Lookup for a request that must also pass accept (a
+// device-bound session's proof, the CSRF rule): accept sees the live
+// session before its idle timeout slides, and a request it refuses (its
+// error is returned as is) does not keep the session alive. A nil accept
+// accepts every request.
+func (m *Manager) LookupFor(ctx context.Context, id string, accept func(Record) error) (_ Record, err error) {
 	if id == "" {
 		return Record{}, ErrNotFound
 	}
@@ -148,6 +157,14 @@ func (m *Manager) Lookup(ctx context.Context, id string) (_ Record, err error) {
 			return Record{}, err
 		}
 		c = cached{rec: rec, handle: handle}
+	}
+	if accept != nil {
+		if err := accept(c.rec); err != nil {
+			if !fresh {
+				m.local.Keep(c.handle, c.compact(), read)
+			}
+			return Record{}, err
+		}
 	}
 	if now.Sub(c.rec.LastSeen) >= m.touchEvery {
 		c.rec.LastSeen = now
