@@ -1,11 +1,13 @@
 package edge
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/session"
 )
@@ -38,6 +40,7 @@ func api(a *authn, f *proxy.Forwarder, pay Payments, budget SessionBudget, obser
 			res, err = proxy.Result{Route: t.Route}, bad
 		case pay != nil && pay.Handles(t, r.Method):
 			res, err = pay.Serve(c.Response(), r, call, t)
+			stepUpScheme(err, p.rec)
 		default:
 			res, err = f.Forward(c.Response(), r, call, t)
 		}
@@ -49,5 +52,18 @@ func api(a *authn, f *proxy.Forwarder, pay Payments, budget SessionBudget, obser
 			s.errCode = res.Code
 		}
 		return err // rendered by errorHandler, like every other error
+	}
+}
+
+// stepUpScheme names a device-bound session's own scheme in a
+// STEP_UP_REQUIRED challenge (RFC 9470's error is the same in every
+// scheme): the app answers it with a DPoP proof, not a Bearer token.
+func stepUpScheme(err error, rec session.Record) {
+	var p *problem.Problem
+	if rec.JKT == "" || !errors.As(err, &p) || p.Code != problem.CodeStepUpRequired {
+		return
+	}
+	if rest, ok := strings.CutPrefix(p.WWWAuthenticate, "Bearer "); ok {
+		p.WWWAuthenticate = "DPoP " + rest
 	}
 }

@@ -236,3 +236,23 @@ func TestDPoPAttackRefusedProofDoesNotSlideTheIdleTimeout(t *testing.T) {
 		})
 	}
 }
+
+// A device-bound session's STEP_UP_REQUIRED names its own scheme in the
+// challenge; a Bearer or cookie session's keeps Bearer.
+func TestStepUpChallengeNamesTheSessionsScheme(t *testing.T) {
+	held := func() error {
+		p := problem.New(problem.CodeStepUpRequired, "held")
+		p.WWWAuthenticate = `Bearer error="insufficient_user_authentication", acr_values="mfa"`
+		return p
+	}
+	err := held()
+	stepUpScheme(err, session.Record{JKT: "thumbprint"})
+	if got := err.(*problem.Problem).WWWAuthenticate; got != `DPoP error="insufficient_user_authentication", acr_values="mfa"` {
+		t.Errorf("a bound session's challenge: got %q", got)
+	}
+	err = held()
+	stepUpScheme(err, session.Record{})
+	if got := err.(*problem.Problem).WWWAuthenticate; !strings.HasPrefix(got, "Bearer ") {
+		t.Errorf("an unbound session's challenge: got %q", got)
+	}
+}
