@@ -68,27 +68,36 @@ func loginProblem(err error) *problem.Problem {
 	return problem.Wrap(problem.CodeSessionStoreUnavailable, "logins cannot be processed right now", err)
 }
 
+// nativeClient reads a native app's part of a login or a step-up start
+// (client=mobile, redirect_uri, code_challenge, state); nil for a browser's.
+func nativeClient(q url.Values, mobileURIs []string) (*login.Mobile, error) {
+	switch q.Get("client") {
+	case "":
+		return nil, nil
+	case "mobile":
+	default:
+		return nil, problem.New(problem.CodeBadRequest, `client must be "mobile" or absent`)
+	}
+	if err := login.CheckRedirectURI(q.Get("redirect_uri"), mobileURIs); err != nil {
+		return nil, loginProblem(err)
+	}
+	if err := login.CheckCodeChallenge(q.Get("code_challenge"), q.Get("code_challenge_method")); err != nil {
+		return nil, loginProblem(err)
+	}
+	if err := login.CheckAppState(q.Get("state")); err != nil {
+		return nil, loginProblem(err)
+	}
+	return &login.Mobile{RedirectURI: q.Get("redirect_uri"), CodeChallenge: q.Get("code_challenge"), AppState: q.Get("state")}, nil
+}
+
 // loginStart is GET /auth/login: the browser flow (?returnTo=/path) or the
 // native app flow (?client=mobile&redirect_uri=…&code_challenge=…).
 func loginStart(d loginDeps, mobileURIs []string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		q := c.QueryParams()
-		var mobile *login.Mobile
-		switch q.Get("client") {
-		case "":
-		case "mobile":
-			if err := login.CheckRedirectURI(q.Get("redirect_uri"), mobileURIs); err != nil {
-				return loginProblem(err)
-			}
-			if err := login.CheckCodeChallenge(q.Get("code_challenge"), q.Get("code_challenge_method")); err != nil {
-				return loginProblem(err)
-			}
-			if err := login.CheckAppState(q.Get("state")); err != nil {
-				return loginProblem(err)
-			}
-			mobile = &login.Mobile{RedirectURI: q.Get("redirect_uri"), CodeChallenge: q.Get("code_challenge"), AppState: q.Get("state")}
-		default:
-			return problem.New(problem.CodeBadRequest, `client must be "mobile" or absent`)
+		mobile, err := nativeClient(q, mobileURIs)
+		if err != nil {
+			return err
 		}
 		returnTo, err := login.CheckReturnTo(q.Get("returnTo"))
 		if err != nil {

@@ -41,19 +41,9 @@ func stepUpStart(d loginDeps, mobileURIs []string) echo.HandlerFunc {
 		if ref == "" {
 			return problem.New(problem.CodeBadRequest, "payment is required: open the stepUpUrl of the STEP_UP_REQUIRED answer")
 		}
-		var mobile *login.Mobile
-		switch q.Get("client") {
-		case "":
-		case "mobile":
-			if err := login.CheckRedirectURI(q.Get("redirect_uri"), mobileURIs); err != nil {
-				return loginProblem(err)
-			}
-			if err := login.CheckCodeChallenge(q.Get("code_challenge"), q.Get("code_challenge_method")); err != nil {
-				return loginProblem(err)
-			}
-			mobile = &login.Mobile{RedirectURI: q.Get("redirect_uri"), CodeChallenge: q.Get("code_challenge"), AppState: q.Get("state")}
-		default:
-			return problem.New(problem.CodeBadRequest, `client must be "mobile" or absent`)
+		mobile, err := nativeClient(q, mobileURIs)
+		if err != nil {
+			return err
 		}
 		returnTo, err := login.CheckReturnTo(q.Get("returnTo"))
 		if err != nil {
