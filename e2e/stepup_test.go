@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/testing/pgtest"
 )
 
 // Payments the user approves (docs/payments.md, "Payments the user
@@ -470,6 +471,39 @@ func TestStepUpSurvivesARestartAndAnotherInstanceReleasesIt(t *testing.T) {
 	}
 	if rec := record(t, onOther, "restart-1"); rec["state"] != "done" || rec["status"] != float64(201) {
 		t.Fatalf("record: got %v", rec)
+	}
+	if n := paymentPosts(e.sim); n != 1 {
+		t.Fatalf("the upstream got %d creations, want exactly 1", n)
+	}
+}
+
+// The ledger's database freezes (SIGSTOP, as a stopped VM) just as the
+// provider's callback brings an approval: the approval cannot be taken, the
+// browser comes back with stepUp=failed within the ledger's timeout,
+// nothing is sent, and the payment still waits. Once the database wakes,
+// an approval sends it, once.
+func TestStepUpLedgerFrozenAtTheApproval(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.StartServer(t, pgtest.ServerOptions{})
+	e, _ := stepUpEnv(t, options{ledgerURL: pg.URL()})
+	b := webLogin(t, e, "alice")
+	stepUp := held(t, b, eurPayment("600.00", "frozen"), "frozen-1", "X-CSRF", "1")
+	cb, _ := opDecide(t, b.http, beginStepUp(t, b, stepUp, "&returnTo=/paid"), "alice", "123456", "approve")
+	pg.Pause()
+	r := b.follow(t, cb)
+	pg.Resume()
+	if loc := r.header.Get("Location"); r.status != http.StatusFound || loc != "/paid?stepUp=failed" {
+		t.Fatalf("the callback with the ledger frozen: got %d %q %s, want 302 to /paid?stepUp=failed", r.status, loc, r.body)
+	}
+	if n := paymentPosts(e.sim); n != 0 {
+		t.Fatalf("an approval the ledger could not take sent %d payments", n)
+	}
+	if rec := record(t, b, "frozen-1"); rec["state"] != string(ledger.StateAwaiting) {
+		t.Fatalf("after the freeze: got %v, want the payment still held", rec)
+	}
+	cb, _ = opDecide(t, b.http, beginStepUp(t, b, stepUp, "&returnTo=/paid"), "alice", "123456", "approve")
+	if r := b.follow(t, cb); r.header.Get("Location") != "/paid?payment=frozen-1&stepUp=approved" {
+		t.Fatalf("the approval after the freeze: got %d %q %s", r.status, r.header.Get("Location"), r.body)
 	}
 	if n := paymentPosts(e.sim); n != 1 {
 		t.Fatalf("the upstream got %d creations, want exactly 1", n)
