@@ -443,8 +443,9 @@ func amountText(v any) string {
 }
 
 // grantedEquals reports whether the granted authorization_details hold
-// exactly one payment_initiation, equal to want: the same fields at every
-// level, strings equal, the amount equal by value.
+// exactly one payment_initiation, equal to want as settling compares a
+// payment with a request (equalObject): the same fields at every level,
+// strings equal, the amount by value.
 func grantedEquals(granted json.RawMessage, want map[string]any) bool {
 	var list []map[string]any
 	if json.Unmarshal(granted, &list) != nil {
@@ -459,49 +460,7 @@ func grantedEquals(granted json.RawMessage, want map[string]any) bool {
 			found = d
 		}
 	}
-	return found != nil && sameDetail(found, want)
-}
-
-func sameDetail(got, want map[string]any) bool {
-	if len(got) != len(want) {
-		return false
-	}
-	for k, w := range want {
-		g, ok := got[k]
-		if !ok {
-			return false
-		}
-		switch wv := w.(type) {
-		case map[string]any:
-			gv, ok := g.(map[string]any)
-			if !ok {
-				return false
-			}
-			if k == "instructedAmount" {
-				if !sameAmount(gv, wv) {
-					return false
-				}
-				continue
-			}
-			if !sameDetail(gv, wv) {
-				return false
-			}
-		default:
-			if g != w {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func sameAmount(got, want map[string]any) bool {
-	if len(got) != 2 || got["currency"] != want["currency"] {
-		return false
-	}
-	g, ok1 := decimal(got["amount"])
-	w, ok2 := decimal(want["amount"])
-	return ok1 && ok2 && g.Cmp(w) == 0
+	return found != nil && equalObject(want, found)
 }
 
 // expireHolds declines the holds that ran out, so their users' lists and
