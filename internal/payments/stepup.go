@@ -361,13 +361,23 @@ func (s *Service) Approve(ctx context.Context, ref, userID, sessionRef string, a
 	defer scancel()
 	_, sendProblem := s.sendAsOwner(sctx, bg, &recorder{header: http.Header{}}, m)
 	if sendProblem != nil {
-		s.log.Info("an approved payment was sent; its answer was an error", slog.String("requestId", a.RequestID), slog.String("code", sendProblem.Code))
+		s.log.Info("an approved payment's send ended in an error", slog.String("requestId", a.RequestID), slog.String("code", sendProblem.Code))
 	}
+	// What became of it is the ledger's record, never a guess: done or
+	// unknown as the money path stored it; none when the key was given
+	// back (the upstream surely did not act), and then the send's own
+	// refusal is the answer.
 	gctx, gcancel := context.WithTimeout(bg, ledgerTimeout)
 	defer gcancel()
 	e, ok, err := s.entries.Get(gctx, rec.UserID, rec.Key)
-	if err != nil || !ok {
-		return Record{Key: rec.Key, Route: rec.Route, State: string(ledger.StateInFlight)}, nil
+	switch {
+	case err != nil:
+		return Record{}, problem.Wrap(problem.CodeLedgerUnavailable,
+			"the payment was approved and handled, but its record cannot be read right now; read GET /bff/payments/{key} shortly", err)
+	case !ok && sendProblem != nil:
+		return Record{}, sendProblem
+	case !ok:
+		return Record{}, problem.New(problem.CodeLedgerUnavailable, "the payment was approved, but its record cannot be found; read GET /bff/payments/{key} shortly")
 	}
 	return s.record(rec.UserID, e), nil
 }

@@ -266,3 +266,22 @@ func TestStepUpReferencesAreSealed(t *testing.T) {
 		t.Fatalf("a held key after step-up was turned off: got %+v, want declined (withdrawn)", rec)
 	}
 }
+
+// An approved payment the upstream refuses before acting (its provider
+// down) was not made: the approval answers the upstream's refusal, not a
+// record it guessed, the key is given back, and a repeat holds it again
+// for a new approval.
+func TestStepUpApprovedButRefusedBeforeActing(t *testing.T) {
+	ctx := context.Background()
+	f := stepUpFixture(t)
+	ref := heldRef(t, f.pay(t, bigPayment, "refused-1"))
+	f.bank.refuse.Store(`{"type":"PROVIDER_UNAVAILABLE","message":"the bank is down"}`)
+	rec, p := f.svc.Approve(ctx, ref, "alice", "handle", approvalOf(t, f, ref))
+	if p == nil || p.Code != problem.CodeProviderUnavailable {
+		t.Fatalf("approve: got %+v, %v; want the upstream's PROVIDER_UNAVAILABLE", rec, p)
+	}
+	if n := f.bank.creates.Load(); n != 0 {
+		t.Fatalf("the upstream made %d payments, want none", n)
+	}
+	heldRef(t, f.pay(t, bigPayment, "refused-1")) // held again: a new approval is needed
+}
