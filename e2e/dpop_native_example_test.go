@@ -8,7 +8,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
+	"github.com/fintech-bff/bff/internal/testing/dpoptest"
 	"github.com/fintech-bff/bff/internal/testing/syncbuf"
 )
 
@@ -382,20 +382,5 @@ func dpopProof(t *testing.T, key *ecdsa.PrivateKey, method, target, token string
 		t.Fatal(err)
 	}
 	u.RawQuery, u.Fragment = "", ""
-	sum := sha256.Sum256([]byte(token))
-	claims, _ := json.Marshal(map[string]any{"jti": opRandom(16), "htm": method, "htu": u.String(), "iat": time.Now().Unix(),
-		"ath": base64.RawURLEncoding.EncodeToString(sum[:])})
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{EmbedJWK: true}).WithType("dpop+jwt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	jws, err := signer.Sign(claims)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := jws.CompactSerialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return dpoptest.KeyOf(t, key).Proof(method, u.String(), token)
 }

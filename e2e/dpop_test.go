@@ -3,12 +3,6 @@
 package e2e
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,55 +10,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
+	"github.com/fintech-bff/bff/internal/testing/dpoptest"
 )
 
 // deviceKey is a native app's key: it signs a new DPoP proof (RFC 9449)
 // for every request, naming the BFF's public URL as the app sees it.
 type deviceKey struct {
-	t      *testing.T
-	key    *ecdsa.PrivateKey
+	dpoptest.Key
 	public string // the BFF's public URL (public_url), what htu names
 }
 
 func newDeviceKey(t *testing.T, public string) *deviceKey {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &deviceKey{t: t, key: k, public: public}
+	return &deviceKey{Key: dpoptest.NewKey(t), public: public}
 }
 
 // proof signs a proof for method and path (no query) with token's ath
 // ("" at login: none), iat now and a new jti; edit changes the claims
 // first.
 func (k *deviceKey) proof(method, path, token string, edit ...func(map[string]any)) string {
-	k.t.Helper()
-	jti := make([]byte, 16)
-	_, _ = rand.Read(jti)
-	cl := map[string]any{"jti": base64.RawURLEncoding.EncodeToString(jti), "htm": method, "htu": k.public + path, "iat": time.Now().Unix()}
-	if token != "" {
-		sum := sha256.Sum256([]byte(token))
-		cl["ath"] = base64.RawURLEncoding.EncodeToString(sum[:])
-	}
-	for _, e := range edit {
-		e(cl)
-	}
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k.key}, (&jose.SignerOptions{EmbedJWK: true}).WithType("dpop+jwt"))
-	if err != nil {
-		k.t.Fatal(err)
-	}
-	b, _ := json.Marshal(cl)
-	jws, err := s.Sign(b)
-	if err != nil {
-		k.t.Fatal(err)
-	}
-	out, err := jws.CompactSerialize()
-	if err != nil {
-		k.t.Fatal(err)
-	}
-	return out
+	return k.Proof(method, k.public+path, token, edit...)
 }
 
 // send sends one request to an instance (its own address) with the given

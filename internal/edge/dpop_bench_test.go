@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
@@ -175,14 +174,7 @@ func processCPU(b *testing.B) time.Duration {
 }
 
 // jkt is the thumbprint of k's public key, as a bound session holds it.
-func (k proofKey) jkt() string {
-	k.t.Helper()
-	s, err := dpop.Thumbprint(&jose.JSONWebKey{Key: k.key.Public()})
-	if err != nil {
-		k.t.Fatal(err)
-	}
-	return s
-}
+func (k proofKey) jkt() string { return k.Thumbprint() }
 
 // commandCounter counts the commands a go-redis client sends (a
 // pipeline's each).

@@ -4,10 +4,6 @@ package edge
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -19,14 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
-
 	"github.com/fintech-bff/bff/internal/dpop"
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/session"
+	"github.com/fintech-bff/bff/internal/testing/dpoptest"
 	"github.com/fintech-bff/bff/internal/testing/syncbuf"
 )
 
@@ -37,44 +32,16 @@ func (e *heard) NativeSession(binding string) { e.add("native %s", binding) }
 // never the address the test's requests are sent to.
 const publicOrigin = "https://app.example.com"
 
-// proofKey is an app's P-256 key and the proofs it signs.
-type proofKey struct {
-	t   testing.TB
-	key *ecdsa.PrivateKey
-}
+// proofKey is a native app's key (dpoptest.Key), signing proofs for the
+// edge under test.
+type proofKey struct{ dpoptest.Key }
 
-func newProofKey(t testing.TB) proofKey {
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return proofKey{t, k}
-}
+func newProofKey(t testing.TB) proofKey { return proofKey{dpoptest.NewKey(t)} }
 
 // proof is a proof for method and url (the public one), with token's ath
 // unless token is "", iat now; edit changes the claims before signing.
 func (k proofKey) proof(method, url, token string, edit ...func(map[string]any)) string {
-	k.t.Helper()
-	var jti [12]byte
-	_, _ = rand.Read(jti[:])
-	cl := map[string]any{"jti": base64.RawURLEncoding.EncodeToString(jti[:]), "htm": method, "htu": url, "iat": time.Now().Unix()}
-	if token != "" {
-		cl["ath"] = dpop.TokenHash(token)
-	}
-	for _, e := range edit {
-		e(cl)
-	}
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k.key}, (&jose.SignerOptions{EmbedJWK: true}).WithType("dpop+jwt"))
-	if err != nil {
-		k.t.Fatal(err)
-	}
-	b, _ := json.Marshal(cl)
-	jws, err := s.Sign(b)
-	if err != nil {
-		k.t.Fatal(err)
-	}
-	out, _ := jws.CompactSerialize()
-	return out
+	return k.Proof(method, url, token, edit...)
 }
 
 // dpopEdge is an edge with the dev login, a live session store on Redis,
