@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -31,7 +33,8 @@ import (
 // per user on several real instances, over the simulator and PostgreSQL,
 // issue random money requests (creations, open-banking inits that create
 // or start an existing payment, repeats of a key, path and key-case
-// variants, sub-paths the upstream does not define, payments made and
+// variants, sub-paths the upstream does not define, creations that also
+// name a paymentId, compressed bodies, payments made and
 // statuses moved at the bank directly) while random faults hit them (the
 // upstream acts and answers 401 or its typed 500 or hangs up, hangs up
 // before acting, answers past the timeout or holds its answer, refuses
@@ -50,7 +53,9 @@ import (
 //     updatedAt never decreases;
 //   - no false 409 or 503: IDEMPOTENCY_IN_PROGRESS only while another
 //     request with the key may be running, LEDGER_UNAVAILABLE only near an
-//     instance fault.
+//     instance fault;
+//   - refused before anything: a body with case-variant keys, a sub-path,
+//     a compressed body are neither recorded nor sent.
 //
 // A failure prints the seed (BFF_HISTORY_SEED replays its operations and
 // faults; the scheduling is the machine's) and the offending key's
@@ -319,6 +324,24 @@ func (c *histClient) step() {
 		c.bankStatus(c.seen[c.rng.IntN(len(c.seen))])
 	case r < 95 && len(c.seen) > 0:
 		c.lateWebhook(c.seen[c.rng.IntN(len(c.seen))])
+	case r < 97:
+		// A creation that also names a paymentId: the upstream's creation
+		// reads none and makes the payment, so the BFF reads its content
+		// as a creation's, and settles it as one.
+		id := fmt.Sprintf("01JSTRAY%04d", c.rng.IntN(10000))
+		if len(c.seen) > 0 && c.rng.IntN(2) == 0 {
+			id = c.seen[c.rng.IntN(len(c.seen))]
+		}
+		body := `{"paymentId":"` + id + `","paymentInformation":` + info + `,"providerIds":["` + upstreamsim.ProviderSandbox + `"]}`
+		c.send("create-pid", "/api/v2/payments", body, c.newKey(), true, "")
+	case r < 98:
+		// A compressed body: refused before anything is claimed (the BFF
+		// reads what it records and settles).
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		_, _ = zw.Write([]byte(create))
+		_ = zw.Close()
+		c.send("encoded", "/api/v2/payments", gz.String(), c.newKey(), false, "", "Content-Encoding", "gzip")
 	default:
 		c.list()
 	}
@@ -452,7 +475,7 @@ func (c *histClient) list() (newest string) {
 	return newest
 }
 
-func (c *histClient) send(op, path, body, key string, creates bool, wantID string) {
+func (c *histClient) send(op, path, body, key string, creates bool, wantID string, hdr ...string) {
 	e := event{user: c.user, op: op, key: key, path: path, body: body, client: c.id, creates: creates, wantID: wantID}
 	c.h.mu.Lock()
 	c.h.keysOf[c.user][key] = true
@@ -469,6 +492,9 @@ func (c *histClient) send(op, path, body, key string, creates bool, wantID strin
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
 	req.Header.Set("X-Request-Id", e.reqID)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
 	e.start = time.Now()
 	resp, err := c.http.Do(req)
 	if err == nil {
@@ -491,7 +517,7 @@ func (c *histClient) send(op, path, body, key string, creates bool, wantID strin
 		}
 	}
 	e.end = time.Now()
-	if e.code != "IDEMPOTENCY_KEY_REUSED" && op != "dup-key" && op != "sub-path" && op != "repeat" {
+	if e.code != "IDEMPOTENCY_KEY_REUSED" && op != "dup-key" && op != "sub-path" && op != "encoded" && op != "repeat" {
 		c.keys = append(c.keys, e)
 	}
 	c.h.mu.Lock()
@@ -644,7 +670,7 @@ func (h *history) settleAll(tokens map[string]string) {
 	h.mu.Lock()
 	last := map[string]event{}
 	for _, e := range h.events {
-		if e.op != "dup-key" && e.op != "sub-path" {
+		if e.op != "dup-key" && e.op != "sub-path" && e.op != "encoded" {
 			last[e.key] = e
 		}
 	}
@@ -707,6 +733,8 @@ func (h *history) check() []violation {
 		switch {
 		case e.op == "dup-key":
 			bad = append(bad, violation{e.key, fmt.Sprintf("a body with case-variant keys was answered %d", e.status)})
+		case e.op == "encoded":
+			bad = append(bad, violation{e.key, fmt.Sprintf("a compressed body was answered %d", e.status)})
 		case e.creates && (len(made[e.key]) != 1 || made[e.key][0] != e.paid):
 			bad = append(bad, violation{e.key, fmt.Sprintf("request %s was answered %d with payment %s, but its key made %v", e.reqID, e.status, e.paid, made[e.key])})
 		case !e.creates && e.wantID != "" && e.paid != e.wantID:
@@ -723,6 +751,12 @@ func (h *history) check() []violation {
 		}
 		if e.op == "sub-path" && e.status != 0 && (e.status != 404 || e.code != "ROUTE_NOT_FOUND") {
 			bad = append(bad, violation{e.key, fmt.Sprintf("a POST to %s got %d %s, want 404 ROUTE_NOT_FOUND", e.path, e.status, e.code)})
+		}
+		if e.op == "encoded" && e.status != 0 && (e.status != 400 || e.code != "BAD_REQUEST") {
+			bad = append(bad, violation{e.key, fmt.Sprintf("a compressed body got %d %s, want 400 BAD_REQUEST", e.status, e.code)})
+		}
+		if e.op == "encoded" && (h.final[e.key] != nil || len(made[e.key]) > 0) {
+			bad = append(bad, violation{e.key, fmt.Sprintf("a compressed body was recorded or made a payment (%v)", made[e.key])})
 		}
 		if e.op == "sub-path" && (h.final[e.key] != nil || len(made[e.key]) > 0) {
 			bad = append(bad, violation{e.key, fmt.Sprintf("a POST to %s was recorded or made a payment (%v)", e.path, made[e.key])})
