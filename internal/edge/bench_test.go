@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/fintech-bff/bff/internal/events"
 	"github.com/fintech-bff/bff/internal/kv"
@@ -58,25 +59,7 @@ func benchmarkSteadyStateWith(b *testing.B, budget *limits.Budget, streams int) 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	store, sessions, cookies := liveSessions(ctx, b)
-	secret, err := tokens.NewSecret(func() (string, error) { return "secret", nil }, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cache, err := tokens.NewCache(store, staticSource{}, secret, tokens.CacheOptions{
-		EncryptionKey: make([]byte, 32), RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalBytes: 1 << 20,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	go cache.Run(ctx)
-	for !cache.Live() {
-		time.Sleep(time.Millisecond)
-	}
-	base, _ := url.Parse(upstream.URL)
-	fwd := proxy.New(proxy.Options{
-		BaseURL: base, Routes: proxy.NewRoutes([]proxy.Route{{Prefix: "/v2/payments", Methods: []string{"GET"}}}),
-		Tokens: cache, Timeout: 5 * time.Second, MaxBodyBytes: 1 << 20, Retry: proxy.Retry{MaxAttempts: 1},
-	})
+	cache, fwd := liveForwarder(ctx, b, store, upstream.URL)
 	d := Deps{
 		Observability: Observability{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Observe: metrics.New(prometheus.NewRegistry()).Edge},
 		Sessions:      Sessions{Manager: sessions, Cookies: cookies, Tokens: cache},
@@ -156,6 +139,13 @@ func benchmarkSteadyStateWith(b *testing.B, budget *limits.Budget, streams int) 
 func liveSessions(ctx context.Context, tb testing.TB) (*kv.Redis, *session.Manager, *session.Cookies) {
 	tb.Helper()
 	rc, prefix := redistest.Client(tb)
+	return liveSessionsOn(ctx, tb, rc, prefix)
+}
+
+// liveSessionsOn is liveSessions on a given Redis client (one a benchmark
+// counts the commands of).
+func liveSessionsOn(ctx context.Context, tb testing.TB, rc redis.UniversalClient, prefix string) (*kv.Redis, *session.Manager, *session.Cookies) {
+	tb.Helper()
 	store := kv.NewRedis(rc, prefix)
 	sessions := session.NewManager(store, session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalBytes: 1 << 20})
 	go sessions.Run(ctx)
@@ -167,6 +157,31 @@ func liveSessions(ctx context.Context, tb testing.TB) (*kv.Redis, *session.Manag
 		tb.Fatal(err)
 	}
 	return store, sessions, cookies
+}
+
+// liveForwarder is a forwarder of GET /v2/payments to upstream with a live
+// token cache on store, as the steady-state benchmarks run it.
+func liveForwarder(ctx context.Context, tb testing.TB, store *kv.Redis, upstream string) (*tokens.Cache, *proxy.Forwarder) {
+	tb.Helper()
+	secret, err := tokens.NewSecret(func() (string, error) { return "secret", nil }, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cache, err := tokens.NewCache(store, staticSource{}, secret, tokens.CacheOptions{
+		EncryptionKey: make([]byte, 32), RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalBytes: 1 << 20,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	go cache.Run(ctx)
+	for !cache.Live() {
+		time.Sleep(time.Millisecond) // bounded by the subscription coming up
+	}
+	base, _ := url.Parse(upstream)
+	return cache, proxy.New(proxy.Options{
+		BaseURL: base, Routes: proxy.NewRoutes([]proxy.Route{{Prefix: "/v2/payments", Methods: []string{"GET"}}}),
+		Tokens: cache, Timeout: 5 * time.Second, MaxBodyBytes: 1 << 20, Retry: proxy.Retry{MaxAttempts: 1},
+	})
 }
 
 // BenchmarkBaselineRequest is the same request through a bare

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -19,12 +18,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fintech-bff/bff/internal/dpop"
-	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/metrics"
-	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/session"
 	"github.com/fintech-bff/bff/internal/testing/redistest"
-	"github.com/fintech-bff/bff/internal/tokens"
 )
 
 // BenchmarkTokenRequest is BenchmarkSteadyStateRequest's GET sent with a
@@ -57,39 +53,12 @@ func benchmarkTokenRequest(b *testing.B, scheme string) {
 	rc, prefix := redistest.Client(b)
 	var cmds atomic.Int64
 	rc.AddHook(commandCounter{&cmds})
-	store := kv.NewRedis(rc, prefix)
-	sessions := session.NewManager(store, session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalBytes: 1 << 20})
-	go sessions.Run(ctx)
-	for !sessions.Live() {
-		time.Sleep(time.Millisecond) // bounded by the subscription coming up
-	}
-	cookies, err := session.NewCookies(session.CookieOptions{Name: "bff_session", Keys: [][]byte{make([]byte, 32)}, MaxAge: time.Hour})
-	if err != nil {
-		b.Fatal(err)
-	}
-	secret, err := tokens.NewSecret(func() (string, error) { return "secret", nil }, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cache, err := tokens.NewCache(store, staticSource{}, secret, tokens.CacheOptions{
-		EncryptionKey: make([]byte, 32), RefreshBefore: time.Minute, MaxTTL: time.Hour, LocalBytes: 1 << 20,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	go cache.Run(ctx)
-	for !cache.Live() {
-		time.Sleep(time.Millisecond)
-	}
+	store, sessions, cookies := liveSessionsOn(ctx, b, rc, prefix)
+	cache, fwd := liveForwarder(ctx, b, store, upstream.URL)
 	verifier, err := dpop.NewVerifier(dpop.Options{Replay: store})
 	if err != nil {
 		b.Fatal(err)
 	}
-	base, _ := url.Parse(upstream.URL)
-	fwd := proxy.New(proxy.Options{
-		BaseURL: base, Routes: proxy.NewRoutes([]proxy.Route{{Prefix: "/v2/payments", Methods: []string{"GET"}}}),
-		Tokens: cache, Timeout: 5 * time.Second, MaxBodyBytes: 1 << 20, Retry: proxy.Retry{MaxAttempts: 1},
-	})
 	m := metrics.New(prometheus.NewRegistry())
 	e := NewPublic(Deps{
 		Observability: Observability{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Observe: m.Edge},
