@@ -5,7 +5,6 @@ package dpop
 import (
 	"context"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,8 +21,7 @@ import (
 // per proof (cmds/op).
 func BenchmarkReplayRedis(b *testing.B) {
 	rc, prefix := redistest.Client(b)
-	var cmds atomic.Int64
-	rc.AddHook(countHook{&cmds})
+	cmds := redistest.CountCommands(rc)
 	store := kv.NewRedis(rc, prefix)
 	cmds.Store(0)
 	benchmarkReplay(b, store)
@@ -60,24 +58,5 @@ func TestReplayRefusedAcrossStoreClients(t *testing.T) {
 	ttl, err := rc.PTTL(context.Background(), keys[0]).Result()
 	if err != nil || ttl <= DefaultMaxAge+DefaultMaxAhead || ttl > DefaultMaxAge+DefaultMaxAhead+replayMargin {
 		t.Fatalf("got ttl %v, %v; want over %v and at most %v", ttl, err, DefaultMaxAge+DefaultMaxAhead, DefaultMaxAge+DefaultMaxAhead+replayMargin)
-	}
-}
-
-// countHook counts the commands a client sends (a pipeline's each).
-type countHook struct{ n *atomic.Int64 }
-
-func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
 	}
 }

@@ -9,13 +9,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/fintech-bff/bff/internal/dpop"
 	"github.com/fintech-bff/bff/internal/metrics"
@@ -51,8 +49,7 @@ func benchmarkTokenRequest(b *testing.B, scheme string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rc, prefix := redistest.Client(b)
-	var cmds atomic.Int64
-	rc.AddHook(commandCounter{&cmds})
+	cmds := redistest.CountCommands(rc)
 	store, sessions, cookies := liveSessionsOn(ctx, b, rc, prefix)
 	cache, fwd := liveForwarder(ctx, b, store, upstream.URL)
 	verifier, err := dpop.NewVerifier(dpop.Options{Replay: store})
@@ -144,23 +141,3 @@ func processCPU(b *testing.B) time.Duration {
 
 // jkt is the thumbprint of k's public key, as a bound session holds it.
 func (k proofKey) jkt() string { return k.Thumbprint() }
-
-// commandCounter counts the commands a go-redis client sends (a
-// pipeline's each).
-type commandCounter struct{ n *atomic.Int64 }
-
-func (h commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (h commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}
