@@ -38,6 +38,7 @@ func (s *Service) Run(ctx context.Context) {
 	}
 	t := time.NewTicker(s.pace.every)
 	defer t.Stop()
+	var expired time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -45,11 +46,18 @@ func (s *Service) Run(ctx context.Context) {
 		case <-t.C:
 		}
 		s.settleDue(ctx)
-		if s.stepUp != nil {
+		// A hold read past its time is declined by its reader anyway
+		// (stillHeld, answerRepeat); this only makes lists and streams say
+		// so without a read, which a few seconds late does not harm.
+		if s.stepUp != nil && time.Since(expired) >= expireEvery {
+			expired = time.Now()
 			s.expireHolds(ctx)
 		}
 	}
 }
+
+// expireEvery is how often each instance declines the holds that ran out.
+const expireEvery = 10 * time.Second
 
 // settleDue leases the due records and settles each.
 func (s *Service) settleDue(ctx context.Context) {
