@@ -38,10 +38,16 @@ run: build
 ## its fault-injection run is 15 s long (make chaos runs it longer);
 ## then the TypeScript client's tests and the check that its generated
 ## types match api/openapi.yaml, then the Helm chart's checks
+## Every suite runs even when one before it failed, and the run ends with
+## the list of those that failed (and a non-zero exit), so one failure never
+## hides another.
 test: test-deps
-	./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -race -count=1 -timeout 20m -tags $(TAGS) $(PKGS)
-	$(MAKE) test-client
-	$(MAKE) test-chart
+	@failed=""; \
+	./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -race -count=1 -timeout 20m -tags $(TAGS) $(PKGS) || failed="$$failed go-tests"; \
+	$(MAKE) test-client || failed="$$failed test-client"; \
+	$(MAKE) test-chart || failed="$$failed test-chart"; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi; \
+	echo "make test: every suite passed"
 
 ## test-unit: the Go tests that need Go only, with the race detector: no
 ## Redis, PostgreSQL, Node.js, HAProxy or Chromium (the files tagged

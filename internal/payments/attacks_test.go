@@ -125,26 +125,33 @@ func (a *attack) madeBy() map[string]int {
 // payments counts the payments made since the attack began.
 func (a *attack) payments() int { return len(a.sim.PaymentOrigins(attackUser)) - a.base }
 
-func (a *attack) newest(t *testing.T) string {
+// listedFor is the id of the payment the request requestID made, once the
+// user's list shows it ("" until then). The app picks the payment it sees
+// listed; the test finds it by the simulator's ground truth, never as "the
+// newest in the list": the simulator's fixtures may be newer than a payment
+// that is still being made.
+func (a *attack) listedFor(t *testing.T, requestID string) string {
 	t.Helper()
-	var newest string
-	var at time.Time
-	r := httptest.NewRequest(http.MethodGet, "http://bff.local/api/v2/payments", nil)
+	var id string
+	for pid, origin := range a.sim.PaymentOrigins(attackUser) {
+		if origin == requestID {
+			id = pid
+		}
+	}
+	if id == "" {
+		return ""
+	}
+	r := httptest.NewRequest(http.MethodGet, "http://bff.local/api/v2/payments?limit=100", nil)
 	w := httptest.NewRecorder()
 	serve(t, a.fwd, a.svc, w, r, proxy.Call{UserID: attackUser, RequestID: "list", Path: "/v2/payments"})
-	var page struct {
-		Items []struct {
-			ID        string
-			CreatedAt time.Time
-		}
-	}
+	var page struct{ Items []struct{ ID string } }
 	_ = json.Unmarshal(w.Body.Bytes(), &page)
 	for _, p := range page.Items {
-		if newest == "" || p.CreatedAt.After(at) {
-			newest, at = p.ID, p.CreatedAt
+		if p.ID == id {
+			return id
 		}
 	}
-	return newest
+	return ""
 }
 
 const (
@@ -191,7 +198,7 @@ func TestAttackInitOfAHeldPaymentIsNotAResend(t *testing.T) {
 	var id string
 	for deadline := time.Now().Add(2 * time.Second); id == "" && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond) // bounded poll: the held payment appears in the list
-		id = a.newest(t)
+		id = a.listedFor(t, "req-K1")
 	}
 	if id == "" {
 		t.Fatal("the held payment never appeared in the list")

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fintech-bff/bff/internal/testing/poll"
 	"github.com/fintech-bff/bff/internal/webhooks"
 )
 
@@ -235,6 +236,13 @@ func TestWebhookRedeliver(t *testing.T) {
 	h.createPayment(h.token("alice"), paymentBody("replayed"))
 	first := next(t, got)
 	msg, _ := verified(t, first, testEpoch)
+	// The receiver hands the webhook over before it answers: wait for the
+	// simulator to have recorded the answer, or the check of its attempts
+	// below races the first try's bookkeeping on a loaded machine.
+	poll.Until(t, 10*time.Second, "the first try recorded", func() bool {
+		d := h.sim.Webhooks()
+		return len(d) == 1 && d[0].Attempts == 1
+	})
 	clock.Add(600)
 
 	r := h.do("POST", "/_sim/webhooks/"+msg.ID+"/redeliver", "", nil)
