@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fintech-bff/bff/internal/mutant"
 	"github.com/fintech-bff/bff/internal/testing/pgtest"
 	"github.com/fintech-bff/bff/internal/upstreamsim"
 	"github.com/fintech-bff/bff/internal/webhooks"
@@ -96,12 +97,12 @@ func TestPaymentHistories(t *testing.T) {
 }
 
 // The checker is shown to catch a broken rule: a BFF built with the
-// brokenrule tag lets another request's naming of a payment conclude "not
-// made" (the rule the first attack broke), and the same short run finds a
-// key that paid twice.
+// mutant owner-widens-not-made lets another request's naming of a payment
+// conclude "not made" (the rule the first attack broke), and the same
+// short run finds a key that paid twice.
 func TestPaymentHistoriesCatchABrokenRule(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "bff-brokenrule")
-	build := exec.Command("go", "build", "-tags", "brokenrule", "-o", bin, "../cmd/bff")
+	bin := filepath.Join(t.TempDir(), "bff-mutant")
+	build := exec.Command("go", "build", "-ldflags=-X=github.com/fintech-bff/bff/internal/mutant.active="+mutant.OwnerWidensNotMade, "-o", bin, "../cmd/bff")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		t.Fatal(err)

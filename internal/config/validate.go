@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"net/netip"
 	"net/url"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fintech-bff/bff/internal/money"
 	"github.com/fintech-bff/bff/internal/webhooks"
 )
 
@@ -732,8 +732,12 @@ func (v *validator) stepUp(c *Config) {
 		if len(cur) != 3 || strings.ToUpper(cur) != cur || strings.Trim(cur, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" {
 			v.addf(key, "%q is not an ISO 4217 currency code (three capital letters)", cur)
 		}
-		if f, err := strconv.ParseFloat(amount, 64); err != nil || f < 0 || math.IsInf(f, 0) {
-			v.addf(key, "%q is not a non-negative decimal amount", amount)
+		if _, known := money.MinorDigits(cur); known {
+			if _, err := money.ParseMinor(amount, cur); err != nil {
+				v.addf(key, "%q is not an amount in %s: it %s", amount, cur, strings.TrimPrefix(err.Error(), "amount "))
+			}
+		} else if len(cur) == 3 && strings.ToUpper(cur) == cur {
+			v.addf(key, "%q is not an ISO 4217 currency code this BFF knows", cur)
 		}
 	}
 	if !su.Always && len(su.Thresholds) == 0 {

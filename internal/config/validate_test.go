@@ -78,7 +78,7 @@ func TestValidate(t *testing.T) {
 		{name: "step_up a threshold in lower case", env: map[string]string{"BFF_PAYMENTS_STEP_UP_ENABLED": "true", "BFF_PAYMENTS_STEP_UP_ACR_VALUES": `["mfa"]`,
 			"BFF_PAYMENTS_STEP_UP_THRESHOLDS": `["eur 10"]`}, want: `payments.step_up.thresholds[0]: "eur" is not an ISO 4217 currency code`},
 		{name: "step_up a negative threshold", env: map[string]string{"BFF_PAYMENTS_STEP_UP_ENABLED": "true", "BFF_PAYMENTS_STEP_UP_ACR_VALUES": `["mfa"]`,
-			"BFF_PAYMENTS_STEP_UP_THRESHOLDS": `["EUR -1"]`}, want: `payments.step_up.thresholds[0]: "-1" is not a non-negative decimal amount`},
+			"BFF_PAYMENTS_STEP_UP_THRESHOLDS": `["EUR -1"]`}, want: `payments.step_up.thresholds[0]: "-1" is not an amount in EUR: it must not be negative`},
 		{name: "step_up a currency twice", env: map[string]string{"BFF_PAYMENTS_STEP_UP_ENABLED": "true", "BFF_PAYMENTS_STEP_UP_ACR_VALUES": `["mfa"]`,
 			"BFF_PAYMENTS_STEP_UP_THRESHOLDS": `["EUR 1", "EUR 2"]`}, want: `payments.step_up.thresholds[1]: currency "EUR" is listed twice`},
 		{name: "step_up a route that moves no money", env: map[string]string{"BFF_PAYMENTS_STEP_UP_ENABLED": "true", "BFF_PAYMENTS_STEP_UP_ACR_VALUES": `["mfa"]`,

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/fintech-bff/bff/internal/mutant"
 )
 
 // Following payments after their answer (migration 005): the
@@ -85,7 +87,7 @@ func write(status string, at time.Time, stored string, storedAt, now time.Time) 
 	switch {
 	case Final(stored) && status == stored:
 		return Kept
-	case Final(stored):
+	case Final(stored) && !mutant.Is(mutant.FinalReplaceable):
 		return AfterFinal
 	case at.After(now.Add(futureSkew)):
 		return Future
@@ -106,9 +108,12 @@ func write(status string, at time.Time, stored string, storedAt, now time.Time) 
 // writer's clock. A NULL updatedAt is never newer than a stored status (as
 // a zero time.Time is not). Its values are those of sqlWrites.
 func writeSQL(status, at, final, skew string) string {
+	afterFinal := "\n    WHEN st = ANY($final) THEN 'after_final'"
+	if mutant.Is(mutant.FinalReplaceable) {
+		afterFinal = ""
+	}
 	return strings.NewReplacer("$status", status, "$at", at, "$final", final, "$skew", skew).Replace(`CASE
-    WHEN st = ANY($final) AND st = $status THEN 'kept'
-    WHEN st = ANY($final) THEN 'after_final'
+    WHEN st = ANY($final) AND st = $status THEN 'kept'` + afterFinal + `
     WHEN $at > now() + $skew * interval '1 microsecond' THEN 'future'
     WHEN st IS NULL OR $at > coalesce(at, '-infinity') THEN 'stored'
     WHEN $status = ANY($final) AND $at = at AND $status <> st THEN 'stored'

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/fintech-bff/bff/internal/money"
+	"github.com/fintech-bff/bff/internal/mutant"
 	"github.com/fintech-bff/bff/internal/problem"
 )
 
@@ -19,6 +21,9 @@ import (
 // (an operator's own money route) is served as itself, never settled.
 func canonicalPath(path string) (string, bool) {
 	p := strings.TrimSuffix(path, "/")
+	if mutant.Is(mutant.NoTrailingSlash) {
+		p = path
+	}
 	switch {
 	case p == creationPath || p == initPath:
 		return p, true
@@ -65,6 +70,9 @@ func scanValue(d *json.Decoder, at string) (string, error) {
 				name = at + "." + k
 			}
 			lk := strings.ToLower(k)
+			if mutant.Is(mutant.CaseVariantKeys) {
+				lk = k
+			}
 			if seen[lk] {
 				return name, errDuplicate
 			}
@@ -111,34 +119,42 @@ func checkEncoding(h http.Header) *problem.Problem {
 	return nil
 }
 
-// unreadablePayment is the answer to a body on a payment-creating path
-// that the BFF cannot read as the upstream would (not UTF-8 JSON, not an
-// object, or a paymentInformation that does not decode), while step-up is
-// on: such a payment is refused rather than sent unheld. A body that
-// plainly creates nothing (no paymentInformation; an init of an existing
-// paymentId) is nil: the upstream answers it.
-func unreadablePayment(h http.Header, body []byte, path string) *problem.Problem {
-	refused := func(detail string) *problem.Problem {
-		return problem.New(problem.CodeBadRequest, detail+"; nothing was sent")
+// checkMediaType refuses a money body that says it is not UTF-8 JSON: the
+// BFF reads it as JSON, and sends its own JSON encoding of what it read.
+func checkMediaType(h http.Header) *problem.Problem {
+	ct := h.Get("Content-Type")
+	if ct == "" {
+		return nil
 	}
-	if ct := h.Get("Content-Type"); ct != "" {
-		mt, params, err := mime.ParseMediaType(ct)
-		if err != nil || mt != "application/json" {
-			return refused("send a payment as application/json")
-		}
-		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-			return refused("send a payment as UTF-8 JSON")
-		}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return problem.New(problem.CodeBadRequest, "send a payment as application/json; nothing was sent")
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(body, &m) != nil {
-		return refused("the body is not a JSON object the BFF can read (a byte order mark, nesting too deep, or not JSON)")
-	}
-	if raw, ok := m["paymentInformation"]; ok {
-		var info map[string]any
-		if json.Unmarshal(raw, &info) != nil {
-			return refused("paymentInformation is not an object the BFF can read (a number out of range, say)")
-		}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return problem.New(problem.CodeBadRequest, "send a payment as UTF-8 JSON; nothing was sent")
 	}
 	return nil
+}
+
+// readBody decodes a body on path (the creation or the open-banking init)
+// into the BFF's model, once: everything after (the claim, the
+// comparisons, a hold, the send) uses what it read. A refusal is 400
+// VALIDATION_ERROR naming the member, before anything is claimed.
+func readBody(path string, body []byte) (money.Body, *problem.Problem) {
+	kind := money.Creation
+	if path == initPath {
+		kind = money.Init
+	}
+	b, fe := money.Decode(kind, body)
+	if fe == nil {
+		return b, nil
+	}
+	field := fe.Field
+	detail := fe.Error() + "; nothing was sent"
+	if field == "" {
+		field = "body"
+	}
+	p := problem.New(problem.CodeValidationError, detail)
+	p.Fields = []problem.Field{{Field: field, Message: fe.Error()}}
+	return money.Body{}, p
 }

@@ -44,30 +44,35 @@ func TestDuplicateKey(t *testing.T) {
 	}
 }
 
-// A body read as the upstream reads it: the exact keys, an existing
-// paymentId creating nothing.
-func TestCreates(t *testing.T) {
+// A money body is read once into the model: an init names an existing
+// payment or creates one, never both; members are read by their exact
+// names, and a creation naming a paymentId is refused, not read two ways.
+func TestReadBody(t *testing.T) {
+	info := `{"amount":1,"currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"}}`
 	for _, tc := range []struct {
-		body string
-		want bool
+		path, body string
+		creates    bool
+		refused    string // the field named, "" when read
 	}{
-		{`{"paymentInformation":{"amount":1}}`, true},
-		{`{"PaymentInformation":{"amount":1}}`, false},
-		{`{"paymentInformation":{}}`, false},
-		{`{"paymentId":"01J","paymentInformation":{"amount":1}}`, false},
-		{`{"paymentId":"","paymentInformation":{"amount":1}}`, true},
-		{`{"paymentId":1,"paymentInformation":{"amount":1}}`, false},
-		{`{"paymentInformation":{"amount":1},"redirectUrl":3}`, false},
+		{initPath, `{"providerId":"p","paymentInformation":` + info + `}`, true, ""},
+		{initPath, `{"providerId":"p","PaymentInformation":` + info + `}`, false, "PaymentInformation"},
+		{initPath, `{"providerId":"p","paymentInformation":{}}`, false, "paymentInformation.currency"},
+		{initPath, `{"providerId":"p","paymentId":"01J"}`, false, ""},
+		{initPath, `{"providerId":"p","paymentId":"01J","paymentInformation":` + info + `}`, false, "paymentId"},
+		{initPath, `{"providerId":"p","paymentId":"","paymentInformation":` + info + `}`, true, ""},
+		{initPath, `{"providerId":"p","paymentId":1,"paymentInformation":` + info + `}`, false, "paymentId"},
+		{initPath, `{"providerId":"p","paymentInformation":` + info + `,"redirectUrl":3}`, false, "redirectUrl"},
+		{creationPath, `{"paymentInformation":` + info + `}`, true, ""},
+		{creationPath, `{"paymentId":"01J","paymentInformation":` + info + `}`, false, "paymentId"},
 	} {
-		if _, got := creates([]byte(tc.body), initPath); got != tc.want {
-			t.Errorf("creates(%s) on the init: got %v, want %v", tc.body, got, tc.want)
-		}
-	}
-	// A creation reads its paymentInformation whatever paymentId it
-	// carries: the upstream's POST /v2/payments reads none.
-	for _, body := range []string{`{"paymentId":"01J","paymentInformation":{"amount":1}}`, `{"paymentId":{},"paymentInformation":{"amount":1}}`} {
-		if _, got := creates([]byte(body), creationPath); !got {
-			t.Errorf("creates(%s) on the creation: got false, want true", body)
+		b, p := readBody(tc.path, []byte(tc.body))
+		switch {
+		case tc.refused != "" && (p == nil || len(p.Fields) != 1 || p.Fields[0].Field != tc.refused):
+			t.Errorf("%s %s: got %v, want a refusal naming %q", tc.path, tc.body, p, tc.refused)
+		case tc.refused == "" && p != nil:
+			t.Errorf("%s %s: refused %v", tc.path, tc.body, p)
+		case tc.refused == "" && b.Creates() != tc.creates:
+			t.Errorf("%s %s: creates %v, want %v", tc.path, tc.body, b.Creates(), tc.creates)
 		}
 	}
 }

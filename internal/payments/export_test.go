@@ -16,11 +16,11 @@ var Fingerprint = fingerprint
 // PaymentContent is the content pay records of a body (nil when it creates
 // no payment), likewise.
 func PaymentContent(body []byte) []byte {
-	c, ok := creates(body, creationPath)
-	if !ok {
+	b, p := readBody(creationPath, body)
+	if p != nil || !b.Creates() {
 		return nil
 	}
-	return c.Encode()
+	return contentOf(b).Encode()
 }
 
 // SealCursor and OpenCursor are the cursors of GET /bff/payments, for

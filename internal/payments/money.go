@@ -99,7 +99,9 @@ func idempotencyKey(h http.Header) (string, *problem.Problem) {
 	return vs[0], nil
 }
 
-// fingerprint identifies a request: method, path, query and body.
+// fingerprint identifies a request: method, path, query and body (on the
+// creation and the init, the body as the BFF read it: two bodies that are
+// the same payment are the same request).
 func fingerprint(method, path, query string, body []byte) []byte {
 	h := sha256.New()
 	for _, s := range []string{method, path, query} {
@@ -126,8 +128,12 @@ type moneyCall struct {
 	header   http.Header // the client's; proxy sends only the allowlisted ones
 	req      ledger.Request
 	claim    *ledger.Claim
-	body     []byte
-	creates  bool // it asks the upstream to create a payment: settled from its list
+	body     []byte // what is sent: the model's encoding on the creation and the init
+	creates  bool   // it asks the upstream to create a payment: settled from its list
+	// rawFingerprint is the fingerprint of the client's own bytes: a
+	// record claimed by a version that fingerprinted those is the same
+	// request.
+	rawFingerprint []byte
 }
 
 // pay runs a money-moving POST at most once per key: claimed in the ledger
@@ -161,7 +167,28 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 		s.observe.MoneyRequest("body_refused")
 		return labels{}, p
 	}
-	content, creates := creates(body, path)
+	header := r.Header
+	rawFingerprint := fingerprint(r.Method, t.Path, r.URL.RawQuery, body)
+	var content Content
+	if path == creationPath || path == initPath {
+		// The BFF sends what it read: the body is decoded once into the
+		// model, and from here on everything (the record, the comparisons,
+		// a hold, the send) uses its canonical encoding, never the
+		// client's bytes.
+		if p := checkMediaType(r.Header); p != nil {
+			s.observe.MoneyRequest("body_refused")
+			return labels{}, p
+		}
+		read, p := readBody(path, body)
+		if p != nil {
+			s.observe.MoneyRequest("body_refused")
+			return labels{}, p
+		}
+		body, content = read.Encode(), contentOf(read)
+		header = r.Header.Clone()
+		header.Set("Content-Type", "application/json")
+	}
+	creates := content.Info != nil
 	req := ledger.Request{
 		UserID: c.UserID, Route: route, Key: key, Fingerprint: fingerprint(r.Method, t.Path, r.URL.RawQuery, body),
 		SessionRef: c.SessionRef, ClientIP: c.ClientIP, RequestID: c.RequestID,
@@ -169,16 +196,7 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 	if creates {
 		req.Content = content.Encode()
 	}
-	creation := creates && (path == creationPath || path == initPath)
-	if s.stepUp != nil && !creation && (path == creationPath || path == initPath) {
-		// The hold is decided on the payment's content: a body the BFF
-		// cannot read is not sent on the upstream's reading of it.
-		if p := unreadablePayment(r.Header, body, path); p != nil {
-			s.observe.MoneyRequest("body_refused")
-			return labels{}, p
-		}
-	}
-	if creation && s.holds(route, content) {
+	if creates && s.holds(route, content) {
 		req.Held, _ = json.Marshal(heldRequest{Path: path, Route: t.Route, Query: r.URL.RawQuery, Body: body})
 	}
 	// The payment is detached from the client: a mobile app that loses its
@@ -188,8 +206,8 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 	bg := context.WithoutCancel(r.Context())
 	ctx, cancel := context.WithTimeout(bg, s.timeout)
 	defer cancel()
-	m := &moneyCall{call: c, target: t, rawQuery: r.URL.RawQuery, header: r.Header, req: req, body: body,
-		creates: creation}
+	m := &moneyCall{call: c, target: t, rawQuery: r.URL.RawQuery, header: header, req: req, body: body,
+		creates: creates, rawFingerprint: rawFingerprint}
 	claim, rec, err := s.claim(bg, req)
 	switch {
 	case err != nil:
@@ -425,7 +443,7 @@ func (s *Service) answerRepeat(ctx, bg context.Context, w http.ResponseWriter, m
 	}
 	for tries := 0; tries < 3; tries++ {
 		switch {
-		case !bytes.Equal(rec.Fingerprint, m.req.Fingerprint):
+		case !m.sameRequest(rec):
 			event(rec.ID, ledger.EventReused)
 			return labels{}, problem.New(problem.CodeIdempotencyKeyReused, "this Idempotency-Key was used for a different request")
 		case rec.State == ledger.StateAwaiting && (rec.Expired || s.stepUp == nil):
@@ -522,6 +540,16 @@ func (s *Service) answerRepeat(ctx, bg context.Context, w http.ResponseWriter, m
 		}
 	}
 	return labels{}, s.ledgerFailed(m.call, errors.New("a repeated payment's record kept changing under it"))
+}
+
+// sameRequest reports whether rec was claimed by this same request: its
+// fingerprint is this request's, or (a record an earlier version claimed)
+// that of the client's own bytes, which is then the one to claim it by.
+func (m *moneyCall) sameRequest(rec *ledger.Record) bool {
+	if bytes.Equal(rec.Fingerprint, m.rawFingerprint) {
+		m.req.Fingerprint = rec.Fingerprint
+	}
+	return bytes.Equal(rec.Fingerprint, m.req.Fingerprint)
 }
 
 // ledgerFailed is 503 LEDGER_UNAVAILABLE: nothing was sent upstream.

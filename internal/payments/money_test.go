@@ -280,20 +280,21 @@ func TestMoneyMovingRequests(t *testing.T) {
 		}
 	})
 
-	t.Run("another unknown payment of the user with other content does not block settling", func(t *testing.T) {
+	t.Run("another unknown payment of the user of another amount does not block settling", func(t *testing.T) {
 		f := newMoneyFixture(t, nil)
 		f.bank.refuse.Store("hangup") // never made, and nothing can tell: unknown
-		if p := decodeProblem(t, f.pay(t, strings.Replace(payment, "Order 7", "Order 8", 1), "lost-before")); p.Code != "PAYMENT_OUTCOME_UNKNOWN" {
+		if p := decodeProblem(t, f.pay(t, strings.Replace(payment, "12.50", "12.49", 1), "lost-before")); p.Code != "PAYMENT_OUTCOME_UNKNOWN" {
 			t.Fatalf("got %+v, want PAYMENT_OUTCOME_UNKNOWN", p)
 		}
 		f.bank.after.Store("hangup")
 		if w := f.pay(t, payment, "lost-after"); w.Code != 201 {
 			t.Fatalf("got %d %s, want the payment settled", w.Code, w.Body)
 		}
-		// The same content is confusable: a second lost payment like the
-		// first unknown one is left unknown.
+		// Similar content is confusable: a second lost payment like the
+		// first unknown one (the upstream would have made the same payment
+		// of both) is left unknown, whatever its remittance text.
 		f.bank.after.Store("hangup")
-		if p := decodeProblem(t, f.pay(t, strings.Replace(payment, "Order 7", "Order 8", 1), "lost-again")); p.Code != "PAYMENT_OUTCOME_UNKNOWN" {
+		if p := decodeProblem(t, f.pay(t, strings.Replace(strings.Replace(payment, "12.50", "12.49", 1), "Order 7", "Order 8", 1), "lost-again")); p.Code != "PAYMENT_OUTCOME_UNKNOWN" {
 			t.Fatalf("got %+v, want PAYMENT_OUTCOME_UNKNOWN while a request like it is unknown", p)
 		}
 	})

@@ -111,7 +111,7 @@ func TestSettlementNeverAdoptsAnOpenRequestsPayment(t *testing.T) {
 // failed: the key is not given back.
 func TestAGatewaysProblemJSONKeepsTheKey(t *testing.T) {
 	for _, tc := range []struct{ path, body string }{
-		{"/v2/pay/open-banking-init", `{"paymentInformation":{"amount":1},"providerId":"x"}`},
+		{"/v2/pay/open-banking-init", `{"paymentInformation":{"amount":1,"currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"}},"providerId":"x"}`},
 		{"/v2/payments", payment},
 	} {
 		t.Run(tc.path, func(t *testing.T) {

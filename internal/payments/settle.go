@@ -1,6 +1,7 @@
 package payments
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/money"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
 )
@@ -230,15 +232,20 @@ func (s *Service) listPage(ctx context.Context, c proxy.Call, cursor string) ([]
 		Items    []Listed `json:"items"`
 		NextPage any      `json:"nextPage"`
 	}
-	if err := json.Unmarshal(rep.Body, &page); err != nil {
+	d := json.NewDecoder(bytes.NewReader(rep.Body))
+	d.UseNumber() // a numeric cursor is passed on as written
+	if err := d.Decode(&page); err != nil {
 		return nil, "", time.Time{}, problem.Wrap(problem.CodeUpstreamError, "the payment list is not JSON", err)
 	}
 	next := ""
 	switch v := page.NextPage.(type) {
 	case string:
 		next = v
-	case float64:
-		next = strconv.FormatFloat(v, 'f', -1, 64)
+	case json.Number:
+		next = v.String()
+	}
+	for i := range page.Items {
+		page.Items[i].Content = money.ReadSeen(page.Items[i].Info)
 	}
 	return page.Items, next, rep.Date, nil
 }

@@ -109,7 +109,7 @@ func TestPaymentAfter401(t *testing.T) {
 	t.Run("an open-banking init that creates a payment is settled as a creation", func(t *testing.T) {
 		f := newMoneyFixture(t, nil)
 		f.bank.after.Store("401")
-		w := f.post(t, "/v2/pay/open-banking-init", payment, "k401c")
+		w := f.post(t, "/v2/pay/open-banking-init", strings.Replace(payment, `"providerIds":["demobank-sandbox"]`, `"providerId":"demobank-sandbox"`, 1), "k401c")
 		var got struct{ PaymentID string }
 		_ = json.Unmarshal(w.Body.Bytes(), &got)
 		if w.Code != 200 || got.PaymentID != "01JPAY0001" {

@@ -2,12 +2,12 @@ package payments
 
 import (
 	"encoding/json"
-	"math/big"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/money"
+	"github.com/fintech-bff/bff/internal/mutant"
 )
 
 // This file is settlement's rules, and nothing else: a pure function from
@@ -62,13 +62,16 @@ type Listing struct {
 
 // Listed is one payment as the upstream lists it.
 type Listed struct {
-	ID          string         `json:"id"`
-	Status      string         `json:"status"`
-	ProviderID  string         `json:"providerId"`
-	PayURL      string         `json:"payUrl"`
-	RedirectURL string         `json:"redirectUrl"`
-	CreatedAt   time.Time      `json:"createdAt"`
-	Info        map[string]any `json:"paymentInformation"`
+	ID          string          `json:"id"`
+	Status      string          `json:"status"`
+	ProviderID  string          `json:"providerId"`
+	PayURL      string          `json:"payUrl"`
+	RedirectURL string          `json:"redirectUrl"`
+	CreatedAt   time.Time       `json:"createdAt"`
+	Info        json.RawMessage `json:"paymentInformation"`
+	// Content is Info as read (money.ReadSeen): nil when the list gave
+	// none.
+	Content *money.Seen `json:"-"`
 }
 
 // Result is a Conclusion, the payment when it is Made, and why.
@@ -99,10 +102,10 @@ func Conclude(e Evidence) Result {
 		if !fresh(p, snap) {
 			continue
 		}
-		if e.Request.Similar(p) && !(brokenRule && namedByAnother(p, e.Others)) {
+		if e.Request.Similar(p) && !(mutant.Is(mutant.OwnerWidensNotMade) && namedByAnother(p, e.Others)) {
 			similar = append(similar, p)
 		}
-		if e.Request.Equal(p) {
+		if e.Request.Equal(p) || (mutant.Is(mutant.MadeOnSimilar) && e.Request.Similar(p)) {
 			equal = append(equal, p)
 		}
 	}
@@ -112,7 +115,7 @@ func Conclude(e Evidence) Result {
 			return unknownBecause("the listing did not reach the end of the list")
 		case !snap.SeenCut.IsZero():
 			return unknownBecause("the snapshot did not read the whole list")
-		case !e.Quiet:
+		case !e.Quiet && !mutant.Is(mutant.NotMadeBeforeQuiet):
 			return unknownBecause("the request may still be acting at the upstream")
 		}
 		return Result{Conclusion: NotMade, Reason: "no similar payment was made after the snapshot"}
@@ -126,7 +129,7 @@ func Conclude(e Evidence) Result {
 	switch {
 	case len(notOwned) == 0:
 		return unknownBecause("a similar payment was made, and none is this request's alone")
-	case len(notOwned) > 1:
+	case len(notOwned) > 1 && !mutant.Is(mutant.MadeOfTwoEqual):
 		return unknownBecause("several payments equal this request")
 	}
 	candidate := notOwned[0]
@@ -146,12 +149,18 @@ func unknownBecause(why string) Result { return Result{Conclusion: Unknown, Reas
 // fresh reports whether p was not there when the snapshot was read: its id
 // is not among SeenBefore.
 func fresh(p Listed, snap ledger.Send) bool {
+	if mutant.Is(mutant.FreshByClock) {
+		return p.ID != "" && !p.CreatedAt.Before(snap.SeenFrom)
+	}
 	return p.ID != "" && !slices.Contains(snap.SeenBefore, p.ID)
 }
 
 // insideWindow reports whether a payment created at t (the upstream's
 // clock) could be the one this request's send made.
 func insideWindow(snap ledger.Send, t time.Time) bool {
+	if mutant.Is(mutant.NoWindow) {
+		return true
+	}
 	switch {
 	case t.IsZero() || snap.WindowEnd.IsZero():
 		return false // no time to judge by
@@ -183,8 +192,14 @@ func mayHaveMade(o ledger.Other, p Listed) bool {
 		return false
 	}
 	if !o.Opaque {
-		c, ok := ParseContent(o.Content)
-		if !ok || !c.Equal(p) {
+		if o.Content == nil {
+			return false // it creates nothing (an init of an existing payment)
+		}
+		// Judged by what the upstream would have made of it (similar
+		// content), never by strict equality: a member the upstream drops
+		// or an amount it rounds must not rule o out. A record this model
+		// cannot read rules nothing out.
+		if c, ok := ParseContent(o.Content); ok && !couldHaveMade(c, p) {
 			return false
 		}
 	}
@@ -197,143 +212,73 @@ func mayHaveMade(o ledger.Other, p Listed) bool {
 	return true
 }
 
-// Content is what a money request asks the upstream to create, read as
-// the upstream reads it: the exact keys paymentInformation and
-// redirectUrl. Info is nil when the request creates no payment.
+// Content is what a money request asks the upstream to create, as the
+// BFF read it once (money.Decode) and sent it: the payment's content and
+// the redirectUrl. Info is nil when the request creates no payment. The
+// ledger stores it in the form Encode writes (the body's own canonical
+// members), so what is compared, held and approved is what was sent.
 type Content struct {
-	Info        map[string]any `json:"paymentInformation"`
-	RedirectURL string         `json:"redirectUrl,omitempty"`
+	Info        *money.Info
+	RedirectURL string
 }
 
-// creates reads the payment a money body on path asks to create: a
-// creation's paymentInformation (whatever else it carries: the upstream's
-// POST /v2/payments reads no paymentId), or an open-banking init's when it
-// names no existing paymentId. ok is false when it creates none.
-func creates(body []byte, path string) (Content, bool) {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(body, &m) != nil {
-		return Content{}, false
+// contentOf is what body asks the upstream to create.
+func contentOf(b money.Body) Content {
+	if !b.Creates() {
+		return Content{}
 	}
-	if raw, ok := m["paymentId"]; ok && path != creationPath {
-		var id string
-		if json.Unmarshal(raw, &id) != nil || id != "" {
-			return Content{}, false // an existing payment: its init creates nothing
-		}
-	}
-	var c Content
-	if json.Unmarshal(m["paymentInformation"], &c.Info) != nil || len(c.Info) == 0 {
-		return Content{}, false
-	}
-	if raw, ok := m["redirectUrl"]; ok && json.Unmarshal(raw, &c.RedirectURL) != nil {
-		return Content{}, false
-	}
-	return c, true
+	return Content{Info: b.Info, RedirectURL: b.RedirectURL}
 }
 
-// ParseContent reads a stored Content (the ledger's, from Encode).
+// ParseContent reads a stored Content (the ledger's, from Encode). A record
+// an earlier version stored that this model does not read is !ok: the
+// callers then rule nothing out with it.
 func ParseContent(raw []byte) (Content, bool) {
-	var c Content
-	if raw == nil || json.Unmarshal(raw, &c) != nil || len(c.Info) == 0 {
+	if raw == nil {
 		return Content{}, false
 	}
-	return c, true
+	b, e := money.Decode(money.Creation, raw)
+	if e != nil || b.Info == nil {
+		return Content{}, false
+	}
+	return Content{Info: b.Info, RedirectURL: b.RedirectURL}, true
 }
 
 // Encode is the Content as the ledger stores it.
 func (c Content) Encode() []byte {
-	b, _ := json.Marshal(c)
-	return b
+	return money.Body{Kind: money.Creation, Info: c.Info, RedirectURL: c.RedirectURL}.Encode()
 }
 
-// Equal reports whether p is exactly what c asked for: the same keys at
-// every level, strings compared as strings, and numbers by value, where
-// the upstream has numbers (amount: a client may send it as a string).
+// Equal reports whether p is exactly what c asked for: every member of
+// the model equal (the amount to the minor unit), an absent member equal
+// only to an absent one.
 func (c Content) Equal(p Listed) bool {
-	return c.RedirectURL == p.RedirectURL && equalObject(c.Info, p.Info)
+	return c.RedirectURL == p.RedirectURL && c.Info.Equal(p.Content)
 }
 
-// upstreamNumbers are the paymentInformation fields the upstream keeps
-// as numbers, whatever JSON type the client sent.
-var upstreamNumbers = map[string]bool{"amount": true}
-
-func equalObject(sent, listed map[string]any) bool {
-	if listed == nil || len(sent) != len(listed) {
-		return false
-	}
-	for k, v := range sent {
-		w, ok := listed[k]
-		if !ok || !equalValue(upstreamNumbers[k], v, w) {
-			return false
-		}
-	}
-	return true
-}
-
-func equalValue(numeric bool, a, b any) bool {
-	switch av := a.(type) {
-	case map[string]any:
-		bv, ok := b.(map[string]any)
-		return ok && equalObject(av, bv)
-	case string:
-		if numeric {
-			return sameNumber(a, b)
-		}
-		bs, ok := b.(string)
-		return ok && av == bs
-	case float64:
-		return sameNumber(a, b)
-	case bool:
-		bv, ok := b.(bool)
-		return ok && av == bv
-	case nil:
-		return b == nil
-	}
-	return false // arrays: the upstream keeps none in paymentInformation
-}
-
-// sameNumber compares two numbers exactly by value (a string only where
-// the upstream reads it as one: the caller decides).
-func sameNumber(a, b any) bool {
-	x, ok1 := decimal(a)
-	y, ok2 := decimal(b)
-	return ok1 && ok2 && x.Cmp(y) == 0
-}
-
-func decimal(v any) (*big.Rat, bool) {
-	switch n := v.(type) {
-	case float64:
-		r := new(big.Rat)
-		if r.SetFloat64(n) == nil {
-			return nil, false
-		}
-		return r, true
-	case string:
-		f, ok := new(big.Float).SetString(strings.TrimSpace(n))
-		if !ok {
-			return nil, false
-		}
-		// As the upstream reads it: a JSON number, a float64.
-		x, _ := f.Float64()
-		return decimal(x)
-	}
-	return nil, false
-}
-
-// Similar reports whether p could be what c asked for, read loosely: it is
-// not similar only when its amount or its currency differs. A payment this
-// request made is always similar to it; "not made" needs none.
+// Similar reports whether p could be what the upstream made of c, read
+// loosely: not similar only when its currency differs or its amount
+// differs by a minor unit or more. A payment this request made is always
+// similar to it; "not made" needs none.
 func (c Content) Similar(p Listed) bool {
-	if p.Info == nil {
-		return true
+	return c.Info.Similar(p.Content)
+}
+
+// couldHaveMade reports whether a request with content c could have made p.
+func couldHaveMade(c Content, p Listed) bool {
+	if mutant.Is(mutant.CouldHaveMadeByEquality) {
+		return c.Equal(p)
 	}
-	if a, b := c.Info["amount"], p.Info["amount"]; a != nil && b != nil {
-		x, ok1 := decimal(a)
-		y, ok2 := decimal(b)
-		if ok1 && ok2 && x.Cmp(y) != 0 {
-			return false
+	return c.Similar(p)
+}
+
+// namedByAnother is used only by the mutant OwnerWidensNotMade: whether
+// another request's answer named p.
+func namedByAnother(p Listed, others []ledger.Other) bool {
+	for _, o := range others {
+		if o.PaymentID == p.ID {
+			return true
 		}
 	}
-	a, ok1 := c.Info["currency"].(string)
-	b, ok2 := p.Info["currency"].(string)
-	return !ok1 || !ok2 || strings.EqualFold(strings.TrimSpace(a), strings.TrimSpace(b))
+	return false
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/money"
 	"github.com/fintech-bff/bff/internal/payments"
 )
 
@@ -15,11 +16,7 @@ func TestConclude(t *testing.T) {
 	t0 := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
 	req := content(t, `{"paymentInformation":{"amount":"12.50","currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"}}}`)
 	listed := func(id string, at time.Time, info string) payments.Listed {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(info), &m); err != nil {
-			t.Fatal(err)
-		}
-		return payments.Listed{ID: id, CreatedAt: at, Info: m}
+		return listedAs(id, at, info)
 	}
 	same := `{"amount":12.5,"currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"}}`
 	snap := ledger.Send{Snapshot: true, SeenBefore: []string{"OLD"}, SeenFrom: t0.Add(-2 * time.Second), WindowEnd: t0.Add(30 * time.Second)}
@@ -77,6 +74,8 @@ func TestConclude(t *testing.T) {
 			Listing: whole(listed("P", t0.Add(time.Second), `{"amount":12.5,"currency":"EUR","creditorAccount":{"iban":"DE89 3704 0044 0532 0130 00"}}`))}, payments.Unknown},
 		{"a payment another creation owns", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(mine),
 			Others: []ledger.Other{{State: ledger.StateDone, PaymentID: "P", Sent: true, Content: otherContent}}}, payments.Unknown},
+		{"a request in flight the upstream would have made it of could have made it (similar, not equal)", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(mine),
+			Others: []ledger.Other{{State: ledger.StateInFlight, Sent: true, Content: []byte(`{"paymentInformation":{"amount":12.5,"currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"},"remittanceInformation":"dropped by the upstream"}}`)}}}, payments.Unknown},
 		{"an equal request in flight could have made it", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(mine),
 			Others: []ledger.Other{{State: ledger.StateInFlight, Sent: true, Content: otherContent}}}, payments.Unknown},
 		{"an equal open-banking init given back could have made it", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(mine),
@@ -108,8 +107,14 @@ func content(t *testing.T, body string) payments.Content {
 	return c
 }
 
-// Equal is exact: the key set, strings as strings, numbers by value only
-// where the upstream has numbers.
+// listedAs is a payment as the upstream lists it, read as settling reads it.
+func listedAs(id string, at time.Time, info string) payments.Listed {
+	return payments.Listed{ID: id, CreatedAt: at, Info: json.RawMessage(info), Content: money.ReadSeen(json.RawMessage(info))}
+}
+
+// Equal is exact on the model: every member the model has, the amount to
+// the minor unit, an absent member (null, "", left out) equal only to an
+// absent one; members only the upstream adds are not the request's.
 func TestContentEqual(t *testing.T) {
 	for _, tc := range []struct {
 		sent, listed string
@@ -117,18 +122,22 @@ func TestContentEqual(t *testing.T) {
 	}{
 		{`{"amount":"10.00","currency":"EUR"}`, `{"amount":10,"currency":"EUR"}`, true},
 		{`{"amount":10,"currency":"EUR"}`, `{"amount":10.0,"currency":"EUR"}`, true},
+		{`{"amount":10,"currency":"EUR"}`, `{"amount":1e1,"currency":"EUR"}`, true},
+		{`{"amount":10,"currency":"EUR"}`, `{"amount":10.000000000000002,"currency":"EUR"}`, false},
 		{`{"amount":10,"currency":"EUR"}`, `{"amount":10,"currency":"eur"}`, false},
 		{`{"amount":10,"currency":"EUR","creditorName":"1e3"}`, `{"amount":10,"currency":"EUR","creditorName":"1000"}`, false},
 		{`{"amount":10,"currency":"EUR"}`, `{"amount":10,"currency":"EUR","creditorName":"x"}`, false},
-		{`{"amount":10,"currency":"EUR","x":1}`, `{"amount":10,"currency":"EUR"}`, false},
-		{`{"amount":10,"currency":"EUR","creditorAccount":{"iban":"A"}}`, `{"amount":10,"currency":"EUR","creditorAccount":{"iban":"A","name":"n"}}`, false},
+		{`{"amount":10,"currency":"EUR","remittanceInformation":""}`, `{"amount":10,"currency":"EUR"}`, true},
+		{`{"amount":10,"currency":"EUR","debtorAccount":null}`, `{"amount":10,"currency":"EUR","remittanceInformation":null}`, true},
+		{`{"amount":10,"currency":"EUR","creditorAccount":{"iban":"A"}}`, `{"amount":10,"currency":"EUR","creditorAccount":{"iban":"A","name":"n"}}`, true},
+		{`{"amount":10,"currency":"EUR","creditorAccount":{"iban":"A"}}`, `{"amount":10,"currency":"EUR","creditorAccount":{"iban":"B"}}`, false},
 	} {
-		var sent, listed map[string]any
-		_ = json.Unmarshal([]byte(tc.sent), &sent)
-		_ = json.Unmarshal([]byte(tc.listed), &listed)
-		got := payments.Content{Info: sent}.Equal(payments.Listed{Info: listed})
-		if got != tc.want {
+		c := content(t, `{"paymentInformation":`+tc.sent+`}`)
+		if got := c.Equal(listedAs("P", time.Time{}, tc.listed)); got != tc.want {
 			t.Errorf("Equal(%s, %s): got %v, want %v", tc.sent, tc.listed, got, tc.want)
+		}
+		if !c.Similar(listedAs("P", time.Time{}, tc.listed)) && tc.want {
+			t.Errorf("Similar(%s, %s): an equal payment must be similar", tc.sent, tc.listed)
 		}
 	}
 }

@@ -1,12 +1,12 @@
 package payments
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/money"
+	"github.com/fintech-bff/bff/internal/mutant"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
 )
@@ -87,14 +89,12 @@ func (s *Service) holds(route string, c Content) bool {
 	if su.Always {
 		return true
 	}
-	currency, _ := c.Info["currency"].(string)
-	limit, ok := su.Thresholds[strings.ToUpper(strings.TrimSpace(currency))]
+	limit, ok := su.Thresholds[c.Info.Amount.Currency]
 	if !ok {
 		return true
 	}
-	amount, ok1 := decimal(c.Info["amount"])
-	min, ok2 := decimal(limit)
-	return !ok1 || !ok2 || amount.Cmp(min) >= 0
+	min, err := money.ParseMinor(limit, c.Info.Amount.Currency)
+	return err != nil || c.Info.Amount.Minor >= min
 }
 
 // holdRef is the opaque reference of a hold in its step-up URL: the
@@ -196,7 +196,7 @@ func (s *Service) HeldPayment(ctx context.Context, ref string) (Hold, *problem.P
 		return Hold{}, p
 	}
 	c, _ := ParseContent(rec.Content)
-	details, err := json.Marshal([]map[string]any{paymentDetail(c)})
+	details, err := json.Marshal([]paymentInitiation{paymentDetail(c)})
 	if err != nil {
 		return Hold{}, problem.Wrap(problem.CodeInternal, "the payment could not be described for its approval", err)
 	}
@@ -401,7 +401,7 @@ func (s *Service) mismatch(rec *ledger.Record, a Approval) string {
 	if !ok {
 		return "the held payment has no content to compare"
 	}
-	if !grantedEquals(a.Details, paymentDetail(c)) && !brokenRule {
+	if !grantedEquals(a.Details, paymentDetail(c)) && !mutant.Is(mutant.ApprovalContentUnchecked) {
 		return "the granted authorization_details are not the held payment's"
 	}
 	return ""
@@ -412,65 +412,86 @@ const DetailType = "payment_initiation"
 
 // paymentDetail is the authorization detail (RFC 9396, payment_initiation)
 // of a payment's content: what the identity provider shows the user and
-// what the approval must grant, field for field.
-func paymentDetail(c Content) map[string]any {
-	d := map[string]any{"type": DetailType}
-	currency, _ := c.Info["currency"].(string)
-	d["instructedAmount"] = map[string]any{"currency": currency, "amount": amountText(c.Info["amount"])}
-	if v, ok := c.Info["creditorName"].(string); ok {
-		d["creditorName"] = v
+// what the approval must grant, field for field. The amount is the
+// canonical decimal of the held payment (money.Amount.String), exactly
+// what was sent.
+func paymentDetail(c Content) paymentInitiation {
+	i := c.Info
+	d := paymentInitiation{Type: DetailType, CreditorName: i.CreditorName, MerchantID: i.MerchantID,
+		RemittanceInformationUnstructured: i.RemittanceInformation}
+	d.InstructedAmount.Currency, d.InstructedAmount.Amount = i.Amount.Currency, i.Amount.String()
+	if i.CreditorAccount != nil {
+		d.CreditorAccount = &ibanRef{IBAN: i.CreditorAccount.IBAN}
 	}
-	if v, ok := c.Info["merchantId"].(string); ok {
-		d["merchantId"] = v
-	}
-	for _, f := range []string{"creditorAccount", "debtorAccount"} {
-		if acc, ok := c.Info[f].(map[string]any); ok {
-			if iban, ok := acc["iban"].(string); ok {
-				d[f] = map[string]any{"iban": iban}
-			}
-		}
-	}
-	if v, ok := c.Info["remittanceInformation"].(string); ok {
-		d["remittanceInformationUnstructured"] = v
+	if i.DebtorAccount != nil {
+		d.DebtorAccount = &ibanRef{IBAN: i.DebtorAccount.IBAN}
 	}
 	return d
 }
 
-// amountText is an amount as a decimal string, as the upstream reads it (a
-// float64), with at least two decimals: 1000 is "1000.00".
-func amountText(v any) string {
-	r, ok := decimal(v)
-	if !ok {
-		return fmt.Sprint(v)
-	}
-	f, _ := r.Float64()
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	whole, frac, _ := strings.Cut(s, ".")
-	for len(frac) < 2 {
-		frac += "0"
-	}
-	return whole + "." + frac
+// paymentInitiation is one RFC 9396 authorization detail of type
+// payment_initiation, as the BFF asks for it and as the provider grants it.
+type paymentInitiation struct {
+	Type             string `json:"type"`
+	InstructedAmount struct {
+		Currency string `json:"currency"`
+		Amount   string `json:"amount"`
+	} `json:"instructedAmount"`
+	CreditorName                      string   `json:"creditorName,omitempty"`
+	MerchantID                        string   `json:"merchantId,omitempty"`
+	CreditorAccount                   *ibanRef `json:"creditorAccount,omitempty"`
+	DebtorAccount                     *ibanRef `json:"debtorAccount,omitempty"`
+	RemittanceInformationUnstructured string   `json:"remittanceInformationUnstructured,omitempty"`
+}
+
+type ibanRef struct {
+	IBAN string `json:"iban"`
 }
 
 // grantedEquals reports whether the granted authorization_details hold
-// exactly one payment_initiation, equal to want as settling compares a
-// payment with a request (equalObject): the same fields at every level,
-// strings equal, the amount by value.
-func grantedEquals(granted json.RawMessage, want map[string]any) bool {
-	var list []map[string]any
+// exactly one payment_initiation, and it is want: no member more or less,
+// every text equal, the amount equal to the minor unit (read exactly from
+// its decimal text, never through a float).
+func grantedEquals(granted json.RawMessage, want paymentInitiation) bool {
+	var list []json.RawMessage
 	if json.Unmarshal(granted, &list) != nil {
 		return false
 	}
-	var found map[string]any
-	for _, d := range list {
-		if d["type"] == DetailType {
+	var found json.RawMessage
+	for _, raw := range list {
+		var head struct{ Type string }
+		if json.Unmarshal(raw, &head) == nil && head.Type == DetailType {
 			if found != nil {
 				return false
 			}
-			found = d
+			found = raw
 		}
 	}
-	return found != nil && equalObject(want, found)
+	if found == nil {
+		return false
+	}
+	var got paymentInitiation
+	d := json.NewDecoder(bytes.NewReader(found))
+	d.DisallowUnknownFields()
+	if d.Decode(&got) != nil {
+		return false
+	}
+	amount := money.ReadAmount(got.InstructedAmount.Amount, got.InstructedAmount.Currency)
+	wantAmount, err := money.ParseAmount(want.InstructedAmount.Amount, want.InstructedAmount.Currency)
+	if err != nil || !amount.Exact || amount.Amount != wantAmount || got.InstructedAmount.Currency != want.InstructedAmount.Currency {
+		return false
+	}
+	got.InstructedAmount = want.InstructedAmount
+	return got.Type == want.Type && got.CreditorName == want.CreditorName && got.MerchantID == want.MerchantID &&
+		sameIBAN(got.CreditorAccount, want.CreditorAccount) && sameIBAN(got.DebtorAccount, want.DebtorAccount) &&
+		got.RemittanceInformationUnstructured == want.RemittanceInformationUnstructured
+}
+
+func sameIBAN(a, b *ibanRef) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.IBAN == b.IBAN
 }
 
 // expireHolds declines the holds that ran out, so their users' lists and

@@ -38,10 +38,12 @@ func stepUpAttack(t *testing.T, routes ...string) *attack {
 
 const reviewBigInfo = `{"amount":"5000.00","currency":"EUR","creditorName":"Mallory Ltd","creditorAccount":{"iban":"DE89370400440532013000"}}`
 
-// A creation (POST /v2/payments) that carries a "paymentId" member is read
-// by creates() as "an init of an existing payment: creates nothing", so it
-// is never held; but the upstream's POST /v2/payments ignores paymentId and
-// makes the payment. 5,000 EUR leave without any approval.
+// A creation (POST /v2/payments) that carries a "paymentId" member was read
+// by an earlier version as "an init of an existing payment: creates
+// nothing", so it was never held; but the upstream's POST /v2/payments
+// ignores paymentId and makes the payment. 5,000 EUR left without any
+// approval. A creation names no paymentId in the BFF's model: it is
+// refused, naming the member, and nothing is held or sent.
 func TestStepUpAttackPaymentIDOnACreationSkipsTheHold(t *testing.T) {
 	// The control: the same payment without paymentId is held, none made.
 	ctl := stepUpAttack(t)
@@ -54,11 +56,13 @@ func TestStepUpAttackPaymentIDOnACreationSkipsTheHold(t *testing.T) {
 			body := `{"paymentId":` + pid + `,"paymentInformation":` + reviewBigInfo + `,"providerIds":["demobank-sandbox"]}`
 			w := a.post(t, "/v2/payments", body, "K-"+strings.Trim(pid, `"{}[]`))
 			if n := a.payments(); n != 0 {
-				t.Fatalf("the upstream made %d payment(s) of 5000.00 EUR without an approval (answer %d %s); want the payment held (401 STEP_UP_REQUIRED), none made",
-					n, w.Code, w.Body)
+				t.Fatalf("the upstream made %d payment(s) of 5000.00 EUR without an approval (answer %d %s); want none", n, w.Code, w.Body)
 			}
-			if p := decodeProblem(t, w); w.Code != http.StatusUnauthorized || p.Code != problem.CodeStepUpRequired {
-				t.Fatalf("got %d %s, want 401 STEP_UP_REQUIRED", w.Code, w.Body)
+			if p := decodeProblem(t, w); w.Code != http.StatusBadRequest || p.Code != problem.CodeValidationError || len(p.Fields) != 1 || p.Fields[0].Field != "paymentId" {
+				t.Fatalf("got %d %s, want 400 VALIDATION_ERROR naming paymentId", w.Code, w.Body)
+			}
+			if rec, _ := a.svc.Record(context.Background(), attackUser, "K-"+strings.Trim(pid, `"{}[]`)); rec.Key != "" {
+				t.Fatalf("the refused body was recorded: %+v", rec)
 			}
 		})
 	}

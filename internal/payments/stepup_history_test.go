@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/mutant"
 	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
@@ -432,10 +433,11 @@ func reportHold(t *testing.T, h *holdHistory) {
 }
 
 // TestHoldCheckerCatchesABrokenRule builds this package's tests with the
-// brokenrule tag (an approval's content is not compared) and requires the
-// checker to fail with a seed.
+// mutant approval-content-unchecked (an approval's content is not
+// compared) and requires the checker to fail with a seed.
 func TestHoldCheckerCatchesABrokenRule(t *testing.T) {
-	cmd := exec.Command("go", "test", "-count=1", "-tags", "brokenrule", "-run", "^TestHoldHistories$", ".")
+	cmd := exec.Command("go", "test", "-count=1", "-ldflags=-X=github.com/fintech-bff/bff/internal/mutant.active="+mutant.ApprovalContentUnchecked,
+		"-run", "^TestHoldHistories$", ".")
 	cmd.Env = append(os.Environ(), "BFF_HOLD_OPS=400")
 	out, err := cmd.CombinedOutput()
 	if err == nil {

@@ -102,7 +102,7 @@ func TestStepUpHoldsAndReleasesOnce(t *testing.T) {
 		if p != nil {
 			t.Fatal(p)
 		}
-		want := `[{"creditorAccount":{"iban":"FR7630006000011234567890189"},"creditorName":"Jane Doe","instructedAmount":{"amount":"1000.00","currency":"EUR"},"remittanceInformationUnstructured":"Invoice 42","type":"payment_initiation"}]`
+		want := `[{"type":"payment_initiation","instructedAmount":{"currency":"EUR","amount":"1000.00"},"creditorName":"Jane Doe","creditorAccount":{"iban":"FR7630006000011234567890189"},"remittanceInformationUnstructured":"Invoice 42"}]`
 		if string(hold.Details) != want {
 			t.Fatalf("authorization_details:\n got %s\nwant %s", hold.Details, want)
 		}
