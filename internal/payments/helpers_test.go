@@ -23,6 +23,7 @@ var contractRoutes = []proxy.Route{
 	{Prefix: "/v2/pay", Methods: []string{"POST"}},
 	{Prefix: "/v2/connections", Methods: []string{"GET", "POST", "DELETE"}},
 	{Prefix: "/chat/chat/connections/refresh", Methods: []string{"POST"}},
+	{Prefix: "/v2/merchants", Methods: []string{"GET", "POST", "PUT", "DELETE"}},
 }
 
 // fakeTokens hands out "tok-<user>-<generation>" and counts invalidations.

@@ -196,7 +196,11 @@ func (s *Service) HeldPayment(ctx context.Context, ref string) (Hold, *problem.P
 		return Hold{}, p
 	}
 	c, _ := ParseContent(rec.Content)
-	details, err := json.Marshal([]paymentInitiation{paymentDetail(c)})
+	pe, p := s.payeeOf(ctx, rec.UserID, "", c)
+	if p != nil {
+		return Hold{}, p
+	}
+	details, err := json.Marshal([]paymentInitiation{withPayee(paymentDetail(c), pe)})
 	if err != nil {
 		return Hold{}, problem.Wrap(problem.CodeInternal, "the payment could not be described for its approval", err)
 	}
@@ -328,7 +332,16 @@ func (s *Service) Approve(ctx context.Context, ref, userID, sessionRef string, a
 	if p := s.stillHeld(ctx, rec); p != nil {
 		return Record{}, p
 	}
-	if why := s.mismatch(rec, a); why != "" {
+	why, rebind := s.mismatch(ctx, rec, a)
+	if rebind != nil {
+		// The merchant's account changed after the user was shown it: the
+		// payment is not sent to an account the user did not approve, and
+		// it waits for an approval that shows the account it would go to.
+		s.log.Warn("a merchant payment's account changed since its approval was shown; the payment is held again, not sent",
+			slog.String("requestId", a.RequestID))
+		return Record{}, rebind
+	}
+	if why != "" {
 		s.log.Warn("a payment approval did not match its held payment; the payment is declined and not sent",
 			slog.String("requestId", a.RequestID), slog.String("reason", why))
 		return Record{}, s.declineOrSay(ctx, rec.ID, ledger.EndMismatch)
@@ -382,29 +395,47 @@ func (s *Service) Approve(ctx context.Context, ref, userID, sessionRef string, a
 	return s.record(rec.UserID, e), nil
 }
 
-// mismatch says why an approval does not release rec ("" when it does).
-func (s *Service) mismatch(rec *ledger.Record, a Approval) string {
+// mismatch says why an approval does not release rec ("" when it does),
+// or, when the approval matches the held payment but for a merchant's
+// account that changed since it was shown, the answer that holds it again.
+func (s *Service) mismatch(ctx context.Context, rec *ledger.Record, a Approval) (string, *problem.Problem) {
 	now := time.Now()
 	switch {
 	case a.UserID != rec.UserID:
-		return "the approval is another user's"
+		return "the approval is another user's", nil
 	case !slices.Contains(s.stepUp.ACRValues, a.ACR) && len(s.stepUp.ACRValues) > 0:
-		return "the authentication's class (acr) is not one the policy accepts"
+		return "the authentication's class (acr) is not one the policy accepts", nil
 	case a.AuthTime.IsZero():
-		return "the approval carries no auth_time"
+		return "the approval carries no auth_time", nil
 	case a.AuthTime.Before(rec.ClaimedAt.Add(-approvalSkew)):
-		return "the authentication happened before the payment was held"
+		return "the authentication happened before the payment was held", nil
+	case a.AuthTime.After(now.Add(approvalSkew)):
+		return "the authentication's time is in the future", nil
 	case s.stepUp.MaxAge > 0 && now.Sub(a.AuthTime) > s.stepUp.MaxAge+approvalSkew:
-		return "the authentication is older than max_age"
+		return "the authentication is older than max_age", nil
 	}
 	c, ok := ParseContent(rec.Content)
 	if !ok {
-		return "the held payment has no content to compare"
+		return "the held payment has no content to compare", nil
 	}
-	if !grantedEquals(a.Details, paymentDetail(c)) && !mutant.Is(mutant.ApprovalContentUnchecked) {
-		return "the granted authorization_details are not the held payment's"
+	if mutant.Is(mutant.ApprovalContentUnchecked) {
+		return "", nil
 	}
-	return ""
+	pe, p := s.payeeOf(ctx, rec.UserID, a.RequestID, c)
+	if p != nil {
+		return "", p // the payee cannot be checked now: nothing is sent, the hold stays
+	}
+	want := withPayee(paymentDetail(c), pe)
+	got, ok := grantedDetail(a.Details)
+	switch {
+	case ok && sameDetail(got, want):
+		return "", nil
+	case ok && pe != nil && sameDetail(withPayee(got, &payee{Name: want.CreditorName, IBAN: want.CreditorAccount.IBAN}), want):
+		p := problem.New(problem.CodeStepUpRequired, "the merchant's account changed after this payment's approval was shown; it was not sent, and waits for an approval that shows the account it would now go to")
+		p.Ext = []problem.Member{{Name: "stepUpUrl", Value: s.stepUpURL(rec.UserID, rec.SessionRef, rec.ID)}}
+		return "", p
+	}
+	return "the granted authorization_details are not the held payment's", nil
 }
 
 // DetailType is the RFC 9396 type of a payment's authorization details.
@@ -448,40 +479,44 @@ type ibanRef struct {
 	IBAN string `json:"iban"`
 }
 
-// grantedEquals reports whether the granted authorization_details hold
-// exactly one payment_initiation, and it is want: no member more or less,
-// every text equal, the amount equal to the minor unit (read exactly from
-// its decimal text, never through a float).
-func grantedEquals(granted json.RawMessage, want paymentInitiation) bool {
+// grantedDetail reads the granted authorization_details: exactly one
+// payment_initiation, with no member the BFF did not ask for.
+func grantedDetail(granted json.RawMessage) (paymentInitiation, bool) {
 	var list []json.RawMessage
 	if json.Unmarshal(granted, &list) != nil {
-		return false
+		return paymentInitiation{}, false
 	}
 	var found json.RawMessage
 	for _, raw := range list {
 		var head struct{ Type string }
 		if json.Unmarshal(raw, &head) == nil && head.Type == DetailType {
 			if found != nil {
-				return false
+				return paymentInitiation{}, false
 			}
 			found = raw
 		}
 	}
 	if found == nil {
-		return false
+		return paymentInitiation{}, false
 	}
 	var got paymentInitiation
 	d := json.NewDecoder(bytes.NewReader(found))
 	d.DisallowUnknownFields()
 	if d.Decode(&got) != nil {
-		return false
+		return paymentInitiation{}, false
 	}
+	return got, true
+}
+
+// sameDetail reports whether got is want: every text equal, the amount
+// equal to the minor unit (read exactly from its decimal text, never
+// through a float).
+func sameDetail(got, want paymentInitiation) bool {
 	amount := money.ReadAmount(got.InstructedAmount.Amount, got.InstructedAmount.Currency)
 	wantAmount, err := money.ParseAmount(want.InstructedAmount.Amount, want.InstructedAmount.Currency)
 	if err != nil || !amount.Exact || amount.Amount != wantAmount || got.InstructedAmount.Currency != want.InstructedAmount.Currency {
 		return false
 	}
-	got.InstructedAmount = want.InstructedAmount
 	return got.Type == want.Type && got.CreditorName == want.CreditorName && got.MerchantID == want.MerchantID &&
 		sameIBAN(got.CreditorAccount, want.CreditorAccount) && sameIBAN(got.DebtorAccount, want.DebtorAccount) &&
 		got.RemittanceInformationUnstructured == want.RemittanceInformationUnstructured
