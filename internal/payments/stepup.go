@@ -65,6 +65,9 @@ type StepUp struct {
 	// URL is the step-up endpoint as the client reaches it (the public
 	// URL's /auth/step-up).
 	URL string
+	// Now is the clock an approval's auth_time is judged by (max_age, a
+	// time ahead of it); time.Now when nil. Tests move it.
+	Now func() time.Time
 }
 
 // approvalSkew is how far the identity provider's clock (auth_time) may be
@@ -400,6 +403,9 @@ func (s *Service) Approve(ctx context.Context, ref, userID, sessionRef string, a
 // account that changed since it was shown, the answer that holds it again.
 func (s *Service) mismatch(ctx context.Context, rec *ledger.Record, a Approval) (string, *problem.Problem) {
 	now := time.Now()
+	if s.stepUp.Now != nil {
+		now = s.stepUp.Now()
+	}
 	switch {
 	case a.UserID != rec.UserID:
 		return "the approval is another user's", nil

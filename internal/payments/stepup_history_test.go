@@ -325,7 +325,7 @@ func runHoldHistory(t *testing.T, seed uint64, ops int, run holdRun) *holdHistor
 		svcs = append(svcs, payments.New(payments.Options{Upstream: f.fwd, Timeout: 300 * time.Millisecond,
 			MoneyRoutes: []string{"/v2/payments", "/v2/pay"}, Ledger: led, EncryptionKey: make([]byte, 32),
 			StepUp: &payments.StepUp{Thresholds: map[string]string{"EUR": "100.00"}, ACRValues: []string{"urn:bff:acr:mfa"},
-				MaxAge: 5 * time.Minute, HoldFor: 10 * time.Minute, URL: "https://app.example/auth/step-up"}}))
+				MaxAge: 5 * time.Minute, HoldFor: 10 * time.Minute, URL: "https://app.example/auth/step-up", Now: clock.now}}))
 	}
 	h := &holdHistory{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), f: f, svcs: svcs, clock: clock}
 	amounts := []string{"50.00", "150.00", "1000.00"}
