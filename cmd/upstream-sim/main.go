@@ -60,6 +60,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	webhookURL := fs.String("webhook-url", "", "post a signed webhook to this URL on every payment status change (default: none)")
 	webhookSecret := fs.String("webhook-secret", "",
 		"whsec_ secret that signs webhooks (env SIM_WEBHOOK_SECRET overrides; default: upstreamsim.DefaultWebhookSecret, public)")
+	profile := fs.String("reply-profile", upstreamsim.ProfileFull,
+		"what payments carry in replies: full (every field, updatedAt included) or documented (only what the API documents)")
+	listLag := fs.Duration("list-lag", 0, "how long a new payment stays out of GET /v2/payments (the list; GET /v2/payments/{id} finds it at once)")
 	verbose := fs.Bool("v", false, "log every request (debug level)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -99,7 +102,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		TokenTTL: *ttl, ExpiresInUnit: *unit, Credits: *credits, AccountCap: *accountCap,
 		BigQueryLock: upstreamsim.Bool(*lock), AllowedRedirectURLs: splitList(*redirects),
 		Control: *control, Logger: log, Unauthorized401Shape: *shape, PublicURL: *publicURL, Seed: *seed, Start: start,
-		WebhookURL: *webhookURL, WebhookSecret: *webhookSecret,
+		WebhookURL: *webhookURL, WebhookSecret: *webhookSecret, ReplyProfile: *profile, ListLag: *listLag,
 	}
 	if err := opts.Validate(); err != nil {
 		return err
@@ -130,7 +133,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		slog.String("plan", *plan), slog.Bool("productionAccess", *production),
 		slog.Duration("tokenTTL", *ttl), slog.String("expiresInUnit", *unit),
 		slog.Int("credits", max(*credits, 0)), slog.Bool("control", *control), slog.String("publicURL", *publicURL),
-		slog.String("seed", *seed), slog.String("now", *now), slog.String("webhookUrl", *webhookURL))
+		slog.String("seed", *seed), slog.String("now", *now), slog.String("webhookUrl", *webhookURL),
+		slog.String("replyProfile", *profile), slog.Duration("listLag", *listLag))
 	fmt.Fprintf(stdout, "upstream-sim listening on http://%s\n", ln.Addr())
 
 	errc := make(chan error, 1)

@@ -150,6 +150,8 @@ func TestRunFlags(t *testing.T) {
 		{"webhook url not http", []string{"-webhook-url", "ftp://hooks.example/x"}},
 		{"webhook secret without whsec_", []string{"-webhook-secret", "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0"}},
 		{"webhook secret too short", []string{"-webhook-secret", "whsec_c2hvcnQ="}},
+		{"unknown reply profile", []string{"-reply-profile", "minimal"}},
+		{"negative list lag", []string{"-list-lag", "-1s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -230,6 +232,32 @@ func TestRunZeroCapAndEmptyAllowList(t *testing.T) {
 	res.Body.Close()
 	if err != nil || got.AccountCap != 0 || got.AllowedRedirectURLs == nil || len(got.AllowedRedirectURLs) != 0 {
 		t.Errorf("got %+v (%v), want accountCap 0 and allowedRedirectURLs []", got, err)
+	}
+}
+
+// -reply-profile and -list-lag are the settings' start-up values.
+func TestRunReplyProfileAndListLag(t *testing.T) {
+	base, stop, _ := start(t, []string{"-control", "-reply-profile", "documented", "-list-lag", "300ms"}, nil)
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	res, err := http.Get(base + "/_sim/settings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		ReplyProfile string `json:"replyProfile"`
+		ListLag      string `json:"listLag"`
+	}
+	err = json.NewDecoder(res.Body).Decode(&got)
+	res.Body.Close()
+	if err != nil || got.ReplyProfile != "documented" || got.ListLag != "300ms" {
+		t.Errorf("got %+v (%v), want replyProfile documented and listLag 300ms", got, err)
+	}
+	if body := get(t, base, "u", "/v2/payments"); strings.Contains(body, "updatedAt") {
+		t.Errorf("documented profile: got %s, want no updatedAt", body)
 	}
 }
 

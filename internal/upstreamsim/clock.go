@@ -17,14 +17,19 @@ type simClock struct {
 	offset atomic.Int64              // nanoseconds
 }
 
-func (c *simClock) now() time.Time {
+func (c *simClock) now() time.Time { return c.exact().Truncate(time.Second) }
+
+// exact is the simulator's time, in UTC, without now's rounding down to
+// whole seconds: what a setting finer than a second (the list lag) is
+// measured on. Timestamps in replies come from now.
+func (c *simClock) exact() time.Time {
 	var t time.Time
 	if p := c.start.Load(); p != nil {
 		t = *p
 	} else {
 		t = c.base()
 	}
-	return t.Add(time.Duration(c.offset.Load())).UTC().Truncate(time.Second)
+	return t.Add(time.Duration(c.offset.Load())).UTC()
 }
 
 func (c *simClock) advance(d time.Duration) time.Time {

@@ -49,8 +49,12 @@ func (s *Server) controlRoutes() http.Handler {
 			}
 			f.Delay = d
 		}
-		if f.Status == 0 && f.Delay == 0 && !f.HangUp {
-			controlError(w, "a fault needs a status, a delay or hangUp")
+		if f.Status == 0 && f.Delay == 0 && !f.HangUp && !f.ActLate {
+			controlError(w, "a fault needs a status, a delay, hangUp or actLate")
+			return
+		}
+		if err := f.validate(); err != nil {
+			controlError(w, err.Error())
 			return
 		}
 		f.ID = s.InjectFault(f)
@@ -280,6 +284,7 @@ func (s *Server) controlRoutes() http.Handler {
 	})
 	s.consentControl(mux)
 	s.directPaymentControl(mux)
+	s.seedPaymentsControl(mux)
 	s.fixtureControl(mux)
 	s.webhookControl(mux)
 	mux.HandleFunc("/_sim/", func(w http.ResponseWriter, r *http.Request) {
@@ -294,6 +299,7 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		SettingsPatch
 		TokenTTL *string `json:"tokenTTL"`
+		ListLag  *string `json:"listLag"`
 	}
 	if !decodeControl(w, r, &in) {
 		return
@@ -307,6 +313,14 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 		}
 		p.TokenTTL = &d
 	}
+	if in.ListLag != nil {
+		d, err := time.ParseDuration(*in.ListLag)
+		if err != nil {
+			controlError(w, `"listLag" must be a duration of 0 or more, such as "300ms"`)
+			return
+		}
+		p.ListLag = &d
+	}
 	st, err := s.UpdateSettings(p)
 	if err != nil {
 		controlError(w, err.Error())
@@ -315,13 +329,17 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, settingsView(st))
 }
 
-// settingsJSON is Settings on the wire: the token TTL as a duration string.
+// settingsJSON is Settings on the wire: the token TTL and the list lag as
+// duration strings.
 type settingsJSON struct {
 	Settings
 	TokenTTL string `json:"tokenTTL"`
+	ListLag  string `json:"listLag"`
 }
 
-func settingsView(s Settings) settingsJSON { return settingsJSON{s, s.TokenTTL.String()} }
+func settingsView(s Settings) settingsJSON {
+	return settingsJSON{s, s.TokenTTL.String(), s.ListLag.String()}
+}
 
 // faultJSON is a Fault on the wire: its delay as a duration string.
 type faultJSON struct {

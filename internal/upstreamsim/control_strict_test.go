@@ -42,6 +42,9 @@ var controlCalls = []struct {
 	{"POST", "/_sim/payments/01KY12900GPN7T3N1FPMPK309R/status", map[string]any{"status": "ACSC"}},
 	{"POST", "/_sim/connections/01KY12900GPN7T3N1FPMPK309R/status", map[string]any{"status": "ACTIVE"}},
 	{"POST", "/_sim/payments", directBody("alice", paymentBody("Order direct"))},
+	{"POST", "/_sim/payments/seed", map[string]any{"userId": "alice", "count": 3}},
+	{"POST", "/_sim/faults", map[string]any{"actLate": true, "delay": "1s", "times": 1}},
+	{"PATCH", "/_sim/settings", map[string]any{"replyProfile": "documented", "listLag": "300ms"}},
 	{"PATCH", "/_sim/settings", map[string]any{"webhookUrl": "", "webhookSecret": DefaultWebhookSecret}},
 	{"GET", "/_sim/webhooks", nil},
 	{"POST", "/_sim/webhooks/msg_x/redeliver", nil},
@@ -159,7 +162,7 @@ func TestSettingsControlAPI(t *testing.T) {
 	for key, bad := range map[string]any{
 		"tokenTTL": "soon", "unauthorizedShape": "html", "expiresInUnit": "hours", "accountCap": -1,
 		"plan": "gold", "credits": -3, "allowedRedirectURLs": []string{"nope"}, "bigQueryLock": "yes",
-		"webhookUrl": "ftp://x", "webhookSecret": "whsec_nope",
+		"webhookUrl": "ftp://x", "webhookSecret": "whsec_nope", "replyProfile": "minimal", "listLag": "-1s",
 	} {
 		t.Run(key, func(t *testing.T) {
 			r := h.do("PATCH", "/_sim/settings", "", map[string]any{key: bad})

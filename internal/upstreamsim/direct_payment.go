@@ -68,8 +68,7 @@ func (s *Server) directPayment(r *http.Request, userID string, m map[string]any)
 	if e != nil {
 		return DirectPayment{}, e
 	}
-	now := s.clock.now()
-	p, e := s.makePayment(userID, req, now)
+	p, e := s.makePayment(userID, req, s.clock.exact())
 	if e != nil {
 		return DirectPayment{}, e
 	}
@@ -84,30 +83,44 @@ func (s *Server) directPayment(r *http.Request, userID string, m map[string]any)
 func (s *Server) directPaymentControl(mux *http.ServeMux) {
 	mux.HandleFunc("POST /_sim/payments", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
-			UserID               string `json:"userId"`
-			PaymentInformation   any    `json:"paymentInformation"`
-			ProviderIDs          any    `json:"providerIds"`
-			ProviderID           any    `json:"providerId"`
-			RedirectURL          any    `json:"redirectUrl"`
-			IncludeFakeProviders any    `json:"includeFakeProviders"`
+			UserID string `json:"userId"`
+			paymentKeys
 		}
 		if !decodeControl(w, r, &in) {
 			return
 		}
-		m := map[string]any{}
-		for k, v := range map[string]any{
-			"paymentInformation": in.PaymentInformation, "providerIds": in.ProviderIDs, "providerId": in.ProviderID,
-			"redirectUrl": in.RedirectURL, "includeFakeProviders": in.IncludeFakeProviders,
-		} {
-			if v != nil { // absent or null: the checker reads both as missing
-				m[k] = v
-			}
-		}
-		p, e := s.directPayment(r, in.UserID, m)
+		p, e := s.directPayment(r, in.UserID, in.object())
 		if e != nil {
 			writeAPIError(w, e)
 			return
 		}
 		writeJSON(w, http.StatusCreated, p)
 	})
+}
+
+// paymentKeys are the keys of a POST /v2/payments body, as the control
+// calls that take one read them: any JSON value, so that the values are
+// checked by the API's rules with the API's errors (parsePaymentFields),
+// not by the control API's decoder.
+type paymentKeys struct {
+	PaymentInformation   any `json:"paymentInformation"`
+	ProviderIDs          any `json:"providerIds"`
+	ProviderID           any `json:"providerId"`
+	RedirectURL          any `json:"redirectUrl"`
+	IncludeFakeProviders any `json:"includeFakeProviders"`
+}
+
+// object is the body k was read from, less its absent and null keys (the
+// checker reads both as missing).
+func (k paymentKeys) object() map[string]any {
+	m := map[string]any{}
+	for key, v := range map[string]any{
+		"paymentInformation": k.PaymentInformation, "providerIds": k.ProviderIDs, "providerId": k.ProviderID,
+		"redirectUrl": k.RedirectURL, "includeFakeProviders": k.IncludeFakeProviders,
+	} {
+		if v != nil {
+			m[key] = v
+		}
+	}
+	return m
 }

@@ -2,6 +2,8 @@ package upstreamsim
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -34,6 +36,18 @@ import (
 // holds the real reply back, HangUp drops it, Status replaces it. It is the
 // upstream that acted and whose answer was lost.
 //
+// With ActLate the upstream acts after the client stopped waiting: the
+// request is taken, then the simulator waits until the client goes away
+// or Delay passes (with HangUp it does not wait), closes the connection
+// without a reply if the client is still there, and only then, Delay
+// after it took the request, serves it anyway, on a goroutine of the
+// Server's (Close and Reset cancel it if it has not acted yet and wait
+// for it if it has begun). The client gets no reply; the payment (or
+// whatever the request does) appears later, made by the request: its
+// PaymentOrigins entry is the request's X-Request-Id, its createdAt the
+// time it acted. Delay is at most MaxActLateDelay; Status and AfterActing
+// do not go with it (see validate).
+//
 // ID is assigned by InjectFault ("f1", "f2", ...; never reused) and names
 // the fault to RemoveFault; it is ignored on input.
 type Fault struct {
@@ -49,6 +63,27 @@ type Fault struct {
 	HangUp      bool          `json:"hangUp,omitempty"`
 	Times       int           `json:"times,omitempty"`
 	AfterActing bool          `json:"afterActing,omitempty"`
+	ActLate     bool          `json:"actLate,omitempty"`
+}
+
+// MaxActLateDelay bounds the Delay of an ActLate fault: the BFF counts on
+// the upstream acting within 5 s after it stops waiting
+// (docs/payments.md, "Quiet"), so a later act would be a fault the BFF
+// documents it cannot handle, not one that finds its bugs.
+const MaxActLateDelay = 5 * time.Second
+
+// validate reports a fault InjectFault refuses (the control API answers
+// 400 with its message): only ActLate faults have rules of their own.
+func (f Fault) validate() error {
+	switch {
+	case !f.ActLate:
+		return nil
+	case f.Delay > MaxActLateDelay:
+		return fmt.Errorf(`"delay" of an actLate fault must be at most %s: the upstream acts within 5s after the client stops waiting`, MaxActLateDelay)
+	case f.Status != 0 || f.AfterActing:
+		return errors.New(`"actLate" does not go with "status" or "afterActing": the client of an actLate fault gets no reply`)
+	}
+	return nil
 }
 
 // matches reports whether f applies to r, which acts for user.

@@ -1,6 +1,7 @@
 package upstreamsim
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
@@ -25,32 +26,106 @@ func outcomeFor(remittance string) string {
 }
 
 // viewPayment settles a payment of the caller's and copies it for encoding,
-// with its payUrl: the consent page on this simulator.
+// with its payUrl: the consent page on this simulator, and the reply
+// profile it is encoded in (see payment.MarshalJSON).
 func (s *Server) viewPayment(r *http.Request, c *call) func(*payment) payment {
+	profile := s.knobs.Load().replyProfile
 	return func(p *payment) payment {
 		s.settle(p, c.now)
 		v := *p
 		v.ProviderIDs = slices.Clone(p.ProviderIDs)
 		v.PayURL = s.payURL(r, c.userID(), p)
+		v.profile = profile
 		return v
 	}
 }
 
+// MarshalJSON encodes a payment in its reply profile: every field
+// (ProfileFull, or a payment not made for a reply), or only the documented
+// ones (ProfileDocumented, see documentedPayment).
+func (p payment) MarshalJSON() ([]byte, error) {
+	if p.profile != ProfileDocumented {
+		type full payment // without the method: no recursion
+		return json.Marshal(full(p))
+	}
+	return json.Marshal(documentedPayment{
+		ID: p.ID, Status: p.Status, PaymentInformation: normalInfo(p.PaymentInformation),
+		ProviderIDs: p.ProviderIDs, ProviderID: p.ProviderID, RedirectURL: p.RedirectURL,
+		PayURL: p.PayURL, CreatedAt: p.CreatedAt,
+	})
+}
+
+// documentedPayment is a payment in ProfileDocumented: the fields the
+// upstream documents for a payment, so no updatedAt (it documents one for
+// connections only). A client built against it cannot come to rely on a
+// field the real upstream does not promise.
+type documentedPayment struct {
+	ID                 string         `json:"id"`
+	Status             string         `json:"status"`
+	PaymentInformation documentedInfo `json:"paymentInformation"`
+	ProviderIDs        []string       `json:"providerIds"`
+	ProviderID         string         `json:"providerId,omitempty"`
+	RedirectURL        string         `json:"redirectUrl,omitempty"`
+	PayURL             string         `json:"payUrl"`
+	CreatedAt          time.Time      `json:"createdAt"`
+}
+
+// documentedInfo is a paymentInformation normalised as ProfileDocumented
+// promises: only the members the simulator models, none an empty string
+// or null, the amount a JSON number. Its members are paymentInfo's, in
+// the same order.
+type documentedInfo struct {
+	Amount                float64     `json:"amount"` // positive: creation refuses anything else
+	Currency              string      `json:"currency,omitempty"`
+	RemittanceInformation string      `json:"remittanceInformation,omitempty"`
+	MerchantID            string      `json:"merchantId,omitempty"`
+	CreditorName          string      `json:"creditorName,omitempty"`
+	CreditorAccount       *accountRef `json:"creditorAccount,omitempty"`
+	DebtorAccount         *accountRef `json:"debtorAccount,omitempty"`
+}
+
+// normalInfo is pi as documentedInfo. A member the simulator does not
+// model was never kept (paymentInfo has no place for it); an account
+// without an IBAN is dropped. The full profile encodes every payment the
+// simulator can hold the same way today (paymentInfo's omitempty drops
+// empty strings and absent accounts, and creation refuses an empty IBAN
+// or currency); this keeps the documented profile's promise should that
+// change.
+func normalInfo(pi paymentInfo) documentedInfo {
+	account := func(a *accountRef) *accountRef {
+		if a == nil || a.IBAN == "" {
+			return nil
+		}
+		return &accountRef{IBAN: a.IBAN}
+	}
+	return documentedInfo{
+		Amount: pi.Amount, Currency: pi.Currency, RemittanceInformation: pi.RemittanceInformation,
+		MerchantID: pi.MerchantID, CreditorName: pi.CreditorName,
+		CreditorAccount: account(pi.CreditorAccount), DebtorAccount: account(pi.DebtorAccount),
+	}
+}
+
 // listPayments is GET /v2/payments: cursor paging, newest first by
-// default, optional status filter.
+// default, optional status filter. With a list lag, a payment made less
+// than the lag ago (by the simulator's clock, to the nanosecond) is left
+// out, of the count too; GET /v2/payments/{id} finds it all the same.
 func (s *Server) listPayments(w http.ResponseWriter, r *http.Request, c *call) *apiError {
 	q := r.URL.Query()
 	pq, e := parsePage(q, -1)
 	if e != nil {
 		return e
 	}
+	lag := s.knobs.Load().listLag
 	u := s.users.get(c.userID(), c.now)
 	u.mu.Lock()
 	items := u.payments
-	if st := q.Get("status"); st != "" {
+	if st := q.Get("status"); st != "" || lag > 0 {
 		items = nil
 		for _, p := range u.payments {
-			if s.settle(p, c.now); p.Status == st {
+			if lag > 0 && !p.madeAt.IsZero() && c.at.Before(p.madeAt.Add(lag)) {
+				continue
+			}
+			if s.settle(p, c.now); st == "" || p.Status == st {
 				items = append(items, p)
 			}
 		}
@@ -246,7 +321,7 @@ func (s *Server) checkPayment(u *userData, req paymentRequest) *apiError {
 }
 
 // makePayment applies the business rules (checkPayment) to req for userID
-// and stores the payment.
+// and stores the payment, made at now (exact: see addPayment).
 func (s *Server) makePayment(userID string, req paymentRequest, now time.Time) (*payment, *apiError) {
 	u := s.users.get(userID, now)
 	u.mu.Lock()
@@ -259,12 +334,16 @@ func (s *Server) makePayment(userID string, req paymentRequest, now time.Time) (
 	return p, nil
 }
 
-// addPayment stores a new payment. The caller holds u.mu.
+// addPayment stores a new payment made at now, the simulator's exact time
+// (call.at): its createdAt is now in whole seconds, and the list lag
+// counts from now itself. The caller holds u.mu.
 func addPayment(u *userData, req paymentRequest, now time.Time) *payment {
+	at := now
+	now = now.Truncate(time.Second) // as replies show it, and as the id has always been drawn
 	p := &payment{
 		ID: u.newID(now), Status: outcomeFor(req.info.RemittanceInformation), PaymentInformation: req.info,
 		ProviderIDs: req.providerIDs, RedirectURL: req.redirectURL, CreatedAt: now, UpdatedAt: now,
-		includeFake: req.includeFakeProviders, origin: req.origin,
+		includeFake: req.includeFakeProviders, origin: req.origin, madeAt: at,
 	}
 	if p.ProviderIDs == nil {
 		p.ProviderIDs = []string{}
@@ -281,7 +360,7 @@ func (s *Server) createPayment(w http.ResponseWriter, r *http.Request, c *call) 
 		return e
 	}
 	req.origin = r.Header.Get("X-Request-Id")
-	p, e := s.makePayment(c.userID(), req, c.now)
+	p, e := s.makePayment(c.userID(), req, c.at)
 	if e != nil {
 		return e
 	}
@@ -366,7 +445,7 @@ func (s *Server) openBankingInit(w http.ResponseWriter, r *http.Request, c *call
 	}
 	if p == nil {
 		p = addPayment(u, paymentRequest{info: info, providerIDs: []string{providerID}, redirectURL: redirect, includeFakeProviders: include,
-			origin: r.Header.Get("X-Request-Id")}, c.now)
+			origin: r.Header.Get("X-Request-Id")}, c.at)
 	}
 	p.settle(c.now)
 	if p.Status == statusInit {

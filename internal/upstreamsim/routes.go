@@ -11,7 +11,8 @@ import (
 // verified token's claims.
 type call struct {
 	body   []byte
-	now    time.Time
+	now    time.Time // the simulator's time in whole seconds, as replies show it
+	at     time.Time // the same instant exactly, for the list lag
 	claims *claims
 }
 
@@ -78,7 +79,8 @@ func (s *Server) routes() http.Handler {
 func (s *Server) adapt(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		c := &call{body: body, now: s.clock.now()}
+		at := s.clock.exact()
+		c := &call{body: body, now: at.Truncate(time.Second), at: at}
 		if !rt.public {
 			cl, e := s.authorize(r, c.now)
 			if e != nil {

@@ -29,6 +29,16 @@ const (
 	UnitMilliseconds = "milliseconds"
 )
 
+// Reply profiles: what a payment carries in replies (Options.ReplyProfile).
+const (
+	// ProfileFull sends every field the simulator keeps, updatedAt included.
+	ProfileFull = "full"
+	// ProfileDocumented sends only what the upstream documents for a
+	// payment: no updatedAt (documented for connections only), and a
+	// paymentInformation of the members the simulator models, none empty.
+	ProfileDocumented = "documented"
+)
+
 // Shapes of the token endpoint's 401 on bad credentials.
 const (
 	Shape401Message = "message"
@@ -111,6 +121,16 @@ type Options struct {
 	// WebhookSecret signs the webhooks: "whsec_" and the base64 of 24 to
 	// 64 bytes (default DefaultWebhookSecret).
 	WebhookSecret string
+	// ReplyProfile is what payments carry in the replies of GET
+	// /v2/payments, GET /v2/payments/{id} and DELETE /v2/payments/{id}:
+	// "full" (default, ProfileFull) or "documented" (ProfileDocumented).
+	ReplyProfile string
+	// ListLag is how long, by the simulator's clock, a new payment stays
+	// out of GET /v2/payments (the list) after it was created, as an
+	// upstream whose list reads a replica lags behind; GET
+	// /v2/payments/{id} finds it at once. 0 (default) is no lag; negative
+	// is refused.
+	ListLag time.Duration
 }
 
 // Bool returns a pointer to b, for Options.BigQueryLock.
@@ -162,6 +182,9 @@ func (o Options) withDefaults() Options {
 	if o.WebhookSecret == "" {
 		o.WebhookSecret = DefaultWebhookSecret
 	}
+	if o.ReplyProfile == "" {
+		o.ReplyProfile = ProfileFull
+	}
 	return o
 }
 
@@ -179,6 +202,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("upstreamsim: MCP resource %q needs a trailing slash", o.MCPResource)
 	case !validWebhookURL(o.WebhookURL):
 		return fmt.Errorf("upstreamsim: webhook url %q: want an absolute http(s) URL without user info or fragment", o.WebhookURL)
+	case !validProfile(o.ReplyProfile):
+		return fmt.Errorf("upstreamsim: reply profile %q: want full or documented", o.ReplyProfile)
+	case o.ListLag < 0:
+		return fmt.Errorf("upstreamsim: list lag %s: want 0 or more", o.ListLag)
 	}
 	if _, err := decodeWebhookSecret(o.WebhookSecret); err != nil {
 		return fmt.Errorf("upstreamsim: webhook secret: %w", err)
@@ -207,6 +234,7 @@ type Server struct {
 	control http.Handler
 	consent *consentPages
 	hooks   *webhookSender
+	late    *lateActs // the acts of ActLate faults, after their request
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -228,6 +256,7 @@ func New(opts Options) *Server {
 		seen:   &requestLog{},
 		mints:  &mintCounter{},
 		hooks:  newWebhookSender(opts.Now, opts.Logger),
+		late:   newLateActs(),
 	}
 	s.users.seed = opts.Seed
 	if !opts.Start.IsZero() {
@@ -272,6 +301,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	seen := seenRequest(r, body, s.clock.now())
 	s.seen.add(seen)
 	f, faulted := s.faults.take(r, seen.UserID)
+	if faulted && f.ActLate {
+		s.actLate(sw, r, body, f, time.Now())
+		return
+	}
 	if faulted && !f.AfterActing && f.apply(sw, r) {
 		return
 	}
@@ -335,10 +368,12 @@ func (s *Server) resetOrg() {
 // settings (see Settings), no per-user credits, no running refresh, fresh
 // seed data, no faults, no recorded requests, zero mint counters, the clock
 // offset at zero and the configured client secret (if it had been rotated, that is
-// one more rotation: tokens minted under the rotated secret die), and no
-// webhooks: those in flight are cancelled and the list emptied. Tokens
-// minted under the configured secret stay valid.
+// one more rotation: tokens minted under the rotated secret die), no
+// webhooks: those in flight are cancelled and the list emptied, and no
+// late acts (ActLate): those still waiting are cancelled, those acting
+// finish first. Tokens minted under the configured secret stay valid.
 func (s *Server) Reset() {
+	s.late.stop(false) // first: a late act must not land in the fresh state, nor queue a webhook
 	s.hooks.stop(false)
 	s.resetOrg()
 	s.knobs.Store(knobsFrom(s.opts))
@@ -350,8 +385,16 @@ func (s *Server) Reset() {
 	s.tokens.rotate(s.opts.ClientSecret, false)
 }
 
-// InjectFault adds a fault and returns its id; see Fault.
-func (s *Server) InjectFault(f Fault) string { return s.faults.add(f) }
+// InjectFault adds a fault and returns its id; see Fault. It panics on a
+// fault the control API refuses (an ActLate fault with a Delay over
+// MaxActLateDelay, a Status or AfterActing): a programming error in the
+// test using it.
+func (s *Server) InjectFault(f Fault) string {
+	if err := f.validate(); err != nil {
+		panic("upstreamsim: " + err.Error())
+	}
+	return s.faults.add(f)
+}
 
 // Faults returns the active faults in injection order, each with its id
 // and the Times it has left.

@@ -41,6 +41,11 @@ type Settings struct {
 	// WebhookSecret is the Fingerprint of the secret webhooks are signed
 	// with, never the secret: GET /_sim/settings shows it.
 	WebhookSecret string `json:"webhookSecret"`
+	// ReplyProfile is "full" or "documented" (Options.ReplyProfile).
+	ReplyProfile string `json:"replyProfile"`
+	// ListLag is how long a new payment stays out of the payment list
+	// (Options.ListLag).
+	ListLag time.Duration `json:"-"`
 }
 
 // SettingsPatch changes the settings whose fields are non-nil; see
@@ -60,7 +65,9 @@ type SettingsPatch struct {
 	WebhookURL          *string        `json:"webhookUrl"`
 	// WebhookSecret is the secret itself: "whsec_" and the base64 of 24
 	// to 64 bytes. It applies to webhooks queued from then on.
-	WebhookSecret *string `json:"webhookSecret"`
+	WebhookSecret *string        `json:"webhookSecret"`
+	ReplyProfile  *string        `json:"replyProfile"`
+	ListLag       *time.Duration `json:"-"`
 }
 
 // SettingError is a refused SettingsPatch: Key is the JSON name of the
@@ -88,6 +95,10 @@ func (p SettingsPatch) validate() error {
 		return &SettingError{"credits", "must be 0 or more"}
 	case p.WebhookURL != nil && !validWebhookURL(*p.WebhookURL):
 		return &SettingError{"webhookUrl", `must be "" or an absolute http(s) URL without user info or fragment, such as "http://localhost:8080/webhooks/upstream"`}
+	case p.ReplyProfile != nil && !validProfile(*p.ReplyProfile):
+		return &SettingError{"replyProfile", `must be "full" or "documented"`}
+	case p.ListLag != nil && *p.ListLag < 0:
+		return &SettingError{"listLag", `must be a duration of 0 or more, such as "300ms"`}
 	}
 	if p.WebhookSecret != nil {
 		if _, err := decodeWebhookSecret(*p.WebhookSecret); err != nil {
@@ -127,7 +138,11 @@ type knobs struct {
 	webhookURL          string // "": no webhooks
 	webhookKey          []byte
 	webhookPrint        string // Fingerprint of the webhook secret
+	replyProfile        string
+	listLag             time.Duration
 }
+
+func validProfile(p string) bool { return p == ProfileFull || p == ProfileDocumented }
 
 // knobsFrom takes the knobs of opts, which has its defaults applied.
 func knobsFrom(opts Options) *knobs {
@@ -137,6 +152,7 @@ func knobsFrom(opts Options) *knobs {
 		tokenTTL: opts.TokenTTL, accountCap: opts.AccountCap, bigQueryLock: *opts.BigQueryLock,
 		allowedRedirectURLs: slices.Clone(opts.AllowedRedirectURLs), publicURL: opts.PublicURL,
 		webhookURL: opts.WebhookURL, webhookKey: key, webhookPrint: Fingerprint(opts.WebhookSecret),
+		replyProfile: opts.ReplyProfile, listLag: opts.ListLag,
 	}
 }
 
@@ -158,6 +174,8 @@ func (k knobs) with(p SettingsPatch) *knobs {
 		k.webhookKey, _ = decodeWebhookSecret(*p.WebhookSecret) // checked by validate
 		k.webhookPrint = Fingerprint(*p.WebhookSecret)
 	}
+	set(&k.replyProfile, p.ReplyProfile)
+	set(&k.listLag, p.ListLag)
 	return &k
 }
 
@@ -177,6 +195,7 @@ func (s *Server) Settings() Settings {
 		AllowedRedirectURLs: slices.Clone(k.allowedRedirectURLs), PublicURL: k.publicURL,
 		Plan: o.Plan, ProductionAccess: o.ProductionAccess, Credits: o.Credits,
 		WebhookURL: k.webhookURL, WebhookSecret: k.webhookPrint,
+		ReplyProfile: k.replyProfile, ListLag: k.listLag,
 	}
 }
 

@@ -49,6 +49,8 @@ type payment struct {
 	initiatedAt        time.Time
 	includeFake        bool
 	origin             string    // the X-Request-Id of the API request that made it ("" for another channel)
+	madeAt             time.Time // when it was made, exactly (CreatedAt is whole seconds); zero for seed data: listed at once
+	profile            string    // the reply profile of a copy made for a reply (viewPayment); "": full
 	token              string    // the consent token of payUrl, signed under tokenKey
 	tokenKey           *[32]byte // the consent key token was signed with; nil: not yet
 }

@@ -413,9 +413,14 @@ func (s *Server) settler(run *webhookRun) {
 func (s *Server) Webhooks() []Delivery { return s.hooks.list() }
 
 // Close stops posting webhooks and the settlement timer, cancelling tries
-// in flight, and waits for them to end. The simulator still serves; it
-// posts no webhook after Close.
-func (s *Server) Close() { s.hooks.stop(true) }
+// in flight, and cancels the late acts of ActLate faults that have not
+// acted yet; it waits for all of them to end. The simulator still serves;
+// it posts no webhook after Close, and an ActLate fault then hangs up
+// without acting.
+func (s *Server) Close() {
+	s.late.stop(true) // first: a late act may queue a webhook
+	s.hooks.stop(true)
+}
 
 // webhookControl adds the webhook control calls to mux:
 //
