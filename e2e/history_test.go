@@ -34,8 +34,10 @@ import (
 // per user on several real instances, over the simulator and PostgreSQL,
 // issue random money requests (creations, open-banking inits that create
 // or start an existing payment, repeats of a key, path and key-case
-// variants, sub-paths the upstream does not define, creations that also
-// name a paymentId, compressed bodies, payments made and
+// variants, sub-paths the upstream does not define, bodies the money model
+// refuses (inexact, non-finite or non-positive amounts, unknown members, a
+// paymentId on a creation or beside a new payment's content), every form
+// of amount it accepts, compressed bodies, payments made and
 // statuses moved at the bank directly) while random faults hit them (the
 // upstream acts and answers 401 or its typed 500 or hangs up, hangs up
 // before acting, answers past the timeout or holds its answer, refuses
@@ -269,6 +271,28 @@ var historyContents = []string{
 	`{"amount":"25.50","currency":"EUR","creditorAccount":{"iban":"FR1420041010050500013M02606"}}`,
 	`{"amount":7,"currency":"ILS","creditorName":"1e3","creditorAccount":{"iban":"IL620108000000099999999"}}`,
 	`{"amount":7,"currency":"ILS","creditorName":"1000","creditorAccount":{"iban":"IL620108000000099999999"}}`,
+	// Every form of amount the model accepts: a member that is null or ""
+	// is absent, and these two are one payment.
+	`{"amount":"1.250","currency":"BHD","creditorAccount":{"iban":"BH67BMAG00001299123456"},"remittanceInformation":""}`,
+	`{"amount":1.25,"currency":"BHD","creditorAccount":{"iban":"BH67BMAG00001299123456"},"debtorAccount":null}`,
+	`{"amount":1500,"currency":"JPY","creditorAccount":{"iban":"DE89370400440532013000"}}`,
+}
+
+// refusedBodies are creation bodies the model refuses with 400
+// VALIDATION_ERROR before anything is claimed or sent: amounts that are
+// not exact, finite and positive in their currency's minor units, members
+// the model does not know, a creation naming a paymentId.
+var refusedBodies = []string{
+	`{"paymentInformation":{"amount":"10.0000000000000008881784197001262323389053","currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"}}}`,
+	`{"paymentInformation":{"amount":"10.009999999999998898658759571845711899757385254","currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"}}}`,
+	`{"paymentInformation":{"amount":"NaN","currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"}}}`,
+	`{"paymentInformation":{"amount":1e999,"currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"}}}`,
+	`{"paymentInformation":{"amount":0,"currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"}}}`,
+	`{"paymentInformation":{"amount":-5,"currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"}}}`,
+	`{"paymentInformation":{"amount":10.5,"currency":"JPY","creditorAccount":{"iban":"DE89370400440532013000"}}}`,
+	`{"paymentInformation":{"amount":10,"currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"}},"purposeCode":"OTHR"}`,
+	`{"paymentInformation":{"amount":10,"currency":"EUR","endToEndId":"E2E-1","creditorAccount":{"iban":"DE89370400440532013000"}}}`,
+	`{"paymentId":"01JSTRAY0001","paymentInformation":{"amount":10,"currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"}}}`,
 }
 
 func (c *histClient) newKey() string {
@@ -326,15 +350,21 @@ func (c *histClient) step() {
 	case r < 95 && len(c.seen) > 0:
 		c.lateWebhook(c.seen[c.rng.IntN(len(c.seen))])
 	case r < 97:
-		// A creation that also names a paymentId: the upstream's creation
-		// reads none and makes the payment, so the BFF reads its content
-		// as a creation's, and settles it as one.
-		id := fmt.Sprintf("01JSTRAY%04d", c.rng.IntN(10000))
-		if len(c.seen) > 0 && c.rng.IntN(2) == 0 {
-			id = c.seen[c.rng.IntN(len(c.seen))]
+		// A body the model refuses: 400 VALIDATION_ERROR, neither recorded
+		// nor sent (the BFF sends what it read, and reads only exact,
+		// documented payments); an init naming both an existing payment
+		// and a new one's content too.
+		if c.rng.IntN(4) == 0 {
+			id := fmt.Sprintf("01JSTRAY%04d", c.rng.IntN(10000))
+			if len(c.seen) > 0 {
+				id = c.seen[c.rng.IntN(len(c.seen))]
+			}
+			body := `{"providerId":"` + upstreamsim.ProviderSandbox + `","paymentId":"` + id + `","paymentInformation":` + info + `}`
+			c.send("refused-body", "/api/v2/pay/open-banking-init", body, c.newKey(), false, "")
+			break
 		}
-		body := `{"paymentId":"` + id + `","paymentInformation":` + info + `,"providerIds":["` + upstreamsim.ProviderSandbox + `"]}`
-		c.send("create-pid", "/api/v2/payments", body, c.newKey(), true, "")
+		body := refusedBodies[c.rng.IntN(len(refusedBodies))]
+		c.send("refused-body", "/api/v2/payments", body, c.newKey(), false, "")
 	case r < 98:
 		// A compressed body: refused before anything is claimed (the BFF
 		// reads what it records and settles).
@@ -518,12 +548,18 @@ func (c *histClient) send(op, path, body, key string, creates bool, wantID strin
 		}
 	}
 	e.end = time.Now()
-	if e.code != "IDEMPOTENCY_KEY_REUSED" && op != "dup-key" && op != "sub-path" && op != "encoded" && op != "repeat" {
+	if e.code != "IDEMPOTENCY_KEY_REUSED" && !refusedOp(op) && op != "repeat" {
 		c.keys = append(c.keys, e)
 	}
 	c.h.mu.Lock()
 	c.h.events = append(c.h.events, e)
 	c.h.mu.Unlock()
+}
+
+// refusedOp reports whether op sends a request the BFF refuses before
+// anything is claimed: such a key is never repeated nor settled.
+func refusedOp(op string) bool {
+	return op == "dup-key" || op == "sub-path" || op == "encoded" || op == "refused-body"
 }
 
 // front picks an instance at random: a killed one is not skipped, and its
@@ -671,7 +707,7 @@ func (h *history) settleAll(tokens map[string]string) {
 	h.mu.Lock()
 	last := map[string]event{}
 	for _, e := range h.events {
-		if e.op != "dup-key" && e.op != "sub-path" && e.op != "encoded" {
+		if !refusedOp(e.op) {
 			last[e.key] = e
 		}
 	}
@@ -736,6 +772,8 @@ func (h *history) check() []violation {
 			bad = append(bad, violation{e.key, fmt.Sprintf("a body with case-variant keys was answered %d", e.status)})
 		case e.op == "encoded":
 			bad = append(bad, violation{e.key, fmt.Sprintf("a compressed body was answered %d", e.status)})
+		case e.op == "refused-body":
+			bad = append(bad, violation{e.key, fmt.Sprintf("a body the model refuses was answered %d", e.status)})
 		case e.creates && (len(made[e.key]) != 1 || made[e.key][0] != e.paid):
 			bad = append(bad, violation{e.key, fmt.Sprintf("request %s was answered %d with payment %s, but its key made %v", e.reqID, e.status, e.paid, made[e.key])})
 		case !e.creates && e.wantID != "" && e.paid != e.wantID:
@@ -758,6 +796,18 @@ func (h *history) check() []violation {
 		}
 		if e.op == "encoded" && (h.final[e.key] != nil || len(made[e.key]) > 0) {
 			bad = append(bad, violation{e.key, fmt.Sprintf("a compressed body was recorded or made a payment (%v)", made[e.key])})
+		}
+		if e.op == "refused-body" && e.status != 0 && (e.status != 400 || e.code != "VALIDATION_ERROR") {
+			bad = append(bad, violation{e.key, fmt.Sprintf("a body the model refuses got %d %s, want 400 VALIDATION_ERROR", e.status, e.code)})
+		}
+		if e.op == "refused-body" && (h.final[e.key] != nil || len(made[e.key]) > 0) {
+			bad = append(bad, violation{e.key, fmt.Sprintf("a body the model refuses was recorded or made a payment (%v)", made[e.key])})
+		}
+		// Liveness: a well-formed payment is never refused by the BFF's own
+		// routing or reading (the upstream's own 400s carry its types, and
+		// the faults here never answer VALIDATION_ERROR or 404).
+		if e.creates && (e.code == "ROUTE_NOT_FOUND" || e.code == "VALIDATION_ERROR" || e.code == "BAD_REQUEST") {
+			bad = append(bad, violation{e.key, fmt.Sprintf("a well-formed payment to %s was refused %d %s by the BFF", e.path, e.status, e.code)})
 		}
 		if e.op == "sub-path" && (h.final[e.key] != nil || len(made[e.key]) > 0) {
 			bad = append(bad, violation{e.key, fmt.Sprintf("a POST to %s was recorded or made a payment (%v)", e.path, made[e.key])})
