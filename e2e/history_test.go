@@ -58,7 +58,10 @@ import (
 //     request with the key may be running, LEDGER_UNAVAILABLE only near an
 //     instance fault;
 //   - refused before anything: a body with case-variant keys, a sub-path,
-//     a compressed body are neither recorded nor sent.
+//     a compressed body, a body the money model refuses are neither
+//     recorded nor sent;
+//   - liveness: a well-formed payment is never refused by the BFF's own
+//     routing or reading.
 //
 // A failure prints the seed (BFF_HISTORY_SEED replays its operations and
 // faults; the scheduling is the machine's) and the offending key's
