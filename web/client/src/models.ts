@@ -16,6 +16,16 @@ export type MobileToken = Schemas["MobileToken"];
 
 // Payments
 export type PaymentStatus = Schemas["PaymentStatus"];
+/**
+ * A payment request's amount: a number or a string holding a plain decimal (`10.5`, `"10.50"`),
+ * greater than 0, with at most the currency's minor-unit digits (EUR 2, JPY 0) and 15 significant
+ * digits, no sign or exponent. The BFF reads it exactly (never through a float) and refuses
+ * anything else with 400 VALIDATION_ERROR naming `paymentInformation.amount`.
+ */
+export type PaymentAmount = Schemas["PaymentAmount"];
+/** A bank account in a payment request: its IBAN, nothing else. */
+export type IbanAccount = Schemas["IbanAccount"];
+/** What a new payment pays: exactly the members the BFF's payment model has. */
 export type PaymentInformation = Schemas["PaymentInformation"];
 export type PaymentCreate = Schemas["PaymentCreate"];
 export type PaymentCreated = Schemas["PaymentCreated"];

@@ -92,6 +92,38 @@ test("openBankingInit is keyed and retried like a payment", async () => {
   ]);
 });
 
+test("payment bodies go as written, and the BFF's refusal of the payment model names the member, not retried", async () => {
+  // The BFF reads the amount exactly (a number or a decimal string) and refuses what its payment
+  // model does not accept, naming the member (docs/payments.md, "The payment model"): the client
+  // sends the body unchanged, with the content type the BFF requires, and does not repeat it.
+  const refusal = {
+    type: "urn:bff:problem:VALIDATION_ERROR", title: "Validation failed", code: "VALIDATION_ERROR",
+    action: "fix_request", retryable: false,
+    detail: "paymentInformation.amount has more decimals than EUR has (2); nothing was sent",
+    fields: [{ field: "paymentInformation.amount", message: "paymentInformation.amount has more decimals than EUR has (2)" }],
+  };
+  const { client, calls } = setup([problem(400, refusal), json(200, { paymentId: "01K", status: "PENDING" })]);
+  const tooPrecise = {
+    providerId: "demobank-sandbox",
+    paymentInformation: { amount: "10.505", currency: "EUR", creditorAccount: { iban: "DE89370400440532013000" } },
+  };
+  await assert.rejects(client.openBankingInit(tooPrecise, { idempotencyKey: "k-init" }), (e: unknown) => {
+    const err = e as { code: string; retryable: boolean; fieldMessage(f: string): string | undefined };
+    return err.code === "VALIDATION_ERROR" && !err.retryable &&
+      err.fieldMessage("paymentInformation.amount") === "paymentInformation.amount has more decimals than EUR has (2)";
+  });
+  assert.equal(calls.length, 1);
+  assert.equal(calls[0]!.body, JSON.stringify(tooPrecise));
+  assert.match(calls[0]!.headers["content-type"] ?? "", /^application\/json\b/);
+
+  // Fixed, with the same key: nothing was claimed, so the key is still the payment's.
+  const fixed = { ...tooPrecise, paymentInformation: { ...tooPrecise.paymentInformation, amount: "10.50" } };
+  const res = await client.openBankingInit(fixed, { idempotencyKey: "k-init" });
+  assert.equal(res.data.paymentId, "01K");
+  assert.equal(calls[1]!.body, '{"providerId":"demobank-sandbox","paymentInformation":{"amount":"10.50","currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"}}}');
+  assert.equal(calls[1]!.headers["idempotency-key"], "k-init");
+});
+
 test("request() with an idempotencyKey is retried after a network error, with that key", async () => {
   const { client, calls } = setup([new TypeError("reset"), json(201, { id: "m" })]);
   const res = await client.request("POST", "/api/v2/pay/other", { body: {}, idempotencyKey: "x" });

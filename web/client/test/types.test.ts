@@ -2,7 +2,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createClient } from "../src/index.js";
-import type { BffError, BffErrorCode, OpenBankingInit, PaymentCreate, ProblemAction, ProblemCode, TransactionQuery } from "../src/index.js";
+import type {
+  BffError, BffErrorCode, IbanAccount, OpenBankingInit, PaymentAmount, PaymentCreate, ProblemAction, ProblemCode, TransactionQuery,
+} from "../src/index.js";
 
 test("the public types accept what they should and refuse what they should not", () => {
   const known: ProblemCode = "PAYMENT_OUTCOME_UNKNOWN";
@@ -18,6 +20,20 @@ test("the public types accept what they should and refuse what they should not",
     paymentInformation: { amount: "1.50", currency: "ILS", merchantId: "m1", creditorAccount: { iban: "IL62" } },
   };
   const init: OpenBankingInit = { providerId: "demobank-sandbox", paymentId: "01K" };
+  // The BFF's payment model: an amount is a number or a decimal string, a currency a string, an
+  // account its IBAN; a creation may name one providerId; an init starts a payment or creates one.
+  const amounts: PaymentAmount[] = [10.5, "10.50", 1500, "1500"];
+  const account: IbanAccount = { iban: "DE89370400440532013000" };
+  const one: PaymentCreate = { paymentInformation: { amount: amounts[1]!, currency: "EUR", creditorAccount: account }, providerId: "x" };
+  const initNew: OpenBankingInit = { providerId: "demobank-sandbox", paymentInformation: one.paymentInformation };
+  // @ts-expect-error: an init names an existing payment or describes a new one, never both
+  const initBoth: OpenBankingInit = { providerId: "demobank-sandbox", paymentId: "01K", paymentInformation: one.paymentInformation };
+  // @ts-expect-error: a creation always creates: it names no paymentId
+  const createNamed: PaymentCreate = { paymentInformation: one.paymentInformation, paymentId: "01K" };
+  // @ts-expect-error: an account is its IBAN, nothing else
+  const withBic: IbanAccount = { iban: "DE89370400440532013000", bic: "COBADEFFXXX" };
+  // @ts-expect-error: an amount is a number or a string
+  const noAmount: PaymentAmount = null;
   // @ts-expect-error: a request is exact (the upstream would ignore the misspelt member)
   const misspelt: PaymentCreate = { paymentInformation: p.paymentInformation, redirectURL: "https://app.test/" };
   // What the upstream refuses (400 VALIDATION_ERROR) does not compile: a payment needs amount,
@@ -46,4 +62,5 @@ test("the public types accept what they should and refuse what they should not",
   assert.ok(known && client && upstream && wrong && badAction && q && p && both && init && misspelt && handle);
   assert.deepEqual([empty, noCurrency, nobodyPaid].map((f) => typeof f), ["function", "function", "function"]);
   assert.ok(initOfNothing);
+  assert.ok(one && initNew && initBoth && createNamed && withBic && noAmount === null);
 });

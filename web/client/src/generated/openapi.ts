@@ -1023,27 +1023,72 @@ export interface components {
          * @enum {string}
          */
         PaymentStatus: "ACCC" | "ACSC" | "ACSP" | "ACTC" | "ACWC" | "ACFC" | "RCVD" | "RJCT" | "PATC" | "PENDING" | "ERROR" | "CANC" | "INIT" | "PART";
+        /** @description A bank account as the upstream answers it, by its IBAN (members it adds are kept). */
         AccountRef: {
+            iban: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description A bank account in a payment request, by its IBAN (`iban` is required inside; no other member). */
+        IbanAccount: {
+            /** @example DE89370400440532013000 */
             iban: string;
         };
         /**
-         * @description What a new payment pays: what the upstream requires of it. `amount` and `currency`, and a
-         *     merchant (`merchantId`) or a creditor (`creditorAccount`, with `creditorName`) or both;
-         *     anything less is 400 `VALIDATION_ERROR`. Creditor and debtor accounts must differ.
+         * @description A payment's amount, exact: a JSON number or a string holding a plain decimal. Digits, then
+         *     optionally a point and at most the currency's ISO 4217 minor-unit digits (EUR 2, JPY 0,
+         *     BHD 3); no sign, exponent, space or leading zero (`05`); not `NaN` or `Infinity`; greater
+         *     than 0; at most 15 significant digits in all, minor units included, so that every
+         *     reader (an IEEE double included) reads the same value. `10.5`, `10.50` and `"10.50"` in
+         *     EUR are one amount, 1050 cents: the BFF holds it as an integer of minor units, compares it
+         *     so, and sends it as a JSON number with exactly the currency's minor digits (`10.50`; JPY
+         *     `1500`; BHD `1.250`). Anything else is 400 `VALIDATION_ERROR` with `fields[0].field`
+         *     `paymentInformation.amount`, before anything is claimed or sent. The string pattern admits
+         *     the widest minor unit the BFF knows (4 digits); the currency's own is checked by the BFF.
+         * @example 10.5
+         * @example 10.50
+         * @example 1500
+         */
+        PaymentAmount: number | string;
+        /**
+         * @description What a new payment pays, as the BFF reads it (its payment model). `amount` and `currency`
+         *     are required; a merchant (`merchantId`) or a creditor (`creditorAccount`, with
+         *     `creditorName`) or both is the upstream's rule, and it checks it (anything less is its 400
+         *     `VALIDATION_ERROR`); creditor and debtor accounts must differ. Any other member is 400
+         *     `VALIDATION_ERROR` naming it (`paymentInformation.endToEndId`): the BFF sends the upstream
+         *     only what it read, never the client's bytes. An optional member that is `null` or `""` is
+         *     absent, and is not sent.
+         * @example {
+         *       "amount": 10.5,
+         *       "currency": "EUR",
+         *       "creditorName": "Jane Doe",
+         *       "creditorAccount": {
+         *         "iban": "DE89370400440532013000"
+         *       }
+         *     }
+         * @example {
+         *       "amount": "1500",
+         *       "currency": "JPY",
+         *       "merchantId": "m-42",
+         *       "remittanceInformation": "Order 42"
+         *     }
          */
         PaymentInformation: {
-            /** @description A positive number (the upstream also reads a numeric string). */
-            amount: number | string;
+            amount: components["schemas"]["PaymentAmount"];
+            /**
+             * @description An ISO 4217 code in capitals that the BFF knows (`EUR`, `GBP`, `JPY`, `ILS`); its minor unit decides how many decimals `amount` may have. A code in lower case or one the BFF does not know is 400 `VALIDATION_ERROR` naming `paymentInformation.currency`.
+             * @example EUR
+             */
             currency: string;
-            remittanceInformation?: string;
             merchantId?: string;
             creditorName?: string;
-            creditorAccount?: components["schemas"]["AccountRef"];
-            debtorAccount?: components["schemas"]["AccountRef"];
+            creditorAccount?: components["schemas"]["IbanAccount"];
+            debtorAccount?: components["schemas"]["IbanAccount"];
+            remittanceInformation?: string;
         } & ({
             merchantId: string;
         } | {
-            creditorAccount: components["schemas"]["AccountRef"];
+            creditorAccount: components["schemas"]["IbanAccount"];
         });
         /**
          * @description A payment's `paymentInformation` as the upstream answers it: the fields of
@@ -1056,23 +1101,24 @@ export interface components {
             remittanceInformation?: string;
             merchantId?: string;
             creditorName?: string;
-            creditorAccount?: {
-                iban: string;
-            } & {
-                [key: string]: unknown;
-            };
-            debtorAccount?: {
-                iban: string;
-            } & {
-                [key: string]: unknown;
-            };
+            creditorAccount?: components["schemas"]["AccountRef"];
+            debtorAccount?: components["schemas"]["AccountRef"];
         } & {
             [key: string]: unknown;
         };
+        /**
+         * @description A payment creation, as the BFF reads it: exactly these members. Any other (a `paymentId`
+         *     included: a creation always creates) is 400 `VALIDATION_ERROR` naming it. An optional
+         *     member that is `null` or `""` is absent. The upstream receives the BFF's own encoding of
+         *     what it read, members in a fixed order, absent ones left out, the amount with exactly its
+         *     currency's minor digits.
+         */
         PaymentCreate: {
             paymentInformation: components["schemas"]["PaymentInformation"];
-            /** @description Provider friendly ids (`hapoalim`). */
+            /** @description Provider friendly ids (`hapoalim`); no `null` or empty string among them. */
             providerIds?: string[];
+            /** @description One provider, by its friendly id. */
+            providerId?: string;
             /** @description Where the user comes back after consenting; must be on the organization's allowed list. */
             redirectUrl?: string;
             includeFakeProviders?: boolean;
@@ -1111,19 +1157,27 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description A provider, and an existing payment (`paymentId`) or a new one (`paymentInformation`); anything less is 400 `VALIDATION_ERROR`. */
+        /**
+         * @description A provider, and either an existing payment (`paymentId`) or a new one
+         *     (`paymentInformation`), never both: both is 400 `VALIDATION_ERROR` naming `paymentId`,
+         *     neither is 400 `VALIDATION_ERROR` naming `paymentInformation`. Any other member is 400
+         *     `VALIDATION_ERROR` naming it. An optional member that is `null` or `""` is absent. The
+         *     upstream receives the BFF's own encoding of what it read, as for `PaymentCreate`.
+         */
         OpenBankingInit: {
             providerId: string;
             paymentService?: string;
-            /** @description An existing payment; or give `paymentInformation`. */
+            /** @description An existing payment; or give `paymentInformation`, never both. */
             paymentId?: string;
             paymentInformation?: components["schemas"]["PaymentInformation"];
             redirectUrl?: string;
             includeFakeProviders?: boolean;
         } & ({
             paymentId: string;
+            paymentInformation?: never;
         } | {
             paymentInformation: components["schemas"]["PaymentInformation"];
+            paymentId?: never;
         });
         OpenBankingInitReply: {
             paymentId?: string;
@@ -1526,9 +1580,25 @@ export interface components {
             };
         };
         /**
-         * @description As for any `/api` call, plus `IDEMPOTENCY_KEY_REQUIRED` (no `Idempotency-Key`; nothing
-         *     forwarded) and `IDEMPOTENCY_KEY_INVALID`. An upstream 4xx is stored and replayed to a
-         *     repeat of the same key, with `Idempotent-Replayed: true`.
+         * @description As for any `/api` call (`BAD_PATH`, `BAD_REQUEST`, the upstream's `CLIENT_ERROR` and
+         *     `VALIDATION_ERROR`), plus the BFF's own refusals of a money-moving `POST`, each before
+         *     anything is claimed or sent (nothing is recorded: the key is still unused):
+         *
+         *     - `IDEMPOTENCY_KEY_REQUIRED` (no `Idempotency-Key`) and `IDEMPOTENCY_KEY_INVALID`;
+         *     - `VALIDATION_ERROR`, with `fields[0].field` naming the member at fault, for a body the
+         *       payment model (`PaymentCreate`, `OpenBankingInit`) does not accept: a member it does not
+         *       name (`purposeCode`, `paymentInformation.endToEndId`, a creation's `paymentId`), an init
+         *       with both `paymentId` and `paymentInformation` (`paymentId`) or neither
+         *       (`paymentInformation`), a required member missing or `null`, a member of the wrong type,
+         *       an amount outside `PaymentAmount`'s grammar (`paymentInformation.amount`), a currency
+         *       the BFF does not know (`paymentInformation.currency`), a body that is not a JSON object
+         *       (`body`); and, on every money route, a key that appears twice or two keys that differ
+         *       only in case, in any object;
+         *     - `BAD_REQUEST`: a body sent with a `Content-Encoding`, or a `Content-Type` other than
+         *       `application/json` (UTF-8).
+         *
+         *     An upstream 4xx is stored and replayed to a repeat of the same key, with
+         *     `Idempotent-Replayed: true`.
          */
         MoneyBadRequest: {
             headers: {
@@ -2556,6 +2626,23 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
+        /**
+         * @description Read once into the BFF's payment model (`PaymentCreate`, see `docs/payments.md`, "The
+         *     payment model"): a member it does not name, an amount outside its grammar or a currency
+         *     it does not know is 400 `VALIDATION_ERROR` naming the member, before anything is claimed
+         *     or sent. The upstream receives the model re-encoded, never these bytes: members in a
+         *     fixed order, absent ones left out, the amount as a JSON number with exactly the
+         *     currency's minor digits. The first example is sent as
+         *
+         *     ```json
+         *     {"paymentInformation":{"amount":10.50,"currency":"EUR","creditorName":"Jane Doe",
+         *      "creditorAccount":{"iban":"DE89370400440532013000"}},
+         *      "providerIds":["demobank-sandbox"],"redirectUrl":"https://app.example.com/payment-done"}
+         *     ```
+         *
+         *     (on one line). `Content-Type` must be `application/json` (UTF-8) or absent, and there
+         *     must be no `Content-Encoding` (else 400 `BAD_REQUEST`).
+         */
         requestBody: {
             content: {
                 "application/json": components["schemas"]["PaymentCreate"];
@@ -2687,6 +2774,21 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
+        /**
+         * @description Read once into the BFF's payment model (`OpenBankingInit`, see `docs/payments.md`, "The
+         *     payment model"), as `POST /api/v2/payments`'s body is: `paymentId` or
+         *     `paymentInformation`, never both (400 `VALIDATION_ERROR` naming `paymentId`) and never
+         *     neither (400 `VALIDATION_ERROR` naming `paymentInformation`). The upstream receives the
+         *     model re-encoded; the second example is sent as
+         *
+         *     ```json
+         *     {"paymentInformation":{"amount":25.00,"currency":"EUR","creditorName":"Jane Doe",
+         *      "creditorAccount":{"iban":"DE89370400440532013000"},"remittanceInformation":"Invoice 42"},
+         *      "providerId":"demobank-sandbox","includeFakeProviders":true}
+         *     ```
+         *
+         *     (on one line).
+         */
         requestBody: {
             content: {
                 "application/json": components["schemas"]["OpenBankingInit"];
