@@ -203,7 +203,7 @@ func TestOPStepUpApproval(t *testing.T) {
 		if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(d.Types, []string{"payment_initiation"}) || !reflect.DeepEqual(d.Acrs, []string{opAcrPwd, opAcrMfa}) {
+		if !reflect.DeepEqual(d.Types, []string{"payment_initiation", "payee_change"}) || !reflect.DeepEqual(d.Acrs, []string{opAcrPwd, opAcrMfa}) {
 			t.Fatalf("discovery: authorization_details_types_supported %v, acr_values_supported %v", d.Types, d.Acrs)
 		}
 	})

@@ -318,6 +318,11 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		if !deps.Login.OIDC.SupportsDetails(payments.DetailType) {
 			return nil, fmt.Errorf("payments.step_up: the OpenID provider's discovery document does not list %q in authorization_details_types_supported (RFC 9396): approvals could not be bound to the payment", payments.DetailType)
 		}
+		// A change of a merchant (where money goes) is held too, and its
+		// approval is bound to the change the same way.
+		if !deps.Login.OIDC.SupportsDetails(payments.PayeeChangeType) {
+			return nil, fmt.Errorf("payments.step_up: the OpenID provider's discovery document does not list %q in authorization_details_types_supported (RFC 9396): a change of a merchant's account could not be approved", payments.PayeeChangeType)
+		}
 		deps.Payments.StepUps = pay
 	}
 	public := edge.NewPublic(deps)

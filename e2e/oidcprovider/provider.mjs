@@ -120,6 +120,30 @@ function paymentInitiation(ctx, detail) {
   checkAccount(detail, 'debtorAccount');
 }
 
+// validate for type payee_change (a change of where money goes, held by the
+// BFF like a payment): action create, update or delete; merchantId for an
+// update or a deletion; name, creditorAccount {iban} and website optional
+// strings; no other member but RFC 9396's common ones.
+const PAYEE_FIELDS = new Set([...RAR_COMMON, 'action', 'merchantId', 'name', 'creditorAccount', 'website']);
+function payeeChange(ctx, detail) {
+  const unknown = Object.keys(detail).filter((k) => !PAYEE_FIELDS.has(k));
+  if (unknown.length) {
+    throw new errors.InvalidAuthorizationDetails(`payee_change: unknown member(s) ${unknown.join(', ')}`);
+  }
+  if (!['create', 'update', 'delete'].includes(detail.action)) {
+    throw new errors.InvalidAuthorizationDetails('payee_change: action must be create, update or delete');
+  }
+  if (detail.action !== 'create' && !isText(detail.merchantId, 140)) {
+    throw new errors.InvalidAuthorizationDetails('payee_change: an update or a deletion names its merchantId');
+  }
+  for (const [name, max] of [['name', 140], ['website', 2048]]) {
+    if (detail[name] !== undefined && !isText(detail[name], max)) {
+      throw new errors.InvalidAuthorizationDetails(`payee_change: ${name} must be a non-empty string of at most ${max} characters`);
+    }
+  }
+  checkAccount(detail, 'creditorAccount');
+}
+
 // The details an authorization request asked for: params.authorization_details
 // is the JSON text, already validated by the authorization endpoint.
 function requestedDetails(params) {
@@ -129,7 +153,7 @@ function requestedDetails(params) {
 const configuration = {
   // A client may ask for payment_initiation details unless its metadata in the
   // config says otherwise (oidc-provider's own default is no type at all).
-  clients: (cfg.clients || []).map((c) => ({ authorization_details_types: ['payment_initiation'], ...c })),
+  clients: (cfg.clients || []).map((c) => ({ authorization_details_types: ['payment_initiation', 'payee_change'], ...c })),
   acrValues: [ACR_PWD, ACR_MFA],
   jwks: { keys: [signingJWK] },
   cookies: {
@@ -213,7 +237,7 @@ ${form}
     },
     richAuthorizationRequests: {
       enabled: true,
-      types: { payment_initiation: { validate: paymentInitiation } },
+      types: { payment_initiation: { validate: paymentInitiation }, payee_change: { validate: payeeChange } },
       // The code carries the details this request asked for and the grant
       // holds (the user approved them), never details an earlier approval
       // left on the grant: a login without authorization_details gets none.
@@ -306,6 +330,12 @@ function paymentHTML(detail, i) {
   const id = (name) => (i === 0 ? `op-payment-${name}` : `op-payment-${name}-${i + 1}`);
   const row = (name, label, value) => (value === undefined ? ''
     : `<dt>${label}</dt><dd id="${id(name)}">${html(value)}</dd>\n`);
+  if (detail.type === 'payee_change') {
+    return `<dl class="op-payee-change">
+${row('change', 'Change', `${detail.action} a payee`)}${row('merchant', 'Merchant', detail.merchantId)}\
+${row('payee', 'Payee', detail.name)}${row('iban', 'Payee IBAN', detail.creditorAccount?.iban)}\
+${row('website', 'Website', detail.website)}</dl>`;
+  }
   const amt = detail.instructedAmount;
   return `<dl class="op-payment">
 ${row('amount', 'Amount', `${amt.amount} ${amt.currency}`)}${row('payee', 'Payee', detail.creditorName)}\

@@ -30,7 +30,8 @@ func api(a *authn, f *proxy.Forwarder, pay Payments, budget SessionBudget, obser
 		}
 		s := state(c)
 		call := proxy.Call{UserID: p.rec.UserID, RequestID: s.requestID, Path: path, ClientIP: c.RealIP()}
-		if r.Method == http.MethodPost { // only money-moving requests record it; no hash on reads
+		switch r.Method { // only the requests payments may record (a payment, a change of a merchant) carry it; no hash on reads
+		case http.MethodPost, http.MethodPut, http.MethodDelete:
 			call.SessionRef = session.Handle(p.id)
 		}
 		var res proxy.Result

@@ -130,6 +130,8 @@ type moneyCall struct {
 	claim    *ledger.Claim
 	body     []byte // what is sent: the model's encoding on the creation and the init
 	creates  bool   // it asks the upstream to create a payment: settled from its list
+	// method is what is sent: a POST, but for a held change of a merchant.
+	method string
 	// rawFingerprint is the fingerprint of the client's own bytes: a
 	// record claimed by a version that fingerprinted those is the same
 	// request.
@@ -207,7 +209,7 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 	ctx, cancel := context.WithTimeout(bg, s.timeout)
 	defer cancel()
 	m := &moneyCall{call: c, target: t, rawQuery: r.URL.RawQuery, header: header, req: req, body: body,
-		creates: creates, rawFingerprint: rawFingerprint}
+		creates: creates, method: http.MethodPost, rawFingerprint: rawFingerprint}
 	claim, rec, err := s.claim(bg, req)
 	switch {
 	case err != nil:
@@ -252,7 +254,7 @@ func (s *Service) sendAsOwner(ctx, bg context.Context, w http.ResponseWriter, m 
 	for sends := 1; ; sends++ {
 		lost := false
 		rep, p := s.up.Exchange(ctx, proxy.Exchange{
-			Call: m.call, Target: m.target, Method: http.MethodPost, RawQuery: m.rawQuery,
+			Call: m.call, Target: m.target, Method: m.method, RawQuery: m.rawQuery,
 			Header: m.header, Body: m.body, Once: true, BeforeSend: s.sendMark(m.claim, snap, &lost),
 		})
 		out := labels{upstreamStatus: rep.Status}
@@ -433,7 +435,12 @@ func (s *Service) answerRepeat(ctx, bg context.Context, w http.ResponseWriter, m
 		if err != nil {
 			return true, labels{}, s.ledgerFailed(m.call, err)
 		}
-		if claim != nil {
+		switch {
+		case claim != nil && m.req.Held != nil:
+			// Claimed again for the user's approval: held, not sent.
+			s.observe.MoneyRequest("held")
+			return true, labels{}, s.stepUpRequired(m.req.UserID, m.req.SessionRef, claim.ID, claim.ClaimedAt.Add(s.stepUp.HoldFor))
+		case claim != nil:
 			m.claim = claim
 			out, p := s.sendAsOwner(ctx, bg, w, m)
 			return true, out, p

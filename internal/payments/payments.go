@@ -195,8 +195,12 @@ func New(o Options) *Service {
 }
 
 // Handles reports whether a call to t with method is payments' to serve: a
-// POST under a money route or under the refresh route.
+// POST under a money route or under the refresh route, and, with step-up
+// on, a change of a merchant (payeechange.go).
 func (s *Service) Handles(t proxy.Target, method string) bool {
+	if s.changesPayee(t.Path, method) {
+		return true
+	}
 	if method != http.MethodPost {
 		return false
 	}
@@ -224,6 +228,10 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request, c proxy.Call, t 
 		res.UpstreamStatus, p = s.serveRefresh(w, r, c, t)
 	case s.claims == nil:
 		p = problem.New(problem.CodeLedgerUnavailable, "payments are not enabled: no ledger is configured")
+	case s.changesPayee(t.Path, r.Method):
+		var out labels
+		out, p = s.changePayee(w, r, c, t)
+		res.UpstreamStatus, res.Code = out.upstreamStatus, out.replayedCode
 	default:
 		var out labels
 		out, p = s.pay(w, r, c, t, route)

@@ -76,10 +76,25 @@ const approvalSkew = 5 * time.Second
 
 // heldRequest is what a hold keeps to send once approved.
 type heldRequest struct {
-	Path  string `json:"p"` // the canonical upstream path
+	// Method is the held request's method ("" for a POST: a payment).
+	Method string `json:"m,omitempty"`
+	Path   string `json:"p"` // the canonical upstream path
 	Route string `json:"r"` // the route template, for the metrics
 	Query string `json:"q,omitempty"`
 	Body  []byte `json:"b"`
+}
+
+func (h heldRequest) method() string {
+	if h.Method == "" {
+		return http.MethodPost
+	}
+	return h.Method
+}
+
+// isPayeeChange reports whether the held request changes a merchant
+// (payeechange.go) rather than making a payment.
+func (h heldRequest) isPayeeChange() bool {
+	return h.Path == merchantsPath || strings.HasPrefix(h.Path, merchantsPath+"/")
 }
 
 // holds reports whether a payment creation on route with content c needs
@@ -198,14 +213,9 @@ func (s *Service) HeldPayment(ctx context.Context, ref string) (Hold, *problem.P
 	if p := s.stillHeld(ctx, rec); p != nil {
 		return Hold{}, p
 	}
-	c, _ := ParseContent(rec.Content)
-	pe, p := s.payeeOf(ctx, rec.UserID, "", c)
+	details, p := s.heldDetails(ctx, rec, "")
 	if p != nil {
 		return Hold{}, p
-	}
-	details, err := json.Marshal([]paymentInitiation{withPayee(paymentDetail(c), pe)})
-	if err != nil {
-		return Hold{}, problem.Wrap(problem.CodeInternal, "the payment could not be described for its approval", err)
 	}
 	return Hold{Key: rec.Key, Route: rec.Route, UserID: rec.UserID, SessionRef: rec.SessionRef, Details: details,
 		ACRValues: s.stepUp.ACRValues, MaxAge: s.stepUp.MaxAge, Expires: rec.Deadline}, nil
@@ -371,7 +381,7 @@ func (s *Service) Approve(ctx context.Context, ref, userID, sessionRef string, a
 		header: http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}},
 		req: ledger.Request{UserID: rec.UserID, Route: rec.Route, Key: rec.Key, Fingerprint: rec.Fingerprint,
 			Content: rec.Content, SessionRef: rec.SessionRef, ClientIP: a.ClientIP, RequestID: a.RequestID},
-		claim: claim, body: held.Body, creates: true,
+		claim: claim, body: held.Body, creates: !held.isPayeeChange(), method: held.method(),
 	}
 	sctx, scancel := context.WithTimeout(bg, s.timeout)
 	defer scancel()
@@ -420,12 +430,19 @@ func (s *Service) mismatch(ctx context.Context, rec *ledger.Record, a Approval) 
 	case s.stepUp.MaxAge > 0 && now.Sub(a.AuthTime) > s.stepUp.MaxAge+approvalSkew:
 		return "the authentication is older than max_age", nil
 	}
+	if mutant.Is(mutant.ApprovalContentUnchecked) {
+		return "", nil
+	}
+	var held heldRequest
+	if json.Unmarshal(rec.Held, &held) == nil && held.isPayeeChange() {
+		if want, ok := payeeChangeOf(held); !ok || !grantedChange(a.Details, want) {
+			return "the granted authorization_details are not the held change of a merchant", nil
+		}
+		return "", nil
+	}
 	c, ok := ParseContent(rec.Content)
 	if !ok {
 		return "the held payment has no content to compare", nil
-	}
-	if mutant.Is(mutant.ApprovalContentUnchecked) {
-		return "", nil
 	}
 	pe, p := s.payeeOf(ctx, rec.UserID, a.RequestID, c)
 	if p != nil {
