@@ -79,9 +79,9 @@ type heldRequest struct {
 	// Method is the held request's method ("" for a POST: a payment).
 	Method string `json:"m,omitempty"`
 	Path   string `json:"p"` // the canonical upstream path
-	Route string `json:"r"` // the route template, for the metrics
-	Query string `json:"q,omitempty"`
-	Body  []byte `json:"b"`
+	Route  string `json:"r"` // the route template, for the metrics
+	Query  string `json:"q,omitempty"`
+	Body   []byte `json:"b"`
 }
 
 func (h heldRequest) method() string {
