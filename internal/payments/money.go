@@ -130,6 +130,9 @@ type moneyCall struct {
 	claim    *ledger.Claim
 	body     []byte // what is sent: the model's encoding on the creation and the init
 	creates  bool   // it asks the upstream to create a payment: settled from its list
+	// content is what it asks the upstream to create, as read (nil Info
+	// when it came from a record: wanted reads the record's).
+	content Content
 	// method is what is sent: a POST, but for a held change of a merchant.
 	method string
 	// rawFingerprint is the fingerprint of the client's own bytes: a
@@ -209,7 +212,7 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 	ctx, cancel := context.WithTimeout(bg, s.timeout)
 	defer cancel()
 	m := &moneyCall{call: c, target: t, rawQuery: r.URL.RawQuery, header: header, req: req, body: body,
-		creates: creates, method: http.MethodPost, rawFingerprint: rawFingerprint}
+		creates: creates, content: content, method: http.MethodPost, rawFingerprint: rawFingerprint}
 	claim, rec, err := s.claim(bg, req)
 	switch {
 	case err != nil:
@@ -244,8 +247,7 @@ func (s *Service) claim(ctx context.Context, req ledger.Request) (*ledger.Claim,
 func (s *Service) sendAsOwner(ctx, bg context.Context, w http.ResponseWriter, m *moneyCall) (labels, *problem.Problem) {
 	var snap ledger.Send
 	if m.creates {
-		want, _ := ParseContent(m.req.Content)
-		snap = s.snapshot(ctx, m.call, want)
+		snap = s.snapshot(ctx, m.call, m.wanted())
 	}
 	// answered: the upstream answered the send, so it is no longer acting.
 	subjectNow := func(answered bool) subject {
@@ -281,8 +283,7 @@ func (s *Service) sendAsOwner(ctx, bg context.Context, w http.ResponseWriter, m 
 				// send, with a fresh token (the transport dropped the
 				// refused one), a fresh snapshot and a fresh mark.
 				s.observe.MoneyRequest("resent_after_401")
-				want, _ := ParseContent(m.req.Content)
-				if snap = s.snapshot(ctx, m.call, want); !snap.Snapshot {
+				if snap = s.snapshot(ctx, m.call, m.wanted()); !snap.Snapshot {
 					return out, s.storeUnknown(bg, m, rep.Status, code)
 				}
 				continue
@@ -547,6 +548,16 @@ func (s *Service) answerRepeat(ctx, bg context.Context, w http.ResponseWriter, m
 		}
 	}
 	return labels{}, s.ledgerFailed(m.call, errors.New("a repeated payment's record kept changing under it"))
+}
+
+// wanted is what the request asks the upstream to create: as read, or
+// from its record (an approved hold's).
+func (m *moneyCall) wanted() Content {
+	if m.content.Info != nil {
+		return m.content
+	}
+	c, _ := ParseContent(m.req.Content)
+	return c
 }
 
 // sameRequest reports whether rec was claimed by this same request: its
