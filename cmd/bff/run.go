@@ -240,7 +240,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		Instance: instance, EncryptionKey: encKey, DecryptionKeys: decKeys,
 		Follow: payments.Follow{Interval: cfg.Payments.WatchInterval, MaxInterval: cfg.Payments.WatchMaxInterval,
 			For: cfg.Payments.WatchFor, Batch: cfg.Payments.WatchBatch},
-		StepUp: stepUpPolicy(cfg),
+		StepUp: stepUpPolicy(cfg), ListLag: cfg.Payments.ListLag,
 	})
 	hub := events.NewHub(events.Limits{PerUser: cfg.Limits.StreamsPerUser, PerAddress: cfg.Limits.StreamsPerAddress,
 		PerInstance: events.InstanceBound(cfg.Limits.StreamsPerInstance)})

@@ -166,6 +166,11 @@ type Payments struct {
 	// StepUp holds payments for the user's approval (docs/payments.md,
 	// "Payments the user approves").
 	StepUp StepUp `yaml:"step_up"`
+	// ListLag is how long the upstream's payment list may take to show a
+	// payment it made: "not made" is concluded only from a list read at
+	// least that long after the request stopped acting (0: the list is
+	// current).
+	ListLag time.Duration `yaml:"list_lag"`
 }
 
 // StepUp is the policy of payments the user approves: a fresh, stronger

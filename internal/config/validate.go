@@ -767,6 +767,9 @@ func (v *validator) payments(c *Config) {
 	if p.WatchInterval > 0 && p.WatchFor <= 0 {
 		v.addf("payments.watch_for", "must be positive: a payment is followed for a bounded time")
 	}
+	if d := p.ListLag; d < 0 || d > time.Minute {
+		v.addf("payments.list_lag", "%s is not between 0 and 1m (a lost answer's settling waits it once)", d)
+	}
 	if n := p.WatchBatch; n < 1 || n > 1000 {
 		v.addf("payments.watch_batch", "%d is not between 1 and 1000", n)
 	}

@@ -97,6 +97,10 @@ type Options struct {
 	// StepUp, when set, holds the payments it names for the user's
 	// approval (stepup.go); nil: no payment is held.
 	StepUp *StepUp
+	// ListLag is how long the upstream's payment list may take to show a
+	// payment it made: settling concludes "not made" only from a list read
+	// at least that long after the request stopped acting.
+	ListLag time.Duration
 }
 
 // Observer receives a Service's events. Implementations must be cheap and
@@ -153,6 +157,7 @@ type Service struct {
 	cursors     *seal.Box
 	stepUp      *StepUp
 	holdBox     *seal.Box // seals the references of held payments
+	listLag     time.Duration
 }
 
 // New returns a Service.
@@ -168,7 +173,7 @@ func New(o Options) *Service {
 		money[i] = proxy.Route{Prefix: p, Methods: []string{http.MethodPost}}
 	}
 	s := &Service{up: o.Upstream, timeout: o.Timeout, money: proxy.NewRoutes(money),
-		refresh: o.Refresh, every: o.RefreshEvery, log: o.Logger, observe: o.Observe}
+		refresh: o.Refresh, every: o.RefreshEvery, log: o.Logger, observe: o.Observe, listLag: o.ListLag}
 	s.pace = defaultSettlerPace
 	if o.Ledger != nil {
 		s.claims, s.settlements, s.entries, s.follower, s.holdsOf = o.Ledger, o.Ledger, o.Ledger, o.Ledger, o.Ledger

@@ -128,6 +128,17 @@ func (s *Service) settle(ctx context.Context, c proxy.Call, r subject) Result {
 	}
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
+	if r.answered && s.listLag > 0 {
+		// An upstream whose list lags its creations: a payment the answered
+		// send made shows only after the lag, so the list is read after it.
+		t := time.NewTimer(s.listLag)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return unknownBecause("no list could be read after the upstream's list lag")
+		}
+	}
 	// The whole list (at most listPages): "not made" needs it, whatever
 	// the payments' times say.
 	l, err := s.listing(ctx, c)
@@ -147,18 +158,27 @@ func (s *Service) settle(ctx context.Context, c proxy.Call, r subject) Result {
 	if err != nil {
 		return unknownBecause("the ledger could not be read")
 	}
-	res := Conclude(Evidence{Request: want, Snapshot: r.snapshot, Listing: l, Quiet: quiet(r, l), Others: others})
+	res := Conclude(Evidence{Request: want, Snapshot: r.snapshot, Listing: l, Quiet: quiet(r, l, s.listLag), Others: others})
 	if res.Conclusion == Unknown {
 		s.log.Info("settling a payment: the outcome stays unknown", slog.String("requestId", c.RequestID), slog.String("reason", res.Reason))
 	}
 	return res
 }
 
-// quiet reports whether no send of r can still be acting at the upstream:
-// it was answered, or it is past its deadline and, when the upstream's clock
-// and r's window are known, that clock is past the window too.
-func quiet(r subject, l Listing) bool {
-	return r.answered || (r.expired && (l.Date.IsZero() || r.snapshot.WindowEnd.IsZero() || l.Date.After(r.snapshot.WindowEnd)))
+// quiet reports whether no send of r can still be acting at the upstream,
+// nor be missing from a list read now: it was answered, or it is past its
+// deadline and, when the upstream's clock and r's window are known, that
+// clock is past the window (and the list's lag after it) too.
+func quiet(r subject, l Listing, lag time.Duration) bool {
+	switch {
+	case r.answered:
+		return true // and settle read the list lag after the answer
+	case !r.expired:
+		return false
+	case lag > 0 && (l.Date.IsZero() || r.snapshot.WindowEnd.IsZero()):
+		return false // a lagging list is read as current only by the upstream's clock
+	}
+	return l.Date.IsZero() || r.snapshot.WindowEnd.IsZero() || l.Date.After(r.snapshot.WindowEnd.Add(lag))
 }
 
 // settledAnswer is the answer settling stores for a payment it proved
