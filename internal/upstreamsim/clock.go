@@ -15,6 +15,8 @@ type simClock struct {
 	base   func() time.Time
 	start  atomic.Pointer[time.Time] // nil: follow base
 	offset atomic.Int64              // nanoseconds
+	// forward is the sum of the forward steps alone (steady).
+	forward atomic.Int64
 }
 
 func (c *simClock) now() time.Time { return c.exact().Truncate(time.Second) }
@@ -32,7 +34,24 @@ func (c *simClock) exact() time.Time {
 	return t.Add(time.Duration(c.offset.Load())).UTC()
 }
 
+// steady is the time the list lag runs on: the simulator's time with only
+// its forward steps, never a step back. An upstream's list lags its
+// creations in real time: a clock stepped back must not hide a payment for
+// as long as the step.
+func (c *simClock) steady() time.Time {
+	var t time.Time
+	if p := c.start.Load(); p != nil {
+		t = *p
+	} else {
+		t = c.base()
+	}
+	return t.Add(time.Duration(c.forward.Load())).UTC()
+}
+
 func (c *simClock) advance(d time.Duration) time.Time {
+	if d > 0 {
+		c.forward.Add(int64(d))
+	}
 	c.offset.Add(int64(d))
 	return c.now()
 }
@@ -41,6 +60,10 @@ func (c *simClock) advance(d time.Duration) time.Time {
 func (c *simClock) freeze(t time.Time) {
 	c.start.Store(&t)
 	c.offset.Store(0)
+	c.forward.Store(0)
 }
 
-func (c *simClock) reset() { c.offset.Store(0) }
+func (c *simClock) reset() {
+	c.offset.Store(0)
+	c.forward.Store(0)
+}

@@ -107,7 +107,8 @@ func normalInfo(pi paymentInfo) documentedInfo {
 
 // listPayments is GET /v2/payments: cursor paging, newest first by
 // default, optional status filter. With a list lag, a payment made less
-// than the lag ago (by the simulator's clock, to the nanosecond) is left
+// than the lag ago (simClock.steady: real time, which a step of the
+// simulator's clock does not move, unless that clock is frozen) is left
 // out, of the count too; GET /v2/payments/{id} finds it all the same.
 func (s *Server) listPayments(w http.ResponseWriter, r *http.Request, c *call) *apiError {
 	q := r.URL.Query()
@@ -115,14 +116,14 @@ func (s *Server) listPayments(w http.ResponseWriter, r *http.Request, c *call) *
 	if e != nil {
 		return e
 	}
-	lag := s.knobs.Load().listLag
+	lag, steady := s.knobs.Load().listLag, s.clock.steady()
 	u := s.users.get(c.userID(), c.now)
 	u.mu.Lock()
 	items := u.payments
 	if st := q.Get("status"); st != "" || lag > 0 {
 		items = nil
 		for _, p := range u.payments {
-			if lag > 0 && !p.madeAt.IsZero() && c.at.Before(p.madeAt.Add(lag)) {
+			if lag > 0 && !p.steadyAt.IsZero() && steady.Before(p.steadyAt.Add(lag)) {
 				continue
 			}
 			if s.settle(p, c.now); st == "" || p.Status == st {
@@ -330,6 +331,7 @@ func (s *Server) makePayment(userID string, req paymentRequest, now time.Time) (
 		return nil, e
 	}
 	p := addPayment(u, req, now)
+	p.steadyAt = s.clock.steady()
 	s.paymentChanged(p, "")
 	return p, nil
 }
@@ -446,6 +448,7 @@ func (s *Server) openBankingInit(w http.ResponseWriter, r *http.Request, c *call
 	if p == nil {
 		p = addPayment(u, paymentRequest{info: info, providerIDs: []string{providerID}, redirectURL: redirect, includeFakeProviders: include,
 			origin: r.Header.Get("X-Request-Id")}, c.at)
+		p.steadyAt = s.clock.steady()
 	}
 	p.settle(c.now)
 	if p.Status == statusInit {

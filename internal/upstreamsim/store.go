@@ -50,6 +50,7 @@ type payment struct {
 	includeFake        bool
 	origin             string    // the X-Request-Id of the API request that made it ("" for another channel)
 	madeAt             time.Time // when it was made, exactly (CreatedAt is whole seconds); zero for seed data: listed at once
+	steadyAt           time.Time // when it was made by the clock the list lag runs on (simClock.steady); zero: listed at once
 	profile            string    // the reply profile of a copy made for a reply (viewPayment); "": full
 	token              string    // the consent token of payUrl, signed under tokenKey
 	tokenKey           *[32]byte // the consent key token was signed with; nil: not yet
