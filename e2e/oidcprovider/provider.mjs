@@ -21,12 +21,27 @@
 // must check the acr it got); a code that is not 6 digits shows the page
 // again (400, #op-otp-error). Every ID token carries acr, amr and auth_time.
 //
-// Payment approval (RFC 9396 rich authorization requests, one type:
-// payment_initiation, validated by paymentInitiation below; any other type is
-// invalid_authorization_details): a request with authorization_details shows
-// each payment (#op-payment-amount "1000.00 EUR", #op-payment-payee,
-// #op-payment-iban, #op-payment-merchant, #op-payment-debtor-iban,
-// #op-payment-remittance; an element only when its field was sent) and the
+// Payment approval (RFC 9396 rich authorization requests, two types, both
+// listed in the discovery document's authorization_details_types_supported,
+// which the BFF requires at start with payments.step_up, and allowed to every
+// configured client unless its metadata says otherwise; any other type is
+// invalid_authorization_details):
+//
+//   - payment_initiation (a payment, validated by paymentInitiation below);
+//     a merchant payment's detail carries the merchant's name and account as
+//     the BFF read them from the upstream when the approval started;
+//   - payee_change (a change of where money goes: the BFF holds POST
+//     /v2/merchants and PUT or DELETE /v2/merchants/{id} like a payment;
+//     validated by payeeChange below): action create, update or delete,
+//     merchantId for an update or a deletion, and optional name,
+//     creditorAccount {iban} and website.
+//
+// A request with authorization_details shows each detail: a payment
+// (#op-payment-amount "1000.00 EUR", #op-payment-payee, #op-payment-iban,
+// #op-payment-merchant, #op-payment-debtor-iban, #op-payment-remittance) or a
+// change (.op-payee-change: #op-payment-change "update a payee",
+// #op-payment-merchant, #op-payment-payee, #op-payment-iban,
+// #op-payment-website), an element only when its field was sent, and the
 // buttons Approve (#op-approve, decision=approve) and Cancel (#op-cancel,
 // decision=cancel). Approve logs in (login, otp as above) and grants exactly
 // the requested details, which the token response then returns as

@@ -71,6 +71,15 @@ export type TransactionCategory = Schemas["TransactionCategory"];
 export type Provider = Schemas["Provider"];
 export type ProviderQuery = QueryOf<"listProviders">;
 
+// Merchants: a merchant's account is where every payment to it goes. With the BFF's
+// payments.step_up, creating, changing or deleting one is held for the user's approval like a
+// payment: send it with an idempotencyKey (`request("PUT", path, {body, idempotencyKey})`), and
+// expect a StepUpRequired.
+export type Merchant = Schemas["Merchant"];
+export type MerchantPage = Schemas["MerchantPage"];
+/** The body of a merchant's creation or change: `name` (required), `iban`, `website`, nothing else. */
+export type MerchantInput = Schemas["MerchantInput"];
+
 /** A page of a paged list: `{items, nextPage, count}`; `nextPage` is null on the last page. */
 export interface Page<T> {
   items: T[];

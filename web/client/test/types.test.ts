@@ -3,7 +3,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createClient } from "../src/index.js";
 import type {
-  BffError, BffErrorCode, IbanAccount, OpenBankingInit, PaymentAmount, PaymentCreate, ProblemAction, ProblemCode, TransactionQuery,
+  BffError, BffErrorCode, IbanAccount, MerchantInput, OpenBankingInit, PaymentAmount, PaymentCreate, ProblemAction, ProblemCode,
+  TransactionQuery,
 } from "../src/index.js";
 
 test("the public types accept what they should and refuse what they should not", () => {
@@ -47,6 +48,13 @@ test("the public types accept what they should and refuse what they should not",
   const nobodyPaid = () => bff.createPayment({ paymentInformation: { amount: 1, currency: "ILS", creditorName: "Dana" } });
   // @ts-expect-error: neither paymentId nor paymentInformation
   const initOfNothing: OpenBankingInit = { providerId: "demobank-sandbox" };
+  // A merchant's body is the BFF's merchant model (read once under payments.step_up): a name,
+  // and an account and a website, nothing else.
+  const merchant: MerchantInput = { name: "Landlord GmbH", iban: "DE89370400440532013000" };
+  // @ts-expect-error: name is required
+  const unnamed: MerchantInput = { iban: "DE89370400440532013000" };
+  // @ts-expect-error: a member the model does not have (400 VALIDATION_ERROR under step-up)
+  const withBicMerchant: MerchantInput = { name: "Landlord GmbH", bic: "COBADEFFXXX" };
   const handle = (e: BffError): string => {
     if (e.is("INSUFFICIENT_CREDITS")) return `${e.cost ?? "?"}`;
     switch (e.action) {
@@ -61,6 +69,6 @@ test("the public types accept what they should and refuse what they should not",
   };
   assert.ok(known && client && upstream && wrong && badAction && q && p && both && init && misspelt && handle);
   assert.deepEqual([empty, noCurrency, nobodyPaid].map((f) => typeof f), ["function", "function", "function"]);
-  assert.ok(initOfNothing);
+  assert.ok(initOfNothing && merchant && unnamed && withBicMerchant);
   assert.ok(one && initNew && initBoth && createNamed && withBic && noAmount === null);
 });

@@ -53,8 +53,9 @@ export interface paths {
          *     carry, and the payment is sent once; then 302 to `returnTo` with
          *     `stepUp=approved&payment=<Idempotency-Key>`, `stepUp=declined` (the user cancelled, or the
          *     approval did not match the payment or came too late: the payment ended, never sent) or
-         *     `stepUp=failed` (anything else: the payment may still wait for its approval), added to
-         *     the query `returnTo` already has. No session is created or replaced. A native app's
+         *     `stepUp=failed` (anything else: the payment may still wait for its approval; a merchant
+         *     payment whose merchant changed its account after the approval was shown waits for an
+         *     approval of the account it would go to now), added to the query `returnTo` already has. No session is created or replaced. A native app's
          *     approval goes on to its `redirect_uri` with a one-time `code` and `state` for
          *     `POST /auth/step-up/token`, or with `error=access_denied` and `state` when the user
          *     cancelled (the payment is declined).
@@ -107,13 +108,23 @@ export interface paths {
         /**
          * Start the user's approval of a held payment (step-up, RFC 9470 and RFC 9396)
          * @description With `payments.step_up` enabled (`auth.mode: oidc` only). A money-moving `POST` that the
-         *     policy holds is answered 401 `STEP_UP_REQUIRED` with `stepUpUrl`, which is this endpoint
-         *     with `payment=<opaque reference>`. Reach it by a top-level navigation, not `fetch`. The
-         *     answer is 302 to the identity provider's authorization endpoint with `prompt=login`,
-         *     `max_age`, `acr_values`, and the payment as RFC 9396 `authorization_details`
-         *     (`payment_initiation`: amount, currency, payee, accounts, remittance), which the provider
-         *     shows the user; with a login cookie, as `GET /auth/login`. The provider's answer comes
-         *     back to `GET /auth/callback`.
+         *     policy holds, and every change of a merchant (`POST /api/v2/merchants`, `PUT` and
+         *     `DELETE /api/v2/merchants/{merchantId}`), is answered 401 `STEP_UP_REQUIRED` with
+         *     `stepUpUrl`, which is this endpoint with `payment=<opaque reference>`. Reach it by a
+         *     top-level navigation, not `fetch`. The answer is 302 to the identity provider's
+         *     authorization endpoint with `prompt=login`, `max_age`, `acr_values`, and the payment as
+         *     RFC 9396 `authorization_details` (`payment_initiation`: amount, currency, payee,
+         *     accounts, remittance), which the provider shows the user; with a login cookie, as
+         *     `GET /auth/login`. The provider's answer comes back to `GET /auth/callback`.
+         *
+         *     A payment that names a merchant and no `creditorAccount` is shown with the merchant's
+         *     account (`creditorAccount.iban`) and, when the payment names no `creditorName`, its name,
+         *     as the BFF reads them from the upstream now (`GET /v2/merchants/{merchantId}`); a merchant
+         *     that cannot be read answers the upstream's error (its 404 for a merchant deleted since),
+         *     502 or 504, or 400 `VALIDATION_ERROR` for a merchant without an account, and the payment
+         *     keeps waiting. A held change of a merchant is shown as one detail of type `payee_change`
+         *     (`action` `create`, `update` or `delete`, `merchantId`, `name`, `creditorAccount`,
+         *     `website`, as the change has them).
          *
          *     A browser adds `returnTo` and must carry the session that made the payment (else 401
          *     `SESSION_REQUIRED`; another session's payment is 404 `NOT_FOUND`). A native app adds the
@@ -149,7 +160,12 @@ export interface paths {
          *     login's code is refused here, and an approval's code at `POST /auth/mobile/token`. The
          *     BFF checks the approval (the user, this session, the authentication's class and time,
          *     and the granted `authorization_details` against the held payment) and sends the payment
-         *     once, under its `Idempotency-Key`. Not retried by clients: a code is used once.
+         *     once, under its `Idempotency-Key`. A merchant payment is compared with its merchant's
+         *     name and account as the BFF reads them now: when only the account differs (the merchant
+         *     was re-pointed after the approval was shown), nothing is sent and the payment is held
+         *     again (401 `STEP_UP_REQUIRED` with its `stepUpUrl`). A held change of a merchant is
+         *     approved the same way, bound to its `payee_change` detail. Not retried by clients: a code
+         *     is used once.
          */
         post: operations["stepUpToken"];
         delete?: never;
@@ -731,7 +747,18 @@ export interface paths {
         /** List merchants (cursor paging) */
         get: operations["listMerchants"];
         put?: never;
-        /** Create a merchant */
+        /**
+         * Create a merchant (decides where money goes; held for approval under step-up)
+         * @description A merchant's account (`iban`) is where every payment to that merchant goes. With
+         *     `payments.step_up` enabled, every creation, change and deletion of a merchant is held like
+         *     a payment: it needs an `Idempotency-Key`, its body is read once (`MerchantInput`: `name`,
+         *     `iban`, `website`, nothing else) and re-encoded, it is recorded and answered 401
+         *     `STEP_UP_REQUIRED` (`StepUpRequired`), the user approves it at the identity provider as
+         *     one RFC 9396 `payee_change` detail (`action: create`), and only then is it sent, once. A
+         *     repeat of the key replays its answer (`Idempotent-Replayed: true`); a mismatched approval
+         *     declines it (403 `STEP_UP_DECLINED` to a repeat). See `docs/payments.md`, "Changes of
+         *     where money goes". Without `payments.step_up` it is forwarded like any call.
+         */
         post: operations["createMerchant"];
         delete?: never;
         options?: never;
@@ -750,10 +777,24 @@ export interface paths {
         };
         /** One merchant */
         get: operations["getMerchant"];
-        /** Update a merchant */
+        /**
+         * Update a merchant, its account included (held for approval under step-up)
+         * @description Re-points where every payment to this merchant goes when `iban` changes. With
+         *     `payments.step_up` enabled it is held like a payment, as `POST /api/v2/merchants` is
+         *     (`payee_change` with `action: update` and the `merchantId`): an `Idempotency-Key`, the
+         *     body read once, 401 `STEP_UP_REQUIRED`, sent once after the user's approval. Without
+         *     `payments.step_up` it is forwarded like any call (and retried on an upstream 500 or 503,
+         *     as every idempotent method).
+         */
         put: operations["updateMerchant"];
         post?: never;
-        /** Delete a merchant */
+        /**
+         * Delete a merchant (held for approval under step-up)
+         * @description With `payments.step_up` enabled it is held like a payment, as `POST /api/v2/merchants` is
+         *     (`payee_change` with `action: delete` and the `merchantId`): an `Idempotency-Key`, no
+         *     body (a body is 400 `VALIDATION_ERROR` naming `body`), 401 `STEP_UP_REQUIRED`, sent once
+         *     after the user's approval. Without `payments.step_up` it is forwarded like any call.
+         */
         delete: operations["deleteMerchant"];
         options?: never;
         head?: never;
@@ -795,7 +836,7 @@ export interface components {
             balance?: number;
             /**
              * Format: uri
-             * @description `STEP_UP_REQUIRED` only: where the user approves the payment (`GET /auth/step-up?payment=...`, absolute, on `public_url`). A browser adds `&returnTo=/path`; a native app its `client=mobile` parameters.
+             * @description `STEP_UP_REQUIRED` only: where the user approves the payment or the change of a merchant (`GET /auth/step-up?payment=...`, absolute, on `public_url`). A browser adds `&returnTo=/path`; a native app its `client=mobile` parameters.
              */
             stepUpUrl?: string;
             /** @description `STEP_UP_REQUIRED` only: the authentication context classes an approval may reach (`payments.step_up.acr_values`). */
@@ -819,9 +860,9 @@ export interface components {
             message: string;
         };
         /**
-         * @description The 401 `STEP_UP_REQUIRED` of a money-moving `POST` that `payments.step_up` holds: the
-         *     envelope with `stepUpUrl`, `acrValues`, `expiresAt` and, when set, `maxAge`. See
-         *     `docs/payments.md`, "Payments the user approves".
+         * @description The 401 `STEP_UP_REQUIRED` of a money-moving `POST` that `payments.step_up` holds, or of
+         *     a change of a merchant it holds: the envelope with `stepUpUrl`, `acrValues`, `expiresAt`
+         *     and, when set, `maxAge`. See `docs/payments.md`, "Payments the user approves".
          */
         StepUpRequired: components["schemas"]["Problem"] & {
             /** @constant */
@@ -934,7 +975,7 @@ export interface components {
         PaymentRecord: {
             /** @description The `Idempotency-Key` as the client sent it. */
             key: string;
-            /** @description The money route the key is scoped to (`upstream.money_routes`), such as `/v2/payments`. */
+            /** @description The money route the key is scoped to (`upstream.money_routes`), such as `/v2/payments`; `/v2/merchants` for a change of a merchant held under `payments.step_up`. */
             route: string;
             /**
              * @description `in_flight`: sent or being sent, no answer yet (a repeat is 409). `done`: answered, and
@@ -1401,10 +1442,30 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * @description The body of `POST /api/v2/merchants` and `PUT /api/v2/merchants/{merchantId}`: these
+         *     members and no other. With `payments.step_up` the BFF reads it once into its own model and
+         *     sends the upstream that model re-encoded (`{"name":…,"iban":…,"website":…}`, absent
+         *     members left out): any other member (even `null`), a missing `name` or a member that is
+         *     not a string is 400 `VALIDATION_ERROR` naming it, and `null` or `""` for `iban` or
+         *     `website` is absent. Without `payments.step_up` the body is forwarded as written, and the
+         *     upstream reads these members (`name` required).
+         * @example {
+         *       "name": "Landlord GmbH",
+         *       "iban": "DE89370400440532013000"
+         *     }
+         * @example {
+         *       "name": "Café Openapi",
+         *       "iban": "IL620108000000099999999",
+         *       "website": "https://cafe.example"
+         *     }
+         */
         MerchantInput: {
-            name?: string;
-            iban?: string;
-            website?: string;
+            /** @description The merchant's name; shown to the user as the payee. */
+            name: string;
+            /** @description The account every payment to this merchant is paid to. */
+            iban?: string | null;
+            website?: string | null;
         };
         Merchant: {
             id?: string;
@@ -1613,11 +1674,41 @@ export interface components {
             };
         };
         /**
+         * @description As for any `/api` call (`BAD_PATH`, `BAD_REQUEST`, the upstream's `CLIENT_ERROR` and
+         *     `VALIDATION_ERROR`), plus, with `payments.step_up`, the BFF's own refusals of a change of
+         *     a merchant, each before anything is claimed or sent (the key is still unused):
+         *
+         *     - `IDEMPOTENCY_KEY_REQUIRED` (no `Idempotency-Key`) and `IDEMPOTENCY_KEY_INVALID`;
+         *     - `VALIDATION_ERROR`, with `fields[0].field` naming the member at fault, for a body the
+         *       merchant model (`MerchantInput`) does not accept: a member other than `name`, `iban` and
+         *       `website` (even `null`), no `name`, a member that is not a string, a body that is not a
+         *       JSON object (`body`), a `DELETE` with a body (`body`), a key that appears twice or two
+         *       keys that differ only in case;
+         *     - `BAD_REQUEST`: a body sent with a `Content-Encoding`, or a `Content-Type` other than
+         *       `application/json` (UTF-8).
+         *
+         *     An upstream 4xx to a held change is stored and replayed to a repeat of the same key, with
+         *     `Idempotent-Replayed: true`.
+         */
+        PayeeChangeBadRequest: {
+            headers: {
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description As `SessionRequired` (`SESSION_REQUIRED`, `DPOP_PROOF_INVALID`), or `STEP_UP_REQUIRED`
-         *     (action `step_up`, `StepUpRequired`): `payments.step_up` holds this payment for the user's
-         *     approval; it is recorded (`awaiting_approval`) and not sent, and the session is fine (do
-         *     not log the user out). Send the user to `stepUpUrl`; `WWW-Authenticate` carries RFC 9470's
-         *     challenge. A repeat of the key while it waits gets the same answer.
+         *     (action `step_up`, `StepUpRequired`): `payments.step_up` holds this payment (or this change
+         *     of a merchant) for the user's approval; it is recorded (`awaiting_approval`) and not sent,
+         *     and the session is fine (do not log the user out). Send the user to `stepUpUrl`;
+         *     `WWW-Authenticate` carries RFC 9470's challenge. A repeat of the key while it waits gets
+         *     the same answer.
          */
         MoneyUnauthorized: {
             headers: {
@@ -1632,10 +1723,10 @@ export interface components {
             };
         };
         /**
-         * @description As `ApiForbidden`, plus `STEP_UP_DECLINED` (action `fix_request`): the payment was held
-         *     for the user's approval and never approved (cancelled, a mismatched approval, or its
-         *     hold ran out); it was never sent, and a repeat of the key gets this answer again. To pay,
-         *     start again with a new `Idempotency-Key`.
+         * @description As `ApiForbidden`, plus `STEP_UP_DECLINED` (action `fix_request`): the payment (or the
+         *     change of a merchant) was held for the user's approval and never approved (cancelled, a
+         *     mismatched approval, or its hold ran out); it was never sent, and a repeat of the key gets
+         *     this answer again. To pay (or change it), start again with a new `Idempotency-Key`.
          */
         MoneyForbidden: {
             headers: {
@@ -1876,6 +1967,15 @@ export interface components {
          *     `IDEMPOTENCY_KEY_INVALID`. Scoped to the user and the route.
          */
         "Idempotency-Key": string;
+        /**
+         * @description Required with `payments.step_up` enabled (missing: 400 `IDEMPOTENCY_KEY_REQUIRED`): a
+         *     change of a merchant, where money goes, is then held for the user's approval like a
+         *     payment. A fresh random value (a UUID) per change, kept across that change's retries; 1 to
+         *     255 printable ASCII characters, no comma, in one header (else 400
+         *     `IDEMPOTENCY_KEY_INVALID`). Scoped to the user and the route `/v2/merchants`. Without
+         *     `payments.step_up` it is not needed, and never forwarded.
+         */
+        "Idempotency-Key-PayeeChange": string;
         /** @description Items per page. */
         limit: number;
         /** @description `1` oldest first, `-1` newest first. */
@@ -2078,17 +2178,23 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `BAD_REQUEST`: no `payment`, or an unacceptable `returnTo`, `client`, `redirect_uri`, `code_challenge`, `code_challenge_method` or `state`; both a session cookie and a session token. */
+            /** @description `BAD_REQUEST`: no `payment`, or an unacceptable `returnTo`, `client`, `redirect_uri`, `code_challenge`, `code_challenge_method` or `state`; both a session cookie and a session token. `VALIDATION_ERROR`: a merchant payment whose merchant has no account to pay (the payment keeps waiting). */
             400: components["responses"]["BadRequest"];
             /** @description `SESSION_REQUIRED`: a browser approval without a session (the browser must carry the session that made the payment). */
             401: components["responses"]["SessionRequired"];
             /** @description `STEP_UP_DECLINED`: the payment is no longer held: it was declined (cancelled, a mismatched approval) or its hold ran out (`payments.step_up.hold_for`). It was never sent; to pay, start again with a new `Idempotency-Key`. */
             403: components["responses"]["BadRequest"];
-            /** @description `NOT_FOUND`: no payment waits for an approval under this reference (unknown, another session's, or approved already); `ROUTE_NOT_FOUND`: payments are not held here (`payments.step_up` off, or `auth.mode: dev`). */
+            /** @description `NOT_FOUND`: no payment waits for an approval under this reference (unknown, another session's, or approved already); `ROUTE_NOT_FOUND`: payments are not held here (`payments.step_up` off, or `auth.mode: dev`); or the upstream's 404 for a merchant payment's merchant deleted since it was held (the payment keeps waiting). */
             404: components["responses"]["BadRequest"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            /** @description A merchant payment's merchant could not be read: `UPSTREAM_ERROR` (the upstream's failure, or an answer that is not the merchant), `UPSTREAM_UNREACHABLE`, `UPSTREAM_AUTH_FAILED`. Nothing was sent; the payment keeps waiting. */
+            502: components["responses"]["BadGateway"];
             503: components["responses"]["RecordsUnavailable"];
+            /** @description `UPSTREAM_TIMEOUT`: the read of a merchant payment's merchant got no answer in time. Nothing was sent; the payment keeps waiting. */
+            504: components["responses"]["GatewayTimeout"];
+            /** @description Another upstream 4xx to the read of a merchant payment's merchant, passed on with its status; the payment keeps waiting. */
+            "4XX": components["responses"]["UpstreamClientError"];
         };
     };
     stepUpToken: {
@@ -2124,14 +2230,21 @@ export interface operations {
             };
             /** @description `BAD_REQUEST` (the body is not `{"code", "codeVerifier"}` JSON, at most 8 KiB; both a cookie and a token) or `INVALID_GRANT` (the code is unknown, used or expired, the verifier does not match, or it is a login's code). */
             400: components["responses"]["BadRequest"];
+            /** @description `SESSION_REQUIRED` or `DPOP_PROOF_INVALID`, as `SessionRequired`; or `STEP_UP_REQUIRED` (action `step_up`, with `stepUpUrl` only): a merchant payment's merchant changed its account after the approval was shown. Nothing was sent; the payment waits for an approval of the account it would go to now (open `stepUpUrl` again). */
             401: components["responses"]["SessionRequired"];
-            /** @description `STEP_UP_DECLINED`: the approval did not match the held payment (another amount, payee or user, too weak or too old an authentication), or the payment had been declined or had run out: it was never sent, and its key is ended. `CSRF_REJECTED`: a cookie-authenticated request without `X-CSRF: 1`. */
+            /** @description `STEP_UP_DECLINED`: the approval did not match the held payment or change of a merchant (another amount, payee, change or user, too weak, too old or future-dated an authentication), or it had been declined or had run out: it was never sent, and its key is ended. `CSRF_REJECTED`: a cookie-authenticated request without `X-CSRF: 1`. */
             403: components["responses"]["CSRFRejected"];
-            /** @description `NOT_FOUND`: no payment of this session waits for an approval under this code's reference (another session's, or approved already); `ROUTE_NOT_FOUND`: payments are not held here. */
+            /** @description `NOT_FOUND`: no payment of this session waits for an approval under this code's reference (another session's, or approved already); `ROUTE_NOT_FOUND`: payments are not held here; or the upstream's 404 for a merchant payment's merchant deleted since (the payment keeps waiting). */
             404: components["responses"]["BadRequest"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            /** @description A merchant payment's merchant could not be read: `UPSTREAM_ERROR` (the upstream's failure, or an answer that is not the merchant), `UPSTREAM_UNREACHABLE`, `UPSTREAM_AUTH_FAILED`. Nothing was sent; the payment keeps waiting. */
+            502: components["responses"]["BadGateway"];
             503: components["responses"]["RecordsUnavailable"];
+            /** @description `UPSTREAM_TIMEOUT`: the read of a merchant payment's merchant got no answer in time. Nothing was sent; the payment keeps waiting. */
+            504: components["responses"]["GatewayTimeout"];
+            /** @description The upstream's refusal of the approved request before it acted (nothing was made, and a repeat of the key holds it again), or another upstream 4xx to the read of a merchant payment's merchant (the payment keeps waiting). */
+            "4XX": components["responses"]["UpstreamClientError"];
         };
     };
     devLogin: {
@@ -3390,6 +3503,15 @@ export interface operations {
             query?: never;
             header?: {
                 /**
+                 * @description Required with `payments.step_up` enabled (missing: 400 `IDEMPOTENCY_KEY_REQUIRED`): a
+                 *     change of a merchant, where money goes, is then held for the user's approval like a
+                 *     payment. A fresh random value (a UUID) per change, kept across that change's retries; 1 to
+                 *     255 printable ASCII characters, no comma, in one header (else 400
+                 *     `IDEMPOTENCY_KEY_INVALID`). Scoped to the user and the route `/v2/merchants`. Without
+                 *     `payments.step_up` it is not needed, and never forwarded.
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key-PayeeChange"];
+                /**
                  * @description Required, exactly `1`, on every cookie-authenticated `POST`, `PUT`, `PATCH` and `DELETE`
                  *     (else 403 `CSRF_REJECTED`). Requests authenticated by a session token need not send it.
                  */
@@ -3398,15 +3520,22 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
+        /**
+         * @description `MerchantInput`: `name` (required), `iban`, `website`. With `payments.step_up`, read
+         *     once and re-encoded: another member is 400 `VALIDATION_ERROR` naming it, before anything
+         *     is claimed or sent. `Content-Type` must be `application/json` (UTF-8) or absent, and
+         *     there must be no `Content-Encoding` (else 400 `BAD_REQUEST`).
+         */
         requestBody: {
             content: {
                 "application/json": components["schemas"]["MerchantInput"];
             };
         };
         responses: {
-            /** @description The merchant. */
+            /** @description The merchant (with `payments.step_up`, after the user's approval, or replayed to a repeat of the key). */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -3416,14 +3545,16 @@ export interface operations {
                     "application/json": components["schemas"]["Merchant"];
                 };
             };
-            400: components["responses"]["ApiBadRequest"];
-            401: components["responses"]["SessionRequired"];
-            403: components["responses"]["ApiForbidden"];
+            400: components["responses"]["PayeeChangeBadRequest"];
+            401: components["responses"]["MoneyUnauthorized"];
+            403: components["responses"]["MoneyForbidden"];
             404: components["responses"]["ApiNotFound"];
+            409: components["responses"]["IdempotencyInProgress"];
             413: components["responses"]["BodyTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["ApiTooManyRequests"];
-            502: components["responses"]["BadGateway"];
-            503: components["responses"]["ServiceUnavailable"];
+            502: components["responses"]["MoneyBadGateway"];
+            503: components["responses"]["MoneyServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["UpstreamClientError"];
             "5XX": components["responses"]["ServerError"];
@@ -3469,6 +3600,15 @@ export interface operations {
             query?: never;
             header?: {
                 /**
+                 * @description Required with `payments.step_up` enabled (missing: 400 `IDEMPOTENCY_KEY_REQUIRED`): a
+                 *     change of a merchant, where money goes, is then held for the user's approval like a
+                 *     payment. A fresh random value (a UUID) per change, kept across that change's retries; 1 to
+                 *     255 printable ASCII characters, no comma, in one header (else 400
+                 *     `IDEMPOTENCY_KEY_INVALID`). Scoped to the user and the route `/v2/merchants`. Without
+                 *     `payments.step_up` it is not needed, and never forwarded.
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key-PayeeChange"];
+                /**
                  * @description Required, exactly `1`, on every cookie-authenticated `POST`, `PUT`, `PATCH` and `DELETE`
                  *     (else 403 `CSRF_REJECTED`). Requests authenticated by a session token need not send it.
                  */
@@ -3479,15 +3619,22 @@ export interface operations {
             };
             cookie?: never;
         };
+        /**
+         * @description `MerchantInput`: `name` (required), `iban`, `website`. With `payments.step_up`, read
+         *     once and re-encoded: another member is 400 `VALIDATION_ERROR` naming it, before anything
+         *     is claimed or sent. `Content-Type` must be `application/json` (UTF-8) or absent, and
+         *     there must be no `Content-Encoding` (else 400 `BAD_REQUEST`).
+         */
         requestBody: {
             content: {
                 "application/json": components["schemas"]["MerchantInput"];
             };
         };
         responses: {
-            /** @description The updated merchant. */
+            /** @description The updated merchant (with `payments.step_up`, after the user's approval, or replayed to a repeat of the key). */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -3497,14 +3644,16 @@ export interface operations {
                     "application/json": components["schemas"]["Merchant"];
                 };
             };
-            400: components["responses"]["ApiBadRequest"];
-            401: components["responses"]["SessionRequired"];
-            403: components["responses"]["ApiForbidden"];
+            400: components["responses"]["PayeeChangeBadRequest"];
+            401: components["responses"]["MoneyUnauthorized"];
+            403: components["responses"]["MoneyForbidden"];
             404: components["responses"]["ApiNotFound"];
+            409: components["responses"]["IdempotencyInProgress"];
             413: components["responses"]["BodyTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["ApiTooManyRequests"];
-            502: components["responses"]["BadGateway"];
-            503: components["responses"]["ServiceUnavailable"];
+            502: components["responses"]["MoneyBadGateway"];
+            503: components["responses"]["MoneyServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["UpstreamClientError"];
             "5XX": components["responses"]["ServerError"];
@@ -3514,6 +3663,15 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Required with `payments.step_up` enabled (missing: 400 `IDEMPOTENCY_KEY_REQUIRED`): a
+                 *     change of a merchant, where money goes, is then held for the user's approval like a
+                 *     payment. A fresh random value (a UUID) per change, kept across that change's retries; 1 to
+                 *     255 printable ASCII characters, no comma, in one header (else 400
+                 *     `IDEMPOTENCY_KEY_INVALID`). Scoped to the user and the route `/v2/merchants`. Without
+                 *     `payments.step_up` it is not needed, and never forwarded.
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key-PayeeChange"];
                 /**
                  * @description Required, exactly `1`, on every cookie-authenticated `POST`, `PUT`, `PATCH` and `DELETE`
                  *     (else 403 `CSRF_REJECTED`). Requests authenticated by a session token need not send it.
@@ -3527,9 +3685,10 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The merchant is gone. */
+            /** @description The merchant is gone (with `payments.step_up`, after the user's approval, or replayed to a repeat of the key). */
             204: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -3537,13 +3696,15 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["ApiBadRequest"];
-            401: components["responses"]["SessionRequired"];
-            403: components["responses"]["ApiForbidden"];
+            400: components["responses"]["PayeeChangeBadRequest"];
+            401: components["responses"]["MoneyUnauthorized"];
+            403: components["responses"]["MoneyForbidden"];
             404: components["responses"]["ApiNotFound"];
+            409: components["responses"]["IdempotencyInProgress"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["ApiTooManyRequests"];
-            502: components["responses"]["BadGateway"];
-            503: components["responses"]["ServiceUnavailable"];
+            502: components["responses"]["MoneyBadGateway"];
+            503: components["responses"]["MoneyServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["UpstreamClientError"];
             "5XX": components["responses"]["ServerError"];
