@@ -204,18 +204,32 @@ type bearerTap struct {
 	mu     sync.Mutex
 	tokens []string
 	traces []string // the traceparents of the API calls
+	// after, when set, runs after the simulator served a request (a test
+	// acts between two requests of the BFF's).
+	after func(*http.Request)
 }
 
 func (b *bearerTap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b.mu.Lock()
+	after := b.after
 	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		b.mu.Lock()
 		b.tokens = append(b.tokens, tok)
 		if tp := r.Header.Get("Traceparent"); tp != "" {
 			b.traces = append(b.traces, tp)
 		}
-		b.mu.Unlock()
 	}
+	b.mu.Unlock()
 	b.next.ServeHTTP(w, r)
+	if after != nil {
+		after(r)
+	}
+}
+
+// setAfter sets (nil: clears) what runs after each request is served.
+func (b *bearerTap) setAfter(f func(*http.Request)) {
+	b.mu.Lock()
+	b.after = f
+	b.mu.Unlock()
 }
 
 // traceparents returns the traceparents the API calls carried, in order.
