@@ -305,7 +305,9 @@ func (s *Service) sendAsOwner(ctx, bg context.Context, w http.ResponseWriter, m 
 				problem.Write(answer, p, m.call.RequestID)
 			} else {
 				answer.write(rep.Status, rep.Header, rep.Body)
-				o.PaymentID = paymentID(rep.Body)
+				if m.method == http.MethodPost && !strings.HasPrefix(m.target.Path, merchantsPath) {
+					o.PaymentID = paymentID(rep.Body) // a merchant's id is no payment to follow
+				}
 			}
 			o.Response = answer.response()
 			s.storeOutcome(bg, m, "answered", o, s.claims.Finish)

@@ -58,8 +58,8 @@ func TestStepUpApprovalBindsTheMerchantsAccount(t *testing.T) {
 	if !strings.Contains(string(shown.Details), `"creditorAccount":{"iban":"`+rent+`"}`) || !strings.Contains(string(shown.Details), `"creditorName":"Landlord GmbH"`) {
 		t.Fatalf("the approval shows %s: want the merchant's name and account", shown.Details)
 	}
-	// The thief re-points the merchant while the user approves.
-	a.merchant(t, http.MethodPut, "/v2/merchants/"+mid, "Landlord GmbH", thief)
+	// The thief renames and re-points the merchant while the user approves.
+	a.merchant(t, http.MethodPut, "/v2/merchants/"+mid, "Landlord Holdings", thief)
 	_, p := a.svc.Approve(context.Background(), ref, attackUser, "h", shown)
 	if p == nil || p.Code != problem.CodeStepUpRequired {
 		t.Fatalf("an approval of the old account after the merchant changed: got %v, want STEP_UP_REQUIRED (held again)", p)
@@ -142,6 +142,9 @@ func TestStepUpHoldsAChangeOfWhereMoneyGoes(t *testing.T) {
 	}
 	if got := ibanAt(); got != thief {
 		t.Fatalf("an approved change was not sent: the merchant's account is %s", got)
+	}
+	if rec, err := a.svc.Record(context.Background(), attackUser, "REPOINT-2"); err != nil || rec.State != "done" || rec.PaymentID != "" {
+		t.Fatalf("the approved change's record: got %+v, %v; want done, with no payment id (a merchant's id is no payment)", rec, err)
 	}
 	if w := change(http.MethodPut, "/v2/merchants/"+mid, repoint, "REPOINT-2"); w.Code != http.StatusOK || w.Header().Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("a repeat of the approved change: got %d %s, want its 200 replayed", w.Code, w.Body)

@@ -49,7 +49,10 @@ func (s *Service) Run(ctx context.Context) {
 		// A hold read past its time is declined by its reader anyway
 		// (stillHeld, answerRepeat); this only makes lists and streams say
 		// so without a read, which a few seconds late does not harm.
-		if s.stepUp != nil && time.Since(expired) >= expireEvery {
+		// Holds expire also after step-up was turned off: none can be
+		// approved any more (a held change of a merchant is not read again
+		// by a repeat, which is forwarded unheld then).
+		if s.holdsOf != nil && time.Since(expired) >= expireEvery {
 			expired = time.Now()
 			s.expireHolds(ctx)
 		}

@@ -453,7 +453,7 @@ func (s *Service) mismatch(ctx context.Context, rec *ledger.Record, a Approval) 
 	switch {
 	case ok && sameDetail(got, want):
 		return "", nil
-	case ok && pe != nil && sameDetail(withPayee(got, &payee{Name: want.CreditorName, IBAN: want.CreditorAccount.IBAN}), want):
+	case ok && pe != nil && sameDetail(repointed(got, want, c), want):
 		p := problem.New(problem.CodeStepUpRequired, "the merchant's account changed after this payment's approval was shown; it was not sent, and waits for an approval that shows the account it would now go to")
 		p.Ext = []problem.Member{{Name: "stepUpUrl", Value: s.stepUpURL(rec.UserID, rec.SessionRef, rec.ID)}}
 		return "", p
@@ -500,6 +500,19 @@ type paymentInitiation struct {
 
 type ibanRef struct {
 	IBAN string `json:"iban"`
+}
+
+// repointed is the granted detail got with the payee of want: the name too
+// when the payment names none of its own (it showed the merchant's), so
+// an approval that differs from want only in where the money goes (the
+// merchant renamed or re-pointed since it was shown) is told apart from
+// one of another payment.
+func repointed(got, want paymentInitiation, c Content) paymentInitiation {
+	if c.Info.CreditorName == "" {
+		got.CreditorName = want.CreditorName
+	}
+	got.CreditorAccount = want.CreditorAccount
+	return got
 }
 
 // grantedDetail reads the granted authorization_details: exactly one
