@@ -107,6 +107,16 @@ func checkBody(body []byte) *problem.Problem {
 	return p
 }
 
+// readable refuses, before anything is claimed, a money body the BFF and
+// the upstream could read two ways: keys repeated or differing only in
+// case (checkBody), or a Content-Encoding (checkEncoding).
+func readable(h http.Header, body []byte) *problem.Problem {
+	if p := checkBody(body); p != nil {
+		return p
+	}
+	return checkEncoding(h)
+}
+
 // checkEncoding refuses a money body sent with a Content-Encoding: the BFF
 // reads what it records, settles and holds, and an upstream that inflated
 // it would read another body than the BFF did.

@@ -164,11 +164,7 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 		return labels{}, problem.New(problem.CodeRouteNotFound, "the upstream defines no money-moving endpoint at this path; nothing was sent")
 	}
 	t.Path = path
-	if p := checkBody(body); p != nil {
-		s.observe.MoneyRequest("body_refused")
-		return labels{}, p
-	}
-	if p := checkEncoding(r.Header); p != nil {
+	if p := readable(r.Header, body); p != nil {
 		s.observe.MoneyRequest("body_refused")
 		return labels{}, p
 	}

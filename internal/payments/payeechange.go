@@ -136,11 +136,7 @@ func (s *Service) changePayee(w http.ResponseWriter, r *http.Request, c proxy.Ca
 		s.observe.MoneyRequest("route_refused")
 		return labels{}, problem.New(problem.CodeRouteNotFound, "the upstream defines no change of a merchant at this path; nothing was sent")
 	}
-	if p := checkBody(body); p != nil {
-		s.observe.MoneyRequest("body_refused")
-		return labels{}, p
-	}
-	if p := checkEncoding(r.Header); p != nil {
+	if p := readable(r.Header, body); p != nil {
 		s.observe.MoneyRequest("body_refused")
 		return labels{}, p
 	}
