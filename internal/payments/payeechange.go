@@ -234,7 +234,12 @@ func (s *Service) heldDetails(ctx context.Context, rec *ledger.Record, requestID
 		b, _ := json.Marshal([]payeeChange{d})
 		return b, nil
 	}
-	c, _ := ParseContent(rec.Content)
+	c, ok := ParseContent(rec.Content)
+	if !ok {
+		// Held by an earlier version in a form this model does not read:
+		// it cannot be shown, so it cannot be approved (its hold expires).
+		return nil, problem.New(problem.CodeNotFound, "this payment cannot be shown for an approval (it was held by an earlier version); it will not be sent: pay again with a new Idempotency-Key")
+	}
 	pe, p := s.payeeOf(ctx, rec.UserID, requestID, c)
 	if p != nil {
 		return nil, p
