@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/fintech-bff/bff/internal/testing/browsertest"
+	"github.com/fintech-bff/bff/internal/upstreamsim"
 )
 
 // What the two example apps (web/app and web/react-app) tell a user, held
@@ -213,10 +215,21 @@ func TestBrowserPaymentsReadTrue(t *testing.T) {
 				chromedp.Click(chromedp.ID("oidc-login")))
 			signIn(t, tab, browserUser, "#accounts")
 
-			browsertest.Do(t, tab, "a payment the bank refuses",
+			// A payment the BFF cannot read (no IBAN) is refused before it is
+			// recorded: the form marks the field, the payments list shows
+			// nothing of it.
+			browsertest.Do(t, tab, "a payment the BFF refuses",
 				chromedp.Click(chromedp.CSS(`#nav a[href="/pay"]`)),
 				chromedp.WaitVisible(chromedp.ID("pay-form")),
 				typeInto("iban", ""),
+				chromedp.Click(chromedp.CSS(`#pay-form button[type="submit"]`)),
+				chromedp.WaitVisible(chromedp.CSS(`#iban[aria-invalid="true"]`)))
+			// One the bank refuses is recorded, refused.
+			e.sim.InjectFault(upstreamsim.Fault{Method: http.MethodPost, PathPrefix: "/v2/payments", UserID: browserUser, Times: 1, Status: 400,
+				Body: `{"type":"VALIDATION_ERROR","message":"[\"\\\"paymentInformation.creditorAccount.iban\\\" is not a valid IBAN\"]"}`})
+			browsertest.Do(t, tab, "a payment the bank refuses",
+				chromedp.Navigate(base+"/pay"),
+				chromedp.WaitVisible(chromedp.ID("pay-form")),
 				chromedp.Click(chromedp.CSS(`#pay-form button[type="submit"]`)),
 				chromedp.WaitVisible(chromedp.CSS(`#iban[aria-invalid="true"]`)))
 

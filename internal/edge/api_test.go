@@ -79,7 +79,7 @@ func TestAPIFailuresAreRenderedByTheEdge(t *testing.T) {
 		defer func() { out = logs.String()[from:] }()
 		var body io.Reader
 		if method == http.MethodPost {
-			body = strings.NewReader(`{"paymentInformation":{}}`)
+			body = strings.NewReader(`{"paymentInformation":{"amount":1,"currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"}}}`)
 		}
 		r := httptest.NewRequest(method, "http://bff.local"+target, body)
 		r.AddCookie(ck)
