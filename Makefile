@@ -16,7 +16,7 @@ PKGS     := ./...
 # leaves it out, so they are not compiled and nothing reports them passed.
 TAGS     := integration
 
-.PHONY: all build run test test-unit test-deps test-client client-pack test-chart manifests lint bench bench-streams bench-dpop bench-micro chaos fuzz check-config clean
+.PHONY: all build run test test-unit test-deps test-client client-pack test-chart manifests lint bench bench-streams bench-dpop bench-micro chaos fuzz check-config clean mutants
 
 all: lint test
 
@@ -165,6 +165,15 @@ chaos: test-deps
 	  $(GO) test -tags $(TAGS) -count=1 -timeout 60m -run '^TestPaymentHistories$$' -v ./e2e
 	BFF_CHAOS_DURATION=$(CHAOS_DURATION) BFF_CHAOS_USERS=$(CHAOS_USERS) BFF_CHAOS_REPORT=$(CURDIR)/bench/chaos.txt \
 	  ./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -tags $(TAGS) -count=1 -timeout 40m -run '^TestPaymentsUnderFaults$$' -v ./e2e
+
+## mutants: each plausible broken rule of the money path (internal/mutant)
+## built in, one at a time, and its fast checks run against it (the money
+## history checker, TestMoneyHistories, and the rule's unit tests): each
+## run must fail. Go only, two to three minutes on 2 cores. The table (what
+## killed each mutant, in how long) goes to bench/mutants.txt; make test
+## runs the same loop (tools/mutants, TestEveryMutantIsKilled).
+mutants:
+	GO=$(GO) $(GO) run ./tools/mutants -out bench/mutants.txt
 
 ## fuzz: each native fuzz target for FUZZTIME (default 60s)
 FUZZTIME ?= 60s
