@@ -153,6 +153,12 @@ type Watch struct {
 type Observed struct {
 	Status string    // "" when the poll learned no status (a failure)
 	At     time.Time // the upstream's updatedAt of Status
+	// Undated: the upstream's payment carried no updatedAt (the API
+	// documents none for payments). The status is then dated when the
+	// writer stores it, by the ledger's own clock: polls of one payment are
+	// serialised by its lease, so that order is the order they were read
+	// in, and a final status is still never replaced.
+	Undated bool
 	// Stop ends the following for a reason besides the status (a payment
 	// the upstream does not know, or past the budget). A final status ends
 	// it once stored, Stop or not; else the next poll is Wait from now.
@@ -217,6 +223,11 @@ RETURNING m.id, m.user_id, m.request_id, m.payment_id, coalesce(m.payment_status
 	return out, unavailable(rows.Err())
 }
 
+// observedAt is the date Watched gives the status a poll brought: the
+// upstream's updatedAt ($4), or the ledger's clock when it had none ($9,
+// Observed.Undated).
+const observedAt = `(CASE WHEN $9::boolean THEN now() ELSE $4::timestamptz END)`
+
 // Watched stores what the poll of w learned, and when to poll next, and
 // reports what became of its status (see write): Fenced, writing nothing,
 // when w's lease is no longer held (it ran out and another instance took
@@ -230,17 +241,17 @@ func (p *Postgres) Watched(ctx context.Context, w Watch, o Observed) (Write, err
 WITH old AS (
   SELECT id, payment_status AS st, status_at AS at FROM money_requests WHERE id = $1 AND watch_owner = $2 FOR UPDATE
 ), v AS (
-  SELECT id, st, CASE WHEN $3 = '' THEN 'none' ELSE `+writeSQL("$3", "$4", "$7", "$8")+` END AS w FROM old
+  SELECT id, st, CASE WHEN $3 = '' THEN 'none' ELSE `+writeSQL("$3", observedAt, "$7", "$8")+` END AS w FROM old
 )
 UPDATE money_requests m SET
   payment_status = CASE WHEN v.w = 'stored' THEN $3 ELSE m.payment_status END,
-  status_at = CASE WHEN v.w = 'stored' THEN $4 ELSE m.status_at END,
+  status_at = CASE WHEN v.w = 'stored' THEN `+observedAt+` ELSE m.status_at END,
   watch_next = CASE WHEN $5 OR coalesce(CASE WHEN v.w = 'stored' THEN $3 ELSE v.st END, '') = ANY($7) THEN NULL
                     ELSE now() + $6 * interval '1 millisecond' END,
   watch_wait_ms = $6, watch_owner = NULL
 FROM v WHERE m.id = v.id
 RETURNING v.w`, w.ID, w.Owner, o.Status, nullTime(o.At), o.Stop, o.Wait.Milliseconds(), FinalStatuses,
-		futureSkew.Microseconds()).Scan(&res)
+		futureSkew.Microseconds(), o.Undated).Scan(&res)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Fenced, nil
 	}

@@ -101,6 +101,9 @@ func (m *Memory) Watches(_ context.Context, limit int, lease time.Duration) ([]W
 func (m *Memory) Watched(_ context.Context, w Watch, o Observed) (Write, error) {
 	now := m.now()
 	at := o.At.Truncate(time.Microsecond) // as PostgreSQL keeps it
+	if o.Undated {
+		at = now.Truncate(time.Microsecond) // dated by the ledger's clock (Observed.Undated)
+	}
 	res := Stored
 	held := m.update(w.ID, func(r *memRecord) bool { return r.watchOwner == w.Owner }, func(r *memRecord) {
 		if o.Status != "" {

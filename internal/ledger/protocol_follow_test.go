@@ -224,6 +224,9 @@ func TestFinalIsFinal(t *testing.T) {
 	}
 	const ago = -time.Hour
 	const undated = time.Duration(math.MinInt64) // no updatedAt: a zero At
+	// observed: no updatedAt, and the poll says so (Observed.Undated): the
+	// status is dated by the store's clock when it is stored.
+	const observed = time.Duration(math.MinInt64 + 1)
 	for _, tt := range []struct {
 		name       string
 		steps      []step
@@ -264,6 +267,14 @@ func TestFinalIsFinal(t *testing.T) {
 			[]step{{true, "ACTC", undated, ledger.Stored}, {false, "ACSP", ago, ledger.Stored}}, "ACSP", true},
 		{"a status without updatedAt does not replace one stored without updatedAt",
 			[]step{{true, "ACTC", undated, ledger.Stored}, {false, "ACSP", undated, ledger.Kept}}, "ACTC", true},
+		{"a poll reads a status without updatedAt, dated when it is stored: it replaces an older one",
+			[]step{{false, "ACTC", ago, ledger.Stored}, {true, "ACSP", observed, ledger.Stored}}, "ACSP", true},
+		{"a poll reads a final status without updatedAt, dated when stored: stored, the following ends",
+			[]step{{false, "ACTC", ago, ledger.Stored}, {true, "ACSC", observed, ledger.Stored}}, "ACSC", false},
+		{"a poll reads another status without updatedAt, dated when stored, after a final one: ignored",
+			[]step{{false, "RJCT", ago, ledger.Stored}, {true, "ACSC", observed, ledger.AfterFinal}}, "RJCT", false},
+		{"a poll reads a status without updatedAt, dated when stored, when none is stored: stored",
+			[]step{{true, "ACTC", observed, ledger.Stored}}, "ACTC", true},
 		// Not here: a final status without updatedAt over one that is not
 		// final, stored without updatedAt. The ledgers disagree: write
 		// (Memory) takes the two zero times as the same second and stores
@@ -294,8 +305,11 @@ func TestFinalIsFinal(t *testing.T) {
 					if st.at == undated {
 						at = time.Time{}
 					}
+					if st.at == observed {
+						at = time.Time{}
+					}
 					if st.poll {
-						wr, err := s.Watched(ctx, w, ledger.Observed{Status: st.status, At: at})
+						wr, err := s.Watched(ctx, w, ledger.Observed{Status: st.status, At: at, Undated: st.at == observed})
 						if err != nil || wr != st.want {
 							t.Fatalf("step %d, a poll of %s: got %v, %v; want %v", i, st.status, wr, err, st.want)
 						}

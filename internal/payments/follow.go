@@ -179,7 +179,9 @@ func (s *Service) poll(ctx context.Context, w ledger.Watch) {
 		// A final status ends the following once the ledger stores it (a
 		// final status is never replaced: docs/payments.md): not when it is
 		// not believed (dated ahead) or an older one than the stored status.
-		o.Status, o.At = got.Status, got.UpdatedAt
+		// The API documents no updatedAt for a payment: without one, the
+		// status is dated when the ledger stores it (Observed.Undated).
+		o.Status, o.At, o.Undated = got.Status, got.UpdatedAt, got.UpdatedAt.IsZero()
 		o.Wait = s.follow.next(w, got.Status, false)
 		if got.Status != w.Status {
 			s.observe.Followed("changed")
