@@ -328,3 +328,29 @@ func TestPaymentStatusReachesEveryInstance(t *testing.T) {
 		}
 	})
 }
+
+// An upstream that sends only what the API documents (no updatedAt on a
+// payment): a status that changes at the bank still reaches a stream on
+// another instance within the poll interval and a second, and a final one
+// ends it (the follower dates a polled status when it stores it).
+func TestPaymentStatusReachesAnotherInstanceWithDocumentedFields(t *testing.T) {
+	const interval = 500 * time.Millisecond
+	follow := fmt.Sprintf("payments: { watch_interval: %s, watch_max_interval: %s }", interval, interval)
+	o := options{sim: upstreamsim.Options{ReplyProfile: upstreamsim.ProfileDocumented}, extraYAML: "payments: { watch_interval: 0s }"}
+	a := start(t, o)
+	b := a.another(options{extraYAML: follow})
+	token := a.browser().login("documented-user")
+	s := openStream(t, a.public, token, "")
+	id := pay(t, b, token, "documented-1")
+	s.until(t, "INIT", 5*time.Second)
+	for _, status := range []string{"ACTC", "ACSP", "ACSC"} {
+		if err := a.sim.SetPaymentStatus("documented-user", id, status); err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		s.until(t, status, 5*time.Second)
+		if took := time.Since(began); took > interval+time.Second {
+			t.Fatalf("%s took %s to reach the stream on the other instance, want within %s", status, took, interval+time.Second)
+		}
+	}
+}
