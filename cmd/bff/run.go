@@ -119,7 +119,8 @@ type app struct {
 	counter        *limits.CounterRedis // shared request budgets; nil with the in-process store
 	closer         io.Closer
 	ledger         interface{ Close() }
-	stopBackground func() // ends subscriptions before the store closes
+	stopBackground func() // stops every background loop, and waits for each, before the stores close
+	static         io.Closer // the web app's directory (static_dir); nil without one
 	// streams are the open event streams: ended, with a retry hint, when
 	// the drain starts (a stream never goes idle by itself), and waited for
 	// before the stores close.
@@ -195,19 +196,19 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 	if err != nil {
 		return nil, err
 	}
-	cacheCtx, stopCache := context.WithCancel(context.Background())
+	bg := newLoops(log)
 	defer func() {
 		if err != nil {
-			stopCache()
+			bg.stop()
 		}
 	}()
-	go cache.Run(cacheCtx)
-	a.stopBackground = stopCache
+	bg.run(cache.Run)
+	a.stopBackground = bg.stop
 	sessions := session.NewManager(store, session.Options{
 		IdleTimeout: cfg.Session.IdleTimeout, AbsoluteTimeout: cfg.Session.AbsoluteTimeout,
 		LocalBytes: cfg.Session.CacheBytes, MaxPerUser: cfg.Limits.SessionsPerUser, Observe: obs.Sessions, Logger: log,
 	})
-	go sessions.Run(cacheCtx)
+	bg.run(sessions.Run)
 	cookies, err := session.NewCookies(session.CookieOptions{
 		Name: cfg.Session.CookieName, Secure: cfg.Session.SecureCookie, Keys: sessionKeys,
 		MaxAge: cfg.Session.AbsoluteTimeout,
@@ -252,19 +253,19 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		StreamsLimit: func() int { return hub.Limits().PerInstance }})
 	// The settler: every instance runs it, the ledger hands each open
 	// record to one of them at a time.
-	go pay.Run(cacheCtx)
+	bg.run(pay.Run)
 	// The follower: every instance runs it, the ledger leases each
 	// followed payment to one of them at a time.
-	go pay.RunFollow(cacheCtx)
+	bg.run(pay.RunFollow)
 	// The event streams: the ledger's announcements wake the streams of
 	// the user whose payments changed; a session's end (here or announced
 	// by another instance) ends its streams before it is acknowledged.
-	go func() { _ = led.Listen(cacheCtx, hub.Changed, hub.Resync, log) }()
+	bg.runErr("ledger listen", func(ctx context.Context) error { return led.Listen(ctx, hub.Changed, hub.Resync, log) })
 	sessions.OnEnd(hub.SessionEnded)
 	// The pusher writes the streams the edge opens; stopped after the
 	// drain (Hub.Wait), it closes any stream still open.
 	pusher := events.NewPusher(hub, pay, sessions, 0)
-	go pusher.Run(cacheCtx)
+	bg.run(pusher.Run)
 	a.streams = hub
 	// DPoP proofs of device-bound sessions: the jti of each accepted one
 	// is claimed in the shared store, so a proof is accepted once across
@@ -285,7 +286,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		Limits: edge.Limits{
 			PerAddress: a.limits, AuthPerMinute: cfg.Limits.AuthPerMinute, BackchannelPerMinute: cfg.Limits.BackchannelPerMinute,
 			PendingLoginsPerAddress: cfg.Limits.PendingLoginsPerAddress, IPv6Prefix: cfg.Limits.IPv6Prefix,
-			Budget: sessionBudget(cacheCtx, cfg, a, log),
+			Budget: sessionBudget(bg, cfg, a, log),
 		},
 		API:      edge.API{Forwarder: fwd, Payments: pay, Development: cfg.Env != config.EnvProduction},
 		Payments: edge.PaymentRoutes{Records: pay, Streams: pusher},
@@ -305,6 +306,7 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		if deps.Static, err = edge.OpenStatic(cfg.StaticDir, strings.HasPrefix(cfg.PublicURL, "https://")); err != nil {
 			return nil, err
 		}
+		a.static = deps.Static
 	}
 	if cfg.Auth.Mode == config.AuthModeOIDC {
 		if deps.Login.OIDC, deps.Login.Cookies, err = openLogin(ctx, cfg, store, sessionKeys, encKey, decKeys, obs.Login); err != nil {
@@ -419,10 +421,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 }
 
-// release stops the background loops, then closes Redis and the ledger.
+// release stops the background loops and waits for them, then closes
+// Redis, the ledger and the web app's directory.
 func (a app) release() {
 	if a.stopBackground != nil {
 		a.stopBackground()
+	}
+	if a.static != nil {
+		_ = a.static.Close()
 	}
 	if a.closer != nil {
 		_ = a.closer.Close()
@@ -519,7 +525,7 @@ const budgetSync = 100 * time.Millisecond
 
 // sessionBudget starts the per-session request budget, or returns nil when
 // limits.requests_per_second is 0.
-func sessionBudget(ctx context.Context, cfg *config.Config, a app, log *slog.Logger) edge.SessionBudget {
+func sessionBudget(bg *loops, cfg *config.Config, a app, log *slog.Logger) edge.SessionBudget {
 	if cfg.Limits.RequestsPerSecond <= 0 {
 		return nil
 	}
@@ -529,7 +535,7 @@ func sessionBudget(ctx context.Context, cfg *config.Config, a app, log *slog.Log
 		counter, registry = a.counter, a.counter
 	}
 	b := limits.NewBudget(float64(cfg.Limits.RequestsPerSecond), cfg.Limits.Burst, counter, nil)
-	go b.Run(ctx, budgetSync, registry, metrics.NewBudgets(log))
+	bg.run(func(ctx context.Context) { b.Run(ctx, budgetSync, registry, metrics.NewBudgets(log)) })
 	return b
 }
 

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// stop waits for every loop to return: a loop still finishing its last
+// query when it is cancelled is done before stop returns, so the stores
+// release closes next are touched by no loop. An error a loop returns
+// while the loops run is logged with its name; one after stop is not.
+func TestLoopsStopWaitsForEveryLoop(t *testing.T) {
+	var logs bytes.Buffer
+	l := newLoops(slog.New(slog.NewTextHandler(&logs, nil)))
+	var finished atomic.Int32
+	release := make(chan struct{})
+	for range 3 {
+		l.run(func(ctx context.Context) {
+			<-ctx.Done()
+			<-release // the loop's last query, still running when it is cancelled
+			finished.Add(1)
+		})
+	}
+	l.runErr("listener", func(context.Context) error { return errors.New("connection refused") })
+	l.runErr("quiet", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+	stopped := make(chan struct{})
+	go func() { l.stop(); close(stopped) }()
+	select {
+	case <-stopped:
+		t.Fatal("stop returned while loops were still running")
+	default:
+	}
+	close(release)
+	<-stopped
+	if n := finished.Load(); n != 3 {
+		t.Fatalf("stop returned with %d of 3 loops finished", n)
+	}
+	if out := logs.String(); !strings.Contains(out, "loop=listener") || !strings.Contains(out, "connection refused") || strings.Contains(out, "loop=quiet") {
+		t.Fatalf("logs:\n%s\nwant the listener's error, and nothing of the loop that ended with the stop", out)
+	}
+}
