@@ -119,7 +119,7 @@ type app struct {
 	counter        *limits.CounterRedis // shared request budgets; nil with the in-process store
 	closer         io.Closer
 	ledger         interface{ Close() }
-	stopBackground func() // stops every background loop, and waits for each, before the stores close
+	stopBackground func()    // stops every background loop, and waits for each, before the stores close
 	static         io.Closer // the web app's directory (static_dir); nil without one
 	// streams are the open event streams: ended, with a retry hint, when
 	// the drain starts (a stream never goes idle by itself), and waited for
