@@ -25,7 +25,7 @@ import (
 type StepUps interface {
 	HeldPayment(ctx context.Context, ref string) (payments.Hold, *problem.Problem)
 	Approve(ctx context.Context, ref, userID, sessionRef string, a payments.Approval) (payments.Record, *problem.Problem)
-	DeclineHold(ctx context.Context, ref, userID, sessionRef string) *problem.Problem
+	DeclineHold(ctx context.Context, ref, userID, sessionRef string) (declined, failed *problem.Problem)
 }
 
 // stepUpStart is GET /auth/step-up?payment=<ref>: the approval of a held
@@ -117,7 +117,9 @@ func stepUpCallback(c echo.Context, d loginDeps, res login.Result, err error, pr
 		}
 		outcome := "failed"
 		if pr, perr := d.a.resolve(c); perr == nil {
-			outcome = stepUpOutcome(holds.DeclineHold(r.Context(), su.Ref, pr.rec.UserID, session.Handle(pr.id)))
+			if _, failed := holds.DeclineHold(r.Context(), su.Ref, pr.rec.UserID, session.Handle(pr.id)); failed == nil {
+				outcome = "declined"
+			}
 		}
 		return c.Redirect(http.StatusFound, withQuery(res.ReturnTo, url.Values{"stepUp": {outcome}}))
 	}
@@ -168,9 +170,13 @@ func stepUpToken(d loginDeps) echo.HandlerFunc {
 		}
 		if res.StepUp.Refused {
 			// The user cancelled: the payment is declined, in its session.
-			p := d.holds.DeclineHold(c.Request().Context(), res.StepUp.Ref, pr.rec.UserID, session.Handle(pr.id))
-			d.observe.Login("step_up", stepUpOutcome(p))
-			return p
+			declined, failed := d.holds.DeclineHold(c.Request().Context(), res.StepUp.Ref, pr.rec.UserID, session.Handle(pr.id))
+			if failed != nil {
+				d.observe.Login("step_up", "failed")
+				return failed
+			}
+			d.observe.Login("step_up", "declined")
+			return declined // the refusal is this answer: 403 STEP_UP_DECLINED
 		}
 		rec, p := d.holds.Approve(c.Request().Context(), res.StepUp.Ref, pr.rec.UserID, session.Handle(pr.id), approval(c, res))
 		d.observe.Login("step_up", stepUpOutcome(p))

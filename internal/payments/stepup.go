@@ -223,20 +223,26 @@ func (s *Service) HeldPayment(ctx context.Context, ref string) (Hold, *problem.P
 
 // DeclineHold ends the hold ref names without a send, for the session
 // sessionRef of userID that made it: the user cancelled at the provider,
-// or the provider refused. It returns the answer a repeat of the key now
-// gets.
-func (s *Service) DeclineHold(ctx context.Context, ref, userID, sessionRef string) *problem.Problem {
+// or the provider refused. When the payment is declined (now, or before),
+// declined is the refusal a repeat of its key now gets (403
+// STEP_UP_DECLINED) and failed is nil; otherwise declined is nil and failed
+// says why it was not (another session's, approved meanwhile, the ledger).
+func (s *Service) DeclineHold(ctx context.Context, ref, userID, sessionRef string) (declined, failed *problem.Problem) {
 	rec, p := s.heldRecord(ctx, ref)
 	if p != nil {
-		return p
+		return nil, p
 	}
 	if rec.UserID != userID || rec.SessionRef != sessionRef {
-		return problem.New(problem.CodeNotFound, "no payment of this session waits for an approval under this reference")
+		return nil, problem.New(problem.CodeNotFound, "no payment of this session waits for an approval under this reference")
 	}
-	if p := s.stillHeld(ctx, rec); p != nil {
-		return p
+	p = s.stillHeld(ctx, rec)
+	if p == nil {
+		p = s.declineOrSay(ctx, rec.ID, ledger.EndDenied)
 	}
-	return s.declineOrSay(ctx, rec.ID, ledger.EndDenied)
+	if p.Code == problem.CodeStepUpDeclined {
+		return p, nil
+	}
+	return nil, p
 }
 
 // heldRecord reads the record a reference names.

@@ -223,11 +223,15 @@ func (h *holdHistory) cancel(k *holdKey, asThief bool) {
 	if asThief {
 		session = "thief" // another session cannot cancel it
 	}
-	p := h.svc().DeclineHold(context.Background(), ref, "alice", session)
+	declined, failed := h.svc().DeclineHold(context.Background(), ref, "alice", session)
+	p := failed
+	if declined != nil {
+		p = declined
+	}
 	h.note("cancel %s: %v", k.key, p)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if p != nil && p.Code == problem.CodeStepUpDeclined && !k.matched {
+	if declined != nil && !k.matched {
 		k.ended = true
 	}
 }

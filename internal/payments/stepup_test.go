@@ -206,8 +206,8 @@ func TestStepUpCancelledAndExpiredNeverSend(t *testing.T) {
 	ctx := context.Background()
 	f := stepUpFixture(t)
 	ref := heldRef(t, f.pay(t, bigPayment, "cancelled"))
-	if p := f.svc.DeclineHold(ctx, ref, "alice", "handle"); p == nil || p.Code != problem.CodeStepUpDeclined {
-		t.Fatalf("DeclineHold: got %v", p)
+	if p, failed := f.svc.DeclineHold(ctx, ref, "alice", "handle"); failed != nil || p == nil || p.Code != problem.CodeStepUpDeclined {
+		t.Fatalf("DeclineHold: got %v, %v", p, failed)
 	}
 	w := f.pay(t, bigPayment, "cancelled")
 	if p := decodeProblem(t, w); w.Code != http.StatusForbidden || p.Code != problem.CodeStepUpDeclined || !strings.Contains(p.Detail, "new Idempotency-Key") {
