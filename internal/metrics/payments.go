@@ -30,10 +30,14 @@ func newPayments(reg prometheus.Registerer, followed, refusals *prometheus.Count
 }
 
 // MoneyRequest implements payments.Observer.
-func (m *Payments) MoneyRequest(result string) { m.moneyReq.WithLabelValues(result).Inc() }
+func (m *Payments) MoneyRequest(result payments.MoneyResult) {
+	m.moneyReq.WithLabelValues(string(result)).Inc()
+}
 
 // Followed implements payments.Observer.
-func (m *Payments) Followed(result string) { m.followed.WithLabelValues(result).Inc() }
+func (m *Payments) Followed(result payments.FollowResult) {
+	m.followed.WithLabelValues(string(result)).Inc()
+}
 
 // Refused implements payments.Observer.
 func (m *Payments) Refused(limit string) { m.refusals.WithLabelValues(limit).Inc() }

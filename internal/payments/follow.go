@@ -184,18 +184,18 @@ func (s *Service) poll(ctx context.Context, w ledger.Watch) {
 		o.Status, o.At, o.Undated = got.Status, got.UpdatedAt, got.UpdatedAt.IsZero()
 		o.Wait = s.follow.next(w, got.Status, false)
 		if got.Status != w.Status {
-			s.observe.Followed("changed")
+			s.observe.Followed(FollowChanged)
 		} else {
-			s.observe.Followed("unchanged")
+			s.observe.Followed(FollowUnchanged)
 		}
 	case p == nil && rep.Status == http.StatusNotFound:
 		// The upstream does not know the payment (deleted, or another
 		// organization's): nothing more will come of polling it.
 		o.Stop = true
-		s.observe.Followed("not_found")
+		s.observe.Followed(FollowNotFound)
 	default:
 		o.Wait = s.follow.next(w, "", true)
-		s.observe.Followed("failed")
+		s.observe.Followed(FollowFailed)
 	}
 	if time.Since(w.CreatedAt) > s.follow.For {
 		o.Stop = true
@@ -208,7 +208,7 @@ func (s *Service) poll(ctx context.Context, w ledger.Watch) {
 		s.log.Warn("the follower could not store a payment's status", slog.String("error", err.Error()))
 	case wr == ledger.Fenced:
 		// The lease ran out and another instance polls it now.
-		s.observe.Followed("lease_lost")
+		s.observe.Followed(FollowLeaseLost)
 	default:
 		s.ignored(wr, o.Status, o.At, slog.String("requestId", id), slog.String("paymentId", w.PaymentID))
 	}
@@ -260,11 +260,11 @@ func (s *Service) StatusPushed(ctx context.Context, deliveryID string, u StatusU
 	switch d {
 	case ledger.Applied:
 		s.ignored(wr, u.Status, u.At, slog.String("webhookId", deliveryID), slog.String("paymentId", u.PaymentID))
-		s.observe.Followed("webhook_applied")
+		s.observe.Followed(FollowWebhookApplied)
 	case ledger.Replayed:
-		s.observe.Followed("webhook_replayed")
+		s.observe.Followed(FollowWebhookReplayed)
 	case ledger.Unmatched:
-		s.observe.Followed("webhook_unmatched")
+		s.observe.Followed(FollowWebhookUnmatched)
 	}
 	return d, nil
 }

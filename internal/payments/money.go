@@ -152,20 +152,20 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 	key, p := idempotencyKey(r.Header)
 	if p != nil {
 		if p.Code == problem.CodeIdempotencyKeyRequired {
-			s.observe.MoneyRequest("key_required")
+			s.observe.MoneyRequest(MoneyKeyRequired)
 		} else {
-			s.observe.MoneyRequest("key_invalid")
+			s.observe.MoneyRequest(MoneyKeyInvalid)
 		}
 		return labels{}, p
 	}
 	path, ok := canonicalPath(t.Path)
 	if !ok {
-		s.observe.MoneyRequest("route_refused")
+		s.observe.MoneyRequest(MoneyRouteRefused)
 		return labels{}, problem.New(problem.CodeRouteNotFound, "the upstream defines no money-moving endpoint at this path; nothing was sent")
 	}
 	t.Path = path
 	if p := readable(r.Header, body); p != nil {
-		s.observe.MoneyRequest("body_refused")
+		s.observe.MoneyRequest(MoneyBodyRefused)
 		return labels{}, p
 	}
 	header := r.Header
@@ -177,12 +177,12 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 		// a hold, the send) uses its canonical encoding, never the
 		// client's bytes.
 		if p := checkMediaType(r.Header); p != nil {
-			s.observe.MoneyRequest("body_refused")
+			s.observe.MoneyRequest(MoneyBodyRefused)
 			return labels{}, p
 		}
 		read, p := readBody(path, body)
 		if p != nil {
-			s.observe.MoneyRequest("body_refused")
+			s.observe.MoneyRequest(MoneyBodyRefused)
 			return labels{}, p
 		}
 		body, content = read.Encode(), contentOf(read)
@@ -217,7 +217,7 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 		return s.answerRepeat(ctx, bg, w, m, rec)
 	case req.Held != nil:
 		// Held for the user's approval: claimed, not sent.
-		s.observe.MoneyRequest("held")
+		s.observe.MoneyRequest(MoneyHeld)
 		return labels{}, s.stepUpRequired(req.UserID, req.SessionRef, claim.ID, claim.ClaimedAt.Add(s.stepUp.HoldFor))
 	}
 	m.claim = claim
@@ -264,10 +264,10 @@ func (s *Service) sendAsOwner(ctx, bg context.Context, w http.ResponseWriter, m 
 		case lost:
 			// The claim ran out before the send: another request or the
 			// settler has it now, and nothing was sent.
-			s.observe.MoneyRequest("claim_lost")
+			s.observe.MoneyRequest(MoneyClaimLost)
 			return out, p
 		case !rep.Sent:
-			s.storeOutcome(bg, m, "released", ledger.Outcome{Ending: ledger.EndNotSent, UpstreamStatus: rep.Status}, s.claims.Release)
+			s.storeOutcome(bg, m, MoneyReleased, ledger.Outcome{Ending: ledger.EndNotSent, UpstreamStatus: rep.Status}, s.claims.Release)
 			return out, p
 		case rep.Answered() && rep.Status == http.StatusUnauthorized:
 			res := s.settle(bg, m.call, subjectNow(true))
@@ -278,18 +278,18 @@ func (s *Service) sendAsOwner(ctx, bg context.Context, w http.ResponseWriter, m 
 				// The upstream refused the token and made nothing: one more
 				// send, with a fresh token (the transport dropped the
 				// refused one), a fresh snapshot and a fresh mark.
-				s.observe.MoneyRequest("resent_after_401")
+				s.observe.MoneyRequest(MoneyResentAfter401)
 				if snap = s.snapshot(ctx, m.call, m.wanted()); !snap.Snapshot {
 					return out, s.storeUnknown(bg, m, rep.Status, code)
 				}
 				continue
 			case res.Conclusion == NotMade:
-				s.storeOutcome(bg, m, "released", ledger.Outcome{Ending: ledger.EndRefused, UpstreamStatus: rep.Status}, s.claims.Release)
+				s.storeOutcome(bg, m, MoneyReleased, ledger.Outcome{Ending: ledger.EndRefused, UpstreamStatus: rep.Status}, s.claims.Release)
 				return out, p
 			}
 			return out, s.storeUnknown(bg, m, rep.Status, code)
 		case rep.Answered() && refusedBeforeActing[code]:
-			s.storeOutcome(bg, m, "released", ledger.Outcome{Ending: ledger.EndRefused, UpstreamStatus: rep.Status}, s.claims.Release)
+			s.storeOutcome(bg, m, MoneyReleased, ledger.Outcome{Ending: ledger.EndRefused, UpstreamStatus: rep.Status}, s.claims.Release)
 			return out, p
 		case rep.Answered() && rep.Status < 500:
 			answer := &recorder{header: http.Header{}}
@@ -306,7 +306,7 @@ func (s *Service) sendAsOwner(ctx, bg context.Context, w http.ResponseWriter, m 
 				}
 			}
 			o.Response = answer.response()
-			s.storeOutcome(bg, m, "answered", o, s.claims.Finish)
+			s.storeOutcome(bg, m, MoneyAnswered, o, s.claims.Finish)
 			if p == nil {
 				answer.copyTo(w)
 			}
@@ -319,7 +319,7 @@ func (s *Service) sendAsOwner(ctx, bg context.Context, w http.ResponseWriter, m 
 			// rests on the upstream's word. A gateway's 5xx, whatever its
 			// body, is no such word.
 			if !m.creates {
-				s.storeOutcome(bg, m, "released", ledger.Outcome{Ending: ledger.EndFailed, UpstreamStatus: rep.Status}, s.claims.Release)
+				s.storeOutcome(bg, m, MoneyReleased, ledger.Outcome{Ending: ledger.EndFailed, UpstreamStatus: rep.Status}, s.claims.Release)
 				return out, p
 			}
 			res := s.settle(bg, m.call, subjectNow(true))
@@ -327,7 +327,7 @@ func (s *Service) sendAsOwner(ctx, bg context.Context, w http.ResponseWriter, m 
 			case Made:
 				return out, s.answerSettled(bg, w, m, settledAnswer(m.target.Path, res.Payment), rep.Status)
 			case NotMade:
-				s.storeOutcome(bg, m, "released", ledger.Outcome{Ending: ledger.EndFailed, UpstreamStatus: rep.Status}, s.claims.Release)
+				s.storeOutcome(bg, m, MoneyReleased, ledger.Outcome{Ending: ledger.EndFailed, UpstreamStatus: rep.Status}, s.claims.Release)
 				return out, p
 			}
 			return out, s.storeUnknown(bg, m, rep.Status, code)
@@ -351,7 +351,7 @@ func (s *Service) sendMark(claim *ledger.Claim, ev ledger.Send, lost *bool) func
 		defer cancel()
 		ok, err := s.claims.Sending(lctx, claim, ev)
 		if err != nil {
-			s.observe.MoneyRequest("ledger_unavailable")
+			s.observe.MoneyRequest(MoneyLedgerUnavailable)
 			return problem.Wrap(problem.CodeLedgerUnavailable, "payments cannot be recorded right now; nothing was sent, retry with the same Idempotency-Key", err)
 		}
 		if !ok {
@@ -368,7 +368,7 @@ func (s *Service) sendMark(claim *ledger.Claim, ev ledger.Send, lost *bool) func
 // made, and writes it.
 func (s *Service) answerSettled(bg context.Context, w http.ResponseWriter, m *moneyCall, o ledger.Outcome, status int) *problem.Problem {
 	o.UpstreamStatus = status
-	s.storeOutcome(bg, m, "settled", o, s.claims.Finish)
+	s.storeOutcome(bg, m, MoneySettled, o, s.claims.Finish)
 	fromResponse(o.Response).copyTo(w)
 	return nil
 }
@@ -376,7 +376,7 @@ func (s *Service) answerSettled(bg context.Context, w http.ResponseWriter, m *mo
 // storeUnknown records that the outcome cannot be known now: the key is
 // never sent again, and the settler keeps looking.
 func (s *Service) storeUnknown(bg context.Context, m *moneyCall, status int, code string) *problem.Problem {
-	s.storeOutcome(bg, m, "unknown", ledger.Outcome{Ending: ledger.EndAmbiguous, UpstreamStatus: status}, s.claims.Unknown)
+	s.storeOutcome(bg, m, MoneyUnknown, ledger.Outcome{Ending: ledger.EndAmbiguous, UpstreamStatus: status}, s.claims.Unknown)
 	return outcomeUnknown(code, status)
 }
 
@@ -384,7 +384,7 @@ func (s *Service) storeUnknown(bg context.Context, m *moneyCall, status int, cod
 // ledger does not answer within ownerMargin. Should it never land, the
 // claim stays in flight, the settler ends it at its deadline (unknown: it
 // was marked) and settles it from the upstream: never run twice.
-func (s *Service) storeOutcome(bg context.Context, m *moneyCall, result string, o ledger.Outcome, write func(context.Context, *ledger.Claim, ledger.Outcome) (bool, error)) {
+func (s *Service) storeOutcome(bg context.Context, m *moneyCall, result MoneyResult, o ledger.Outcome, write func(context.Context, *ledger.Claim, ledger.Outcome) (bool, error)) {
 	s.observe.MoneyRequest(result)
 	ctx, cancel := context.WithTimeout(bg, ownerMargin)
 	defer cancel()
@@ -399,7 +399,7 @@ func (s *Service) storeOutcome(bg context.Context, m *moneyCall, result string, 
 				// (and maybe settled): the owner's answer, the upstream's
 				// own, is what the client gets; the ledger keeps its own.
 				s.log.Error("a payment's outcome arrived after its record was ended by another request or the settler; the client gets the upstream's answer, compare it with the ledger's",
-					slog.String("requestId", m.call.RequestID), slog.String("outcome", result))
+					slog.String("requestId", m.call.RequestID), slog.String("outcome", string(result)))
 			}
 			return
 		}
@@ -407,7 +407,7 @@ func (s *Service) storeOutcome(bg context.Context, m *moneyCall, result string, 
 		case <-time.After(delay):
 		case <-ctx.Done():
 			s.log.Error("a payment's outcome could not be written to the ledger; the settler ends it at its deadline",
-				slog.String("requestId", m.call.RequestID), slog.String("outcome", result), slog.String("error", err.Error()))
+				slog.String("requestId", m.call.RequestID), slog.String("outcome", string(result)), slog.String("error", err.Error()))
 			return
 		}
 		delay *= 2
@@ -420,7 +420,7 @@ func (s *Service) storeOutcome(bg context.Context, m *moneyCall, result string, 
 // was not made, is given back and run here.
 func (s *Service) answerRepeat(ctx, bg context.Context, w http.ResponseWriter, m *moneyCall, rec *ledger.Record) (labels, *problem.Problem) {
 	event := func(id int64, what string) {
-		s.observe.MoneyRequest(what)
+		s.observe.MoneyRequest(MoneyResult(what)) // the audit event's word is the result's
 		ectx, cancel := context.WithTimeout(bg, ledgerTimeout)
 		defer cancel()
 		if err := s.claims.Event(ectx, id, m.req, what); err != nil {
@@ -437,7 +437,7 @@ func (s *Service) answerRepeat(ctx, bg context.Context, w http.ResponseWriter, m
 		switch {
 		case claim != nil && m.req.Held != nil:
 			// Claimed again for the user's approval: held, not sent.
-			s.observe.MoneyRequest("held")
+			s.observe.MoneyRequest(MoneyHeld)
 			return true, labels{}, s.stepUpRequired(m.req.UserID, m.req.SessionRef, claim.ID, claim.ClaimedAt.Add(s.stepUp.HoldFor))
 		case claim != nil:
 			m.claim = claim
@@ -487,7 +487,7 @@ func (s *Service) answerRepeat(ctx, bg context.Context, w http.ResponseWriter, m
 				return labels{}, s.ledgerFailed(m.call, err)
 			}
 			if state == ledger.StateReleased {
-				s.observe.MoneyRequest("released_unsent")
+				s.observe.MoneyRequest(MoneyReleasedUnsent)
 			}
 			if state == ledger.StateUnknown {
 				rec.State = ledger.StateUnknown
@@ -570,7 +570,7 @@ func (m *moneyCall) sameRequest(rec *ledger.Record) bool {
 
 // ledgerFailed is 503 LEDGER_UNAVAILABLE: nothing was sent upstream.
 func (s *Service) ledgerFailed(c proxy.Call, err error) *problem.Problem {
-	s.observe.MoneyRequest("ledger_unavailable")
+	s.observe.MoneyRequest(MoneyLedgerUnavailable)
 	s.log.Error("the payments ledger failed; the payment was not sent", slog.String("requestId", c.RequestID), slog.String("error", err.Error()))
 	detail := "payments cannot be recorded right now; nothing was sent, retry with the same Idempotency-Key"
 	if errors.Is(err, ledger.ErrUnreadable) {

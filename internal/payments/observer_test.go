@@ -19,9 +19,9 @@ type events struct {
 	followed map[string]int
 }
 
-func (e *events) MoneyRequest(result string) { e.add(&e.money, result) }
-func (e *events) Refused(limit string)       { e.add(&e.refused, limit) }
-func (e *events) Followed(result string)     { e.add(&e.followed, result) }
+func (e *events) MoneyRequest(result payments.MoneyResult) { e.add(&e.money, string(result)) }
+func (e *events) Refused(limit string)                     { e.add(&e.refused, limit) }
+func (e *events) Followed(result payments.FollowResult)    { e.add(&e.followed, string(result)) }
 
 func (e *events) add(m *map[string]int, k string) {
 	e.mu.Lock()

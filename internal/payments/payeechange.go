@@ -127,17 +127,17 @@ func (s *Service) changePayee(w http.ResponseWriter, r *http.Request, c proxy.Ca
 	}
 	key, p := idempotencyKey(r.Header)
 	if p != nil {
-		s.observe.MoneyRequest("key_required")
+		s.observe.MoneyRequest(MoneyKeyRequired)
 		p.Detail = "a change of a merchant (where money goes) is approved by the user before it is sent: " + p.Detail
 		return labels{}, p
 	}
 	action, _, ok := payeeTarget(t.Path, r.Method)
 	if !ok {
-		s.observe.MoneyRequest("route_refused")
+		s.observe.MoneyRequest(MoneyRouteRefused)
 		return labels{}, problem.New(problem.CodeRouteNotFound, "the upstream defines no change of a merchant at this path; nothing was sent")
 	}
 	if p := readable(r.Header, body); p != nil {
-		s.observe.MoneyRequest("body_refused")
+		s.observe.MoneyRequest(MoneyBodyRefused)
 		return labels{}, p
 	}
 	path := strings.TrimSuffix(t.Path, "/")
@@ -150,11 +150,11 @@ func (s *Service) changePayee(w http.ResponseWriter, r *http.Request, c proxy.Ca
 		}
 	} else {
 		if p := checkMediaType(r.Header); p != nil {
-			s.observe.MoneyRequest("body_refused")
+			s.observe.MoneyRequest(MoneyBodyRefused)
 			return labels{}, p
 		}
 		if _, send, p = readMerchant(body); p != nil {
-			s.observe.MoneyRequest("body_refused")
+			s.observe.MoneyRequest(MoneyBodyRefused)
 			return labels{}, p
 		}
 	}
@@ -177,7 +177,7 @@ func (s *Service) changePayee(w http.ResponseWriter, r *http.Request, c proxy.Ca
 	case rec != nil:
 		return s.answerRepeat(ctx, bg, w, m, rec)
 	}
-	s.observe.MoneyRequest("held")
+	s.observe.MoneyRequest(MoneyHeld)
 	return labels{}, s.stepUpRequired(req.UserID, req.SessionRef, claim.ID, claim.ClaimedAt.Add(s.stepUp.HoldFor))
 }
 

@@ -118,12 +118,12 @@ type Observer interface {
 	// settled_background, not_made_background; and for payments the user
 	// approves: held, approved, declined_denied, declined_mismatch,
 	// declined_expired.
-	MoneyRequest(result string)
+	MoneyRequest(result MoneyResult)
 	// Followed reports a poll of a followed payment: changed, unchanged,
 	// not_found, failed, lease_lost; or a webhook stored: webhook_applied,
 	// webhook_unmatched, webhook_replayed (those the edge answers alone
 	// are the edge's Observer's).
-	Followed(result string)
+	Followed(result FollowResult)
 	// Refused reports a request a limit refused before it reached the
 	// upstream: limit is "refresh" (the credit guard).
 	Refused(limit string)
@@ -131,9 +131,9 @@ type Observer interface {
 
 type nopObserver struct{}
 
-func (nopObserver) MoneyRequest(string) {}
+func (nopObserver) MoneyRequest(MoneyResult) {}
 func (nopObserver) Refused(string)      {}
-func (nopObserver) Followed(string)     {}
+func (nopObserver) Followed(FollowResult)     {}
 
 // Service serves money-moving requests and the refresh. Safe for
 // concurrent use.

@@ -63,7 +63,7 @@ func (s *Service) snapshot(ctx context.Context, c proxy.Call, want Content) ledg
 	start := time.Now()
 	l, err := s.listing(ctx, c)
 	if err != nil {
-		s.observe.MoneyRequest("snapshot_failed")
+		s.observe.MoneyRequest(MoneySnapshotFailed)
 		s.log.Warn("a payment is sent without a snapshot of the user's payments: should its answer be lost, it stays unknown",
 			slog.String("requestId", c.RequestID), slog.String("error", problem.CauseText(err)))
 		return ledger.Send{}

@@ -91,7 +91,7 @@ func (s *Service) settleRecord(ctx context.Context, rec *ledger.Record) {
 			s.log.Warn("the settler could not end a stale claim", slog.String("error", err.Error()))
 			return
 		case state == ledger.StateReleased:
-			s.observe.MoneyRequest("released_unsent")
+			s.observe.MoneyRequest(MoneyReleasedUnsent)
 			return
 		case state != ledger.StateUnknown:
 			return
@@ -126,11 +126,11 @@ func (s *Service) settleRecord(ctx context.Context, rec *ledger.Record) {
 		return
 	}
 	if res.Conclusion == Made {
-		s.observe.MoneyRequest("settled_background")
+		s.observe.MoneyRequest(MoneySettledBackground)
 		s.log.Info("an unknown payment outcome was settled from the upstream's list", slog.String("requestId", rec.RequestID))
 		return
 	}
-	s.observe.MoneyRequest("not_made_background")
+	s.observe.MoneyRequest(MoneyNotMadeBackground)
 	s.log.Info("an unknown payment outcome was proved not made; its key is given back", slog.String("requestId", rec.RequestID))
 }
 

@@ -295,7 +295,7 @@ func (s *Service) decline(ctx context.Context, id int64, ending string) bool {
 		return false
 	}
 	if ok {
-		s.observe.MoneyRequest("declined_" + ending)
+		s.observe.MoneyRequest(declinedResult(ending))
 	}
 	return ok
 }
@@ -380,7 +380,7 @@ func (s *Service) Approve(ctx context.Context, ref, userID, sessionRef string, a
 		// Approved meanwhile (another tab, another instance), or run out.
 		return Record{}, problem.New(problem.CodeNotFound, "this payment no longer waits for an approval; read its outcome in GET /bff/payments")
 	}
-	s.observe.MoneyRequest("approved")
+	s.observe.MoneyRequest(MoneyApproved)
 	call := proxy.Call{UserID: rec.UserID, RequestID: a.RequestID, ClientIP: a.ClientIP, Path: held.Path, SessionRef: rec.SessionRef}
 	m := &moneyCall{
 		call: call, target: proxy.Target{Path: held.Path, Route: held.Route}, rawQuery: held.Query,
@@ -582,6 +582,6 @@ func (s *Service) expireHolds(ctx context.Context) {
 		return
 	}
 	for range n {
-		s.observe.MoneyRequest("declined_" + ledger.EndExpired)
+		s.observe.MoneyRequest(declinedResult(ledger.EndExpired))
 	}
 }
