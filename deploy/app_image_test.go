@@ -3,8 +3,7 @@ package deploy
 // The web app in the BFF's image: the bff-app target of deploy/Dockerfile
 // and the Dockerfile docs/deployment.md gives a team. The BFF's image is
 // distroless and the chart mounts only the config and the Secret, so the
-// app's files can only reach static_dir by being built into an image
-// (issue 35).
+// app's files can only reach static_dir by being built into an image.
 
 import (
 	"os"

@@ -498,7 +498,7 @@ func TestDeployment(t *testing.T) {
 // projected volume's secrets) is in that Secret of deploy/kubernetes. The
 // kubelet does not start a pod whose mounted key is missing: it stays in
 // ContainerCreating ("couldn't find key admin-token in Secret"), and a
-// rollout stalls behind it (issue 35).
+// rollout stalls behind it.
 func TestEverySecretKeyTheDeploymentMountsExists(t *testing.T) {
 	objs := k8sObjects(t)
 	secrets := map[string]map[string]bool{}

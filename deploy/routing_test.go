@@ -4,7 +4,7 @@ package deploy
 // CDN's list, the checklist) against the BFF's own route table: a path the
 // BFF serves that a front leaves out reaches the app's server, whose
 // single-page fallback answers GET /bff/events with index.html, and the
-// upstream's webhooks are never taken (issue 35).
+// upstream's webhooks are never taken.
 
 import (
 	"bufio"

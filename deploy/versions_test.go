@@ -3,7 +3,7 @@ package deploy
 // The minimum Redis and PostgreSQL versions docs/deployment.md states
 // ("Redis and PostgreSQL versions"): what the suite runs on
 // (TestServerVersions, -tags integration) and what the compose stack runs
-// must be at least those (issue 35).
+// must be at least those.
 
 import (
 	"fmt"
