@@ -209,19 +209,33 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 	defer cancel()
 	m := &moneyCall{call: c, target: t, rawQuery: r.URL.RawQuery, header: header, req: req, body: body,
 		creates: creates, content: content, method: http.MethodPost, rawFingerprint: rawFingerprint}
+	if req.Held != nil {
+		return s.hold(ctx, bg, w, m)
+	}
 	claim, rec, err := s.claim(bg, req)
 	switch {
 	case err != nil:
 		return labels{}, s.ledgerFailed(c, err)
 	case rec != nil:
 		return s.answerRepeat(ctx, bg, w, m, rec)
-	case req.Held != nil:
-		// Held for the user's approval: claimed, not sent.
-		s.observe.MoneyRequest(MoneyHeld)
-		return labels{}, s.stepUpRequired(req.UserID, req.SessionRef, claim.ID, claim.ClaimedAt.Add(s.stepUp.HoldFor))
 	}
 	m.claim = claim
 	return s.sendAsOwner(ctx, bg, w, m)
+}
+
+// hold claims a request held for the user's approval (m.req.Held): it is
+// recorded, not sent, and answered 401 STEP_UP_REQUIRED; a repeat of its
+// key gets what became of it.
+func (s *Service) hold(ctx, bg context.Context, w http.ResponseWriter, m *moneyCall) (labels, *problem.Problem) {
+	claim, rec, err := s.claim(bg, m.req)
+	switch {
+	case err != nil:
+		return labels{}, s.ledgerFailed(m.call, err)
+	case rec != nil:
+		return s.answerRepeat(ctx, bg, w, m, rec)
+	}
+	s.observe.MoneyRequest(MoneyHeld)
+	return labels{}, s.stepUpRequired(m.req.UserID, m.req.SessionRef, claim.ID, claim.ClaimedAt.Add(s.stepUp.HoldFor))
 }
 
 func (s *Service) claim(ctx context.Context, req ledger.Request) (*ledger.Claim, *ledger.Record, error) {

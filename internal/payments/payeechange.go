@@ -170,15 +170,7 @@ func (s *Service) changePayee(w http.ResponseWriter, r *http.Request, c proxy.Ca
 	header.Set("Content-Type", "application/json")
 	m := &moneyCall{call: c, target: proxy.Target{Path: path, Route: t.Route}, rawQuery: r.URL.RawQuery, header: header,
 		req: req, body: send, method: r.Method, rawFingerprint: fingerprint(r.Method, t.Path, r.URL.RawQuery, body)}
-	claim, rec, err := s.claim(bg, req)
-	switch {
-	case err != nil:
-		return labels{}, s.ledgerFailed(c, err)
-	case rec != nil:
-		return s.answerRepeat(ctx, bg, w, m, rec)
-	}
-	s.observe.MoneyRequest(MoneyHeld)
-	return labels{}, s.stepUpRequired(req.UserID, req.SessionRef, claim.ID, claim.ClaimedAt.Add(s.stepUp.HoldFor))
+	return s.hold(ctx, bg, w, m)
 }
 
 // payeeChangeOf is the authorization detail of a held change.

@@ -25,13 +25,15 @@ func (c *simClock) now() time.Time { return c.exact().Truncate(time.Second) }
 // whole seconds: what a setting finer than a second (the list lag) is
 // measured on. Timestamps in replies come from now.
 func (c *simClock) exact() time.Time {
-	var t time.Time
+	return c.origin().Add(time.Duration(c.offset.Load())).UTC()
+}
+
+// origin is where the clock starts from: its frozen start, or the base.
+func (c *simClock) origin() time.Time {
 	if p := c.start.Load(); p != nil {
-		t = *p
-	} else {
-		t = c.base()
+		return *p
 	}
-	return t.Add(time.Duration(c.offset.Load())).UTC()
+	return c.base()
 }
 
 // steady is the time the list lag runs on: the simulator's time with only
@@ -39,13 +41,7 @@ func (c *simClock) exact() time.Time {
 // creations in real time: a clock stepped back must not hide a payment for
 // as long as the step.
 func (c *simClock) steady() time.Time {
-	var t time.Time
-	if p := c.start.Load(); p != nil {
-		t = *p
-	} else {
-		t = c.base()
-	}
-	return t.Add(time.Duration(c.forward.Load())).UTC()
+	return c.origin().Add(time.Duration(c.forward.Load())).UTC()
 }
 
 func (c *simClock) advance(d time.Duration) time.Time {
