@@ -132,8 +132,8 @@ type Observer interface {
 type nopObserver struct{}
 
 func (nopObserver) MoneyRequest(MoneyResult) {}
-func (nopObserver) Refused(string)      {}
-func (nopObserver) Followed(FollowResult)     {}
+func (nopObserver) Refused(string)           {}
+func (nopObserver) Followed(FollowResult)    {}
 
 // Service serves money-moving requests and the refresh. Safe for
 // concurrent use.
