@@ -25,6 +25,7 @@ import (
 	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/session"
+	"github.com/fintech-bff/bff/internal/testing/poll"
 	"github.com/fintech-bff/bff/internal/testing/redistest"
 	"github.com/fintech-bff/bff/internal/tokens"
 )
@@ -104,9 +105,7 @@ func benchmarkSteadyStateWith(b *testing.B, budget *limits.Budget, streams int) 
 			// teardown is neither this run's time nor the next run's.
 			b.StopTimer()
 			stop()
-			for deadline := time.Now().Add(10 * time.Second); hub.Count() > 0 && time.Now().Before(deadline); {
-				time.Sleep(10 * time.Millisecond)
-			}
+			poll.Within(10*time.Second, func() bool { return hub.Count() == 0 })
 		}()
 		waitStreams(b, hub, streams)
 	}
@@ -149,9 +148,7 @@ func liveSessionsOn(ctx context.Context, tb testing.TB, rc redis.UniversalClient
 	store := kv.NewRedis(rc, prefix)
 	sessions := session.NewManager(store, session.Options{IdleTimeout: time.Hour, AbsoluteTimeout: 2 * time.Hour, LocalBytes: 1 << 20})
 	go sessions.Run(ctx)
-	for !sessions.Live() {
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(tb, 10*time.Second, "the session manager live", sessions.Live)
 	cookies, err := session.NewCookies(session.CookieOptions{Name: "bff_session", Keys: [][]byte{make([]byte, 32)}, MaxAge: time.Hour})
 	if err != nil {
 		tb.Fatal(err)
@@ -174,9 +171,7 @@ func liveForwarder(ctx context.Context, tb testing.TB, store *kv.Redis, upstream
 		tb.Fatal(err)
 	}
 	go cache.Run(ctx)
-	for !cache.Live() {
-		time.Sleep(time.Millisecond) // bounded by the subscription coming up
-	}
+	poll.Until(tb, 10*time.Second, "the token cache live (its subscription up)", cache.Live)
 	base, _ := url.Parse(upstream)
 	return cache, proxy.New(proxy.Options{
 		BaseURL: base, Routes: proxy.NewRoutes([]proxy.Route{{Prefix: "/v2/payments", Methods: []string{"GET"}}}),

@@ -28,6 +28,7 @@ import (
 	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/session"
+	"github.com/fintech-bff/bff/internal/testing/poll"
 )
 
 // slowPosition delays reading a user's position: the window in which a
@@ -182,9 +183,7 @@ func TestStreamCutBeforeTheRevocationReturns(t *testing.T) {
 			break
 		}
 	}
-	for hub.Count() != 1 {
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, "the stream registered", func() bool { return hub.Count() == 1 })
 	// The stream is the pusher's now (bare on Linux): signal changes while
 	// the revocation runs.
 	var stop atomic.Bool
@@ -277,10 +276,8 @@ func TestStreamBounds(t *testing.T) {
 		// The server sees a client leave at its next look (every
 		// peerCheckEvery); the bound only keeps a broken server from
 		// hanging the test.
-		for deadline := time.Now().Add(30 * time.Second); hub.Count() != want; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d streams open, want %d", hub.Count(), want)
-			}
+		if !poll.Within(30*time.Second, func() bool { return hub.Count() == want }) {
+			t.Fatalf("%d streams open, want %d", hub.Count(), want)
 		}
 	}
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/fintech-bff/bff/internal/events"
 	"github.com/fintech-bff/bff/internal/session"
+	"github.com/fintech-bff/bff/internal/testing/poll"
 )
 
 // idleStreams is how many streams the stream benchmarks hold open: the
@@ -95,10 +96,8 @@ func holdSockets(b *testing.B, n int) (stop func()) {
 		}
 	}()
 	stopChild := holdStreams(b, ln.Addr().String(), "none", n)
-	for deadline := time.Now().Add(2 * time.Minute); len(conns) < n; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d sockets after 2 minutes", len(conns), n)
-		}
+	if !poll.Within(2*time.Minute, func() bool { return len(conns) >= n }) {
+		b.Fatalf("%d of %d sockets after 2 minutes", len(conns), n)
 	}
 	time.Sleep(time.Second)
 	return func() {
@@ -114,14 +113,10 @@ func holdSockets(b *testing.B, n int) (stop func()) {
 // waitStreams waits until n streams are open and idle: the pusher has
 // written what each was queued for when it opened, and a second more.
 func waitStreams(b *testing.B, hub *events.Hub, n int) {
-	deadline := time.Now().Add(2 * time.Minute)
-	for hub.Count() < n {
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d streams open after 2 minutes", hub.Count(), n)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !poll.Within(2*time.Minute, func() bool { return hub.Count() >= n }) {
+		b.Fatalf("%d of %d streams open after 2 minutes", hub.Count(), n)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // deliberate: the pusher's queued writes done, and a second more
 }
 
 // holdStreams starts a child process (this test binary) that opens n

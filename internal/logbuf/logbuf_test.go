@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fintech-bff/bff/internal/testing/poll"
 )
 
 type countingWriter struct {
@@ -45,19 +47,11 @@ func TestFlushesOnTickAndWhenFull(t *testing.T) {
 	w := New(dst, 10*time.Millisecond)
 	defer w.Close()
 	_, _ = w.Write([]byte("tick\n"))
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	poll.Until(t, 2*time.Second, "flushed by the ticker", func() bool {
 		dst.mu.Lock()
-		got := dst.b.String()
-		dst.mu.Unlock()
-		if got == "tick\n" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("not flushed by the ticker")
-		}
-		time.Sleep(time.Millisecond) // the poll's interval
-	}
+		defer dst.mu.Unlock()
+		return dst.b.String() == "tick\n"
+	})
 }
 
 func TestFlushesEarlyWhenFull(t *testing.T) {
@@ -65,18 +59,13 @@ func TestFlushesEarlyWhenFull(t *testing.T) {
 	w := New(dst, time.Hour)
 	defer w.Close()
 	_, _ = w.Write(bytes.Repeat([]byte("x"), soonAt+10))
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	written := func() int {
 		dst.mu.Lock()
-		n := dst.b.Len()
-		dst.mu.Unlock()
-		if n == soonAt+10 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("got %d bytes written, want the full buffer flushed early", n)
-		}
-		time.Sleep(time.Millisecond) // the poll's interval
+		defer dst.mu.Unlock()
+		return dst.b.Len()
+	}
+	if !poll.Within(2*time.Second, func() bool { return written() == soonAt+10 }) {
+		t.Fatalf("got %d bytes written, want the full buffer flushed early", written())
 	}
 }
 

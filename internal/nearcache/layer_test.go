@@ -7,6 +7,7 @@ import (
 
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/nearcache"
+	"github.com/fintech-bff/bff/internal/testing/poll"
 )
 
 // stringLayer is a layer of strings under the prefix "k:", named locally
@@ -69,11 +70,5 @@ func run[T any](t *testing.T, l *nearcache.Layer[T]) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10 s", what)
-		}
-		time.Sleep(time.Millisecond) // bounded poll for cond
-	}
+	poll.Until(t, 10*time.Second, what, cond)
 }

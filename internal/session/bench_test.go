@@ -9,6 +9,7 @@ import (
 
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/session"
+	"github.com/fintech-bff/bff/internal/testing/poll"
 	"github.com/fintech-bff/bff/internal/testing/redistest"
 )
 
@@ -50,13 +51,7 @@ func BenchmarkSessionLookupHitLocal(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go m.Run(ctx)
-	deadline := time.Now().Add(5 * time.Second)
-	for !m.Live() {
-		if time.Now().After(deadline) {
-			b.Fatal("the invalidation subscription did not come up")
-		}
-		time.Sleep(time.Millisecond) // bounded poll for the subscription
-	}
+	poll.Until(b, 5*time.Second, "the invalidation subscription up", m.Live)
 	benchLookup(b, m)
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/session"
+	"github.com/fintech-bff/bff/internal/testing/poll"
 	"github.com/fintech-bff/bff/internal/testing/redistest"
 	"github.com/fintech-bff/bff/internal/testing/testclock"
 )
@@ -41,13 +42,7 @@ func (l *lateMessages) Subscribe(ctx context.Context, channel string, onMessage 
 func startMember(t *testing.T, m *session.Manager) {
 	t.Helper()
 	startRun(t, m)
-	deadline := time.Now().Add(5 * time.Second)
-	for !m.Member() {
-		if time.Now().After(deadline) {
-			t.Fatal("the instance's lease did not start")
-		}
-		time.Sleep(time.Millisecond) // bounded poll for the lease
-	}
+	poll.Until(t, 5*time.Second, "the instance's lease started", m.Member)
 }
 
 // A revocation answers only once no instance can serve the session: an
@@ -105,13 +100,7 @@ func revocationWaits(t *testing.T, store session.Store) {
 		round(t)
 		late.drop.Store(false)
 		// It caught up: forgot everything, renewed, and trusts again.
-		deadline := time.Now().Add(5 * time.Second)
-		for !b.Member() {
-			if time.Now().After(deadline) {
-				t.Fatal("the instance did not renew its lease after the missed invalidation")
-			}
-			time.Sleep(time.Millisecond) // bounded poll for the renewal
-		}
+		poll.Until(t, 5*time.Second, "the instance renewed its lease after the missed invalidation", b.Member)
 		round(t)
 	})
 }

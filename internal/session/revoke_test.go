@@ -14,6 +14,7 @@ import (
 
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/session"
+	"github.com/fintech-bff/bff/internal/testing/poll"
 	"github.com/fintech-bff/bff/internal/testing/redistest"
 	"github.com/fintech-bff/bff/internal/testing/testclock"
 )
@@ -153,15 +154,14 @@ func revocationRace(t *testing.T, store session.Store, clk *testclock.Clock, mod
 	defer halt()
 
 	// Every session is in use on both instances before any revocation.
-	deadline := time.Now().Add(10 * time.Second)
-	for _, s := range all {
-		for s.served[0].Load() == 0 || s.served[1].Load() == 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("the sessions were not all served on both instances within 10s")
+	poll.Until(t, 10*time.Second, "every session served on both instances", func() bool {
+		for _, s := range all {
+			if s.served[0].Load() == 0 || s.served[1].Load() == 0 {
+				return false
 			}
-			time.Sleep(time.Millisecond) // bounded poll for the first lookups
 		}
-	}
+		return true
+	})
 
 	for i, p := range rand.Perm(sessions) {
 		s, m := all[p], ms[all[p].by]
@@ -194,15 +194,14 @@ func revocationRace(t *testing.T, store session.Store, clk *testclock.Clock, mod
 	// The requests go on until every session was asked for tail times on
 	// each instance after its revocation returned: a local copy that
 	// outlived its invalidation is served to the first of them.
-	deadline = time.Now().Add(30 * time.Second)
-	for _, s := range all {
-		for s.after[0].Load() < tail || s.after[1].Load() < tail {
-			if time.Now().After(deadline) {
-				t.Fatalf("the sessions were not all asked for %d times on both instances after their revocation within 30s", tail)
+	poll.Until(t, 30*time.Second, fmt.Sprintf("every session asked for %d times on both instances after its revocation", tail), func() bool {
+		for _, s := range all {
+			if s.after[0].Load() < tail || s.after[1].Load() < tail {
+				return false
 			}
-			time.Sleep(time.Millisecond) // bounded poll for the requests after the revocations
 		}
-	}
+		return true
+	})
 	halt()
 
 	mu.Lock()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/session"
+	"github.com/fintech-bff/bff/internal/testing/poll"
 	"github.com/fintech-bff/bff/internal/testing/redistest"
 	"github.com/fintech-bff/bff/internal/testing/testclock"
 )
@@ -72,13 +73,7 @@ func startRun(t *testing.T, m *session.Manager) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go m.Run(ctx)
-	deadline := time.Now().Add(5 * time.Second)
-	for !m.Live() {
-		if time.Now().After(deadline) {
-			t.Fatal("the invalidation subscription did not come up")
-		}
-		time.Sleep(time.Millisecond) // bounded poll for the subscription
-	}
+	poll.Until(t, 5*time.Second, "the invalidation subscription up", m.Live)
 }
 
 func managerRules(t *testing.T, newStore func(now func() time.Time) session.Store, entries int) {
@@ -377,16 +372,10 @@ func assertRevoked(t *testing.T, st session.Store, id string, ms ...*session.Man
 // invalidation would be served for ever: the wait then fails.
 func waitInvalidated(t *testing.T, m *session.Manager, id string) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		if _, err := m.Lookup(context.Background(), id); errors.Is(err, session.ErrNotFound) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the instance still serves its local copy 2s after the session was revoked elsewhere")
-		}
-		time.Sleep(time.Millisecond) // bounded poll for the invalidation
-	}
+	poll.Until(t, 2*time.Second, "the instance refuses its local copy of a session revoked elsewhere", func() bool {
+		_, err := m.Lookup(context.Background(), id)
+		return errors.Is(err, session.ErrNotFound)
+	})
 }
 
 func TestManagerMemory(t *testing.T) {
@@ -587,11 +576,5 @@ func TestUntrackedLostMessageIsBoundedByLocalTTL(t *testing.T) {
 // waitUntil polls cond for up to 5 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 5s", what)
-		}
-		time.Sleep(time.Millisecond) // bounded poll for cond
-	}
+	poll.Until(t, 5*time.Second, what, cond)
 }
