@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fintech-bff/bff/internal/kv"
+	"github.com/fintech-bff/bff/internal/testing/poll"
 	"github.com/fintech-bff/bff/internal/testing/redistest"
 )
 
@@ -198,11 +199,7 @@ func TestTrackLeaseLapsesWhenConfirmationsStop(t *testing.T) {
 
 func waitLease(t *testing.T, l *kv.Lease, fresh bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for l.Fresh() != fresh {
-		if time.Now().After(deadline) {
-			t.Fatalf("lease fresh %t, want %t within 5s", l.Fresh(), fresh)
-		}
-		time.Sleep(10 * time.Millisecond) // the poll's interval
+	if !poll.Within(5*time.Second, func() bool { return l.Fresh() == fresh }) {
+		t.Fatalf("lease fresh %t, want %t within 5s", l.Fresh(), fresh)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fintech-bff/bff/internal/kv"
+	"github.com/fintech-bff/bff/internal/testing/poll"
 	"github.com/fintech-bff/bff/internal/testing/redistest"
 	"github.com/fintech-bff/bff/internal/testing/testclock"
 	"github.com/fintech-bff/bff/internal/tokens"
@@ -254,9 +255,7 @@ func benchmarkHit(b *testing.B, localEntries int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go c.Run(ctx)
-	for !c.Live() {
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(b, 10*time.Second, "the token cache live (its subscription up)", c.Live)
 	if _, err := c.Token(ctx, "bench-user"); err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fintech-bff/bff/internal/testing/poll"
 	"github.com/fintech-bff/bff/internal/tokens"
 )
 
@@ -50,11 +51,5 @@ var encKey = []byte("0123456789abcdef0123456789abcdef")
 // waitFor fails t unless cond holds within 5 s.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(5 * time.Millisecond) // the poll's interval
-	}
+	poll.Until(t, 5*time.Second, "condition", cond)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fintech-bff/bff/internal/kv"
+	"github.com/fintech-bff/bff/internal/testing/poll"
 	"github.com/fintech-bff/bff/internal/testing/redistest"
 	"github.com/fintech-bff/bff/internal/testing/testclock"
 	"github.com/fintech-bff/bff/internal/tokens"
@@ -137,10 +138,7 @@ func TestTokensSurviveSentinelFailover(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // the poll's interval
 	}
 	recovered := time.Since(killed)
-	for time.Since(killed) < 30*time.Second && !(a.Live() && b.Live()) {
-		time.Sleep(20 * time.Millisecond) // the poll's interval
-	}
-	if !a.Live() || !b.Live() {
+	if !poll.Within(30*time.Second-time.Since(killed), func() bool { return a.Live() && b.Live() }) {
 		t.Fatalf("the invalidation subscriptions did not come back within 30s\n%s", s.Logs())
 	}
 	resubscribed := time.Since(killed)
