@@ -30,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fintech-bff/bff/internal/testing/poll"
 	"github.com/fintech-bff/bff/internal/testing/syncbuf"
 )
 
@@ -223,23 +224,22 @@ func runHAProxy(t *testing.T, cfg, addr string) *syncbuf.Buffer {
 			t.Error("haproxy did not exit after SIGKILL")
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !poll.Within(10*time.Second, func() bool {
 		select {
 		case err := <-exited:
 			exited <- err
 			t.Fatalf("haproxy exited: %v\n%s", err, logs)
 		default:
 		}
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
 			c.Close()
-			return logs
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("haproxy not listening on %s after 10s:\n%s", addr, logs)
-		}
-		time.Sleep(20 * time.Millisecond) // the poll's interval
+		return err == nil
+	}) {
+		t.Fatalf("haproxy not listening on %s after 10s:\n%s", addr, logs)
 	}
+	return logs
 }
 
 // failure is how a fake instance fails a request other than a GET.

@@ -5,12 +5,9 @@ package e2e
 import (
 	"testing"
 	"time"
-)
 
-// pollEvery is how often a wait looks at its condition again: often enough
-// that a wait ends soon after the condition holds, seldom enough that the
-// looking costs the instances under test nothing that matters.
-const pollEvery = 20 * time.Millisecond
+	testpoll "github.com/fintech-bff/bff/internal/testing/poll"
+)
 
 // eventually waits until check returns nil and fails t with check's last
 // error once within has passed. The bound only keeps a broken build from
@@ -26,14 +23,13 @@ func eventually(t testing.TB, within time.Duration, check func() error) {
 }
 
 // poll is eventually for a caller that goes on either way: it returns nil
-// once check does, or check's last error once within has passed.
+// once check does, or check's last error once within has passed. It is
+// internal/testing/poll's Within (imported as testpoll: this package's
+// poll is this function), keeping check's last error.
 func poll(within time.Duration, check func() error) error {
-	deadline := time.Now().Add(within)
-	for {
-		err := check()
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(pollEvery) // the poll's interval
+	var err error
+	if testpoll.Within(within, func() bool { err = check(); return err == nil }) {
+		return nil
 	}
+	return err
 }

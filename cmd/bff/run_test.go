@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/fintech-bff/bff/internal/testing/poll"
 	"github.com/fintech-bff/bff/internal/testing/syncbuf"
 
 	"bytes"
@@ -43,12 +44,8 @@ func TestRunServesAndShutsDownCleanly(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for status("/readyz") != 200 {
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready after 10s:\n%s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond) // the poll's interval
+	if !poll.Within(10*time.Second, func() bool { return status("/readyz") == 200 }) {
+		t.Fatalf("not ready after 10s:\n%s", stderr.String())
 	}
 	if got := status("/healthz"); got != 200 {
 		t.Fatalf("healthz: got %d, want 200", got)
@@ -57,13 +54,7 @@ func TestRunServesAndShutsDownCleanly(t *testing.T) {
 		t.Fatalf("development without ledger.postgres_url must warn loudly; log:\n%s", stderr.String())
 	}
 	cancel()
-	deadline = time.Now().Add(5 * time.Second)
-	for status("/readyz") != 503 {
-		if time.Now().After(deadline) {
-			t.Fatal("readyz did not turn 503 during the shutdown delay")
-		}
-		time.Sleep(10 * time.Millisecond) // the poll's interval
-	}
+	poll.Until(t, 5*time.Second, "readyz turned 503 during the shutdown delay", func() bool { return status("/readyz") == 503 })
 	select {
 	case err := <-done:
 		if err != nil {

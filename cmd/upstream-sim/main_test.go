@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fintech-bff/bff/internal/testing/poll"
 	"github.com/fintech-bff/bff/internal/testing/syncbuf"
 	"github.com/fintech-bff/bff/internal/webhooks"
 )
@@ -28,20 +29,10 @@ func start(t *testing.T, args []string, env map[string]string) (string, func() e
 	go func() {
 		errc <- run(ctx, append([]string{"-listen", "127.0.0.1:0"}, args...), func(k string) string { return env[k] }, &stdout, &stderr)
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if m := listening.FindStringSubmatch(stdout.String()); m != nil {
-			stop := func() error {
-				cancel()
-				select {
-				case err := <-errc:
-					return err
-				case <-time.After(15 * time.Second):
-					t.Fatal("run did not return after cancel")
-					return nil
-				}
-			}
-			return m[1], stop, &stderr
+	var m []string
+	if !poll.Within(5*time.Second, func() bool {
+		if m = listening.FindStringSubmatch(stdout.String()); m != nil {
+			return true
 		}
 		select {
 		case err := <-errc:
@@ -49,12 +40,22 @@ func start(t *testing.T, args []string, env map[string]string) (string, func() e
 			t.Fatalf("run returned early: %v (stderr %s)", err, stderr.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("server did not start; stderr %s", stderr.String())
-		}
-		time.Sleep(5 * time.Millisecond) // the poll's interval
+		return false
+	}) {
+		cancel()
+		t.Fatalf("server did not start; stderr %s", stderr.String())
 	}
+	stop := func() error {
+		cancel()
+		select {
+		case err := <-errc:
+			return err
+		case <-time.After(15 * time.Second):
+			t.Fatal("run did not return after cancel")
+			return nil
+		}
+	}
+	return m[1], stop, &stderr
 }
 
 func mint(t *testing.T, base, secret string) (int, string) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fintech-bff/bff/internal/ledger"
 	"github.com/fintech-bff/bff/internal/testing/pgtest"
+	"github.com/fintech-bff/bff/internal/testing/poll"
 )
 
 // The ledger's database fails: it restarts, freezes, fails over. These
@@ -217,18 +218,13 @@ func (p *prober) waitCalls(n int) {
 	p.mu.Lock()
 	want := p.oks + n
 	p.mu.Unlock()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	oks := func() int {
 		p.mu.Lock()
-		got := p.oks
-		p.mu.Unlock()
-		if got >= want {
-			return
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("%d of %d calls succeeded within 30 s", got-(want-n), n)
-		}
-		time.Sleep(10 * time.Millisecond) // the poll's interval
+		defer p.mu.Unlock()
+		return p.oks
+	}
+	if !poll.Within(30*time.Second, func() bool { return oks() >= want }) {
+		p.t.Fatalf("%d of %d calls succeeded within 30 s", oks()-(want-n), n)
 	}
 }
 

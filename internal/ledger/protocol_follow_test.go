@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/testing/poll"
 )
 
 // listener is a store that announces its changes.
@@ -42,19 +43,17 @@ func TestFollowing(t *testing.T) {
 		}()
 		<-ready
 		heard := func() int {
-			deadline := time.Now().Add(5 * time.Second)
-			for {
+			var n int
+			poll.Within(5*time.Second, func() bool {
 				mu.Lock()
-				n := announced[user]
-				mu.Unlock()
-				if n > 0 || time.Now().After(deadline) {
-					mu.Lock()
-					announced[user] = 0
-					mu.Unlock()
-					return n
-				}
-				time.Sleep(10 * time.Millisecond) // the poll's interval
-			}
+				defer mu.Unlock()
+				n = announced[user]
+				return n > 0
+			})
+			mu.Lock()
+			announced[user] = 0
+			mu.Unlock()
+			return n
 		}
 		pos0, err := s.Position(ctx, user)
 		if err != nil || pos0 != 0 {
@@ -87,8 +86,7 @@ func TestFollowing(t *testing.T) {
 		}
 
 		var w ledger.Watch
-		deadline := time.Now().Add(5 * time.Second)
-		for w.ID == 0 {
+		poll.Until(t, 5*time.Second, "the answered payment due for a poll", func() bool {
 			ws, err := s.Watches(ctx, 1000, 10*time.Second)
 			if err != nil {
 				t.Fatal(err)
@@ -98,10 +96,8 @@ func TestFollowing(t *testing.T) {
 					w = x
 				}
 			}
-			if w.ID == 0 && time.Now().After(deadline) {
-				t.Fatal("the answered payment was never due for a poll")
-			}
-		}
+			return w.ID != 0
+		})
 		// Leased: nobody else gets it.
 		ws, _ := s.Watches(ctx, 1000, 10*time.Second)
 		for _, x := range ws {

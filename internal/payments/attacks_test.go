@@ -17,6 +17,7 @@ import (
 	"github.com/fintech-bff/bff/internal/ledger"
 	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/proxy"
+	"github.com/fintech-bff/bff/internal/testing/poll"
 	"github.com/fintech-bff/bff/internal/testing/testclock"
 	"github.com/fintech-bff/bff/internal/tokens"
 	"github.com/fintech-bff/bff/internal/upstreamsim"
@@ -168,14 +169,9 @@ func attackFault(f upstreamsim.Fault) upstreamsim.Fault {
 // its one request is at the upstream, held.
 func (a *attack) waitTaken(t *testing.T, id string) {
 	t.Helper()
-	held := func() bool {
-		return slices.ContainsFunc(a.sim.Faults(), func(f upstreamsim.Fault) bool { return f.ID == id })
-	}
-	for deadline := time.Now().Add(5 * time.Second); held(); time.Sleep(time.Millisecond) { // a bounded poll
-		if time.Now().After(deadline) {
-			t.Fatalf("fault %s: its request never reached the upstream", id)
-		}
-	}
+	poll.Until(t, 5*time.Second, "fault "+id+": its request reached the upstream", func() bool {
+		return !slices.ContainsFunc(a.sim.Faults(), func(f upstreamsim.Fault) bool { return f.ID == id })
+	})
 }
 
 func paidIDOf(w *httptest.ResponseRecorder) string {
@@ -196,13 +192,10 @@ func TestAttackInitOfAHeldPaymentIsNotAResend(t *testing.T) {
 	done := make(chan *httptest.ResponseRecorder)
 	go func() { done <- a.post(t, "/v2/payments", attackPayment, "K1") }()
 	var id string
-	for deadline := time.Now().Add(2 * time.Second); id == "" && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond) // bounded poll: the held payment appears in the list
+	poll.Until(t, 2*time.Second, "the held payment listed", func() bool {
 		id = a.listedFor(t, "req-K1")
-	}
-	if id == "" {
-		t.Fatal("the held payment never appeared in the list")
-	}
+		return id != ""
+	})
 	if w := a.post(t, "/v2/pay/open-banking-init", `{"providerId":"demobank-sandbox","paymentId":"`+id+`"}`, "K2"); w.Code != 200 {
 		t.Fatalf("the init: got %d %s", w.Code, w.Body)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/proxy"
+	"github.com/fintech-bff/bff/internal/testing/poll"
 	"github.com/fintech-bff/bff/internal/tokens"
 )
 
@@ -131,11 +132,7 @@ func TestAGatewaysProblemJSONKeepsTheKey(t *testing.T) {
 				orig.ServeHTTP(w, r)
 			})
 			f.post(t, tc.path, tc.body, "gw-1")
-			for deadline := time.Now().Add(5 * time.Second); f.bank.creates.Load() == 0; time.Sleep(time.Millisecond) { // a bounded poll: the upstream has acted
-				if time.Now().After(deadline) {
-					t.Fatal("the upstream never made the payment")
-				}
-			}
+			poll.Until(t, 5*time.Second, "the upstream made the payment", func() bool { return f.bank.creates.Load() != 0 })
 			f.post(t, tc.path, tc.body, "gw-1")
 			if n := f.bank.creates.Load(); n != 1 {
 				t.Fatalf("one key made %d payments, want 1", n)

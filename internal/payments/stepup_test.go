@@ -14,6 +14,7 @@ import (
 	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
+	"github.com/fintech-bff/bff/internal/testing/poll"
 )
 
 // stepUpFixture is a money fixture whose Service holds EUR payments of
@@ -220,18 +221,13 @@ func TestStepUpCancelledAndExpiredNeverSend(t *testing.T) {
 		StepUp: &payments.StepUp{Always: true, ACRValues: []string{"urn:bff:acr:mfa"}, MaxAge: 5 * time.Minute, HoldFor: time.Millisecond, URL: "https://app.example/auth/step-up"}})
 	f.svc = short
 	ref = heldRef(t, f.pay(t, smallPayment, "expired"))
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, p := f.svc.HeldPayment(ctx, ref); p != nil {
-			if p.Code != problem.CodeStepUpDeclined {
-				t.Fatalf("an expired hold: got %v, want STEP_UP_DECLINED", p)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the hold never expired")
-		}
-		time.Sleep(5 * time.Millisecond) // a bounded poll's interval: the hold's millisecond passes
+	var declined *problem.Problem
+	poll.Until(t, 5*time.Second, "the hold expired", func() bool { // the hold's millisecond passes
+		_, declined = f.svc.HeldPayment(ctx, ref)
+		return declined != nil
+	})
+	if declined.Code != problem.CodeStepUpDeclined {
+		t.Fatalf("an expired hold: got %v, want STEP_UP_DECLINED", declined)
 	}
 	if _, p := f.svc.Approve(ctx, ref, "alice", "handle", approvalOf2(f, ref)); p == nil {
 		t.Fatal("an expired hold was released")

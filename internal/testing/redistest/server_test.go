@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fintech-bff/bff/internal/testing/poll"
 	"github.com/fintech-bff/bff/internal/testing/redistest"
 )
 
@@ -54,16 +55,12 @@ func TestServersAreKilledWhenTheTestEnds(t *testing.T) {
 		s.KillMaster(t)
 		took := s.WaitFailover(t)
 		t.Logf("the Sentinel promoted the replica %v after the master was killed", took)
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			err := fc.Set(context.Background(), "after", "1", time.Minute).Err()
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("write after the failover: %v\n%s", err, s.Logs())
-			}
-			time.Sleep(50 * time.Millisecond) // the poll's interval
+		var err error
+		if !poll.Within(10*time.Second, func() bool {
+			err = fc.Set(context.Background(), "after", "1", time.Minute).Err()
+			return err == nil
+		}) {
+			t.Fatalf("write after the failover: %v\n%s", err, s.Logs())
 		}
 		for _, n := range s.Servers() {
 			pids = append(pids, n.Pid())
