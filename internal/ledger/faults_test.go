@@ -194,20 +194,19 @@ func (p *prober) claimNew(n int, tag string) []string {
 // waitWorking waits until a Claim succeeds, and reports when.
 func (p *prober) waitWorking(limit time.Duration) time.Time {
 	p.t.Helper()
-	deadline := time.Now().Add(limit)
-	for i := 0; ; i++ {
+	i := 0
+	if !poll.Within(limit, func() bool {
 		key := fmt.Sprintf("%s-probe-%d-%d", p.prefix, time.Now().UnixNano(), i)
+		i++
 		p.mu.Lock()
 		p.keys = append(p.keys, key)
 		p.mu.Unlock()
-		if _, err := p.claim(key, time.Second); err == nil {
-			return time.Now()
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("the ledger did not work again within %v", limit)
-		}
-		time.Sleep(20 * time.Millisecond) // the poll's interval
+		_, err := p.claim(key, time.Second)
+		return err == nil
+	}) {
+		p.t.Fatalf("the ledger did not work again within %v", limit)
 	}
+	return time.Now()
 }
 
 // waitCalls waits until n more calls have succeeded: the workers of run

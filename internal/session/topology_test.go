@@ -13,6 +13,7 @@ import (
 
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/session"
+	"github.com/fintech-bff/bff/internal/testing/poll"
 	"github.com/fintech-bff/bff/internal/testing/redistest"
 )
 
@@ -56,20 +57,21 @@ func TestSessionsSurviveSentinelFailover(t *testing.T) {
 	s.KillMaster(t)
 	killed := time.Now()
 	var (
-		after    string
-		outages  int
-		deadline = killed.Add(30 * time.Second)
+		after             string
+		outages           int
+		errRead, errWrite error
 	)
-	for {
+	if !poll.Within(30*time.Second-time.Since(killed), func() bool { // the failover's end
 		actx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		_, errRead := m.Lookup(actx, before[0])
+		_, errRead = m.Lookup(actx, before[0])
 		cancel()
 		actx, cancel = context.WithTimeout(ctx, 500*time.Millisecond)
-		id, _, errWrite := m.Create(actx, session.New{UserID: "after-failover", Method: session.MethodDev})
+		var id string
+		id, _, errWrite = m.Create(actx, session.New{UserID: "after-failover", Method: session.MethodDev})
 		cancel()
 		if errRead == nil && errWrite == nil {
 			after = id
-			break
+			return true
 		}
 		for _, err := range []error{errRead, errWrite} {
 			if err != nil && !errors.Is(err, session.ErrUnavailable) {
@@ -77,10 +79,9 @@ func TestSessionsSurviveSentinelFailover(t *testing.T) {
 			}
 		}
 		outages++
-		if time.Now().After(deadline) {
-			t.Fatalf("the manager did not recover within 30s of the master's death: read %v, write %v\n%s", errRead, errWrite, s.Logs())
-		}
-		time.Sleep(50 * time.Millisecond) // bounded poll for the failover's end
+		return false
+	}) {
+		t.Fatalf("the manager did not recover within 30s of the master's death: read %v, write %v\n%s", errRead, errWrite, s.Logs())
 	}
 	recovered := time.Since(killed)
 	promoted := s.WaitFailover(t)
