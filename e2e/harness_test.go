@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/testing/pgtest"
+	testpoll "github.com/fintech-bff/bff/internal/testing/poll"
 	"github.com/fintech-bff/bff/internal/testing/redistest"
 	"github.com/fintech-bff/bff/internal/testing/syncbuf"
 	"github.com/fintech-bff/bff/internal/upstreamsim"
@@ -376,26 +377,33 @@ ledger:
 		e.public, e.admin = "http://"+pub, "http://"+adm
 	}
 	registerFront(t, e.public)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	var (
+		gone    bool
+		exitErr error
+	)
+	ready := testpoll.Within(15*time.Second, func() bool { // an exit ends the wait at once
 		resp, err := http.Get(e.admin + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return nil
+				return true
 			}
 		}
 		select {
-		case err := <-e.exited:
-			e.cmd = nil
-			return fmt.Errorf("bff exited before it was ready (%v):\n%s", err, e.logs)
+		case exitErr = <-e.exited:
+			e.cmd, gone = nil, true
+			return true
 		default:
+			return false
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("bff not ready after 15s:\n%s", e.logs)
-		}
-		time.Sleep(50 * time.Millisecond) // the poll's interval (an exit ends the wait at once)
+	})
+	switch {
+	case gone:
+		return fmt.Errorf("bff exited before it was ready (%v):\n%s", exitErr, e.logs)
+	case !ready:
+		return fmt.Errorf("bff not ready after 15s:\n%s", e.logs)
 	}
+	return nil
 }
 
 // stop sends SIGTERM and requires a clean exit 0.

@@ -11,6 +11,7 @@ package e2e
 // the OP's login and RP-initiated logout pages.
 
 import (
+	testpoll "github.com/fintech-bff/bff/internal/testing/poll"
 	"github.com/fintech-bff/bff/internal/testing/syncbuf"
 
 	"context"
@@ -209,34 +210,44 @@ func opLaunch(t *testing.T, node, dir string, clients []map[string]any) (*OP, er
 	// Node's start is usually under a second, a few under load; the bound
 	// is generous, and an exit ends the wait at once.
 	start := time.Now()
-	deadline := start.Add(opStartTimeout)
 	hc := &http.Client{Timeout: 2 * time.Second}
-	for {
+	var (
+		disc *opDiscoveryDoc
+		gone bool
+	)
+	ready := testpoll.Within(opStartTimeout, func() bool {
 		select {
 		case <-exited:
-			stopped = true
-			return nil, fmt.Errorf("oidc-provider exited before it was ready (%v); output:\n%s", waitErr, out.String())
+			gone = true
+			return true
 		default:
 		}
-		if disc, err := opDiscovery(hc, issuer); err == nil {
-			op.AuthorizationEndpoint = disc.AuthorizationEndpoint
-			op.TokenEndpoint = disc.TokenEndpoint
-			op.UserinfoEndpoint = disc.UserinfoEndpoint
-			op.JWKSURI = disc.JWKSURI
-			op.EndSessionEndpoint = disc.EndSessionEndpoint
-			if disc.Issuer != issuer {
-				stop()
-				t.Fatalf("startOP: discovery issuer %q, want %q", disc.Issuer, issuer)
-			}
-			t.Logf("oidc-provider ready at %s in %v", issuer, time.Since(start).Round(time.Millisecond))
-			return op, nil
+		d, err := opDiscovery(hc, issuer)
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			stop()
-			return nil, fmt.Errorf("%w: it did not answer %s/.well-known/openid-configuration within %s; output:\n%s", errOPNotReady, issuer, opStartTimeout, out.String())
-		}
-		time.Sleep(50 * time.Millisecond) // the poll's interval (an exit ends the wait at once)
+		disc = d
+		return true
+	})
+	switch {
+	case gone:
+		stopped = true
+		return nil, fmt.Errorf("oidc-provider exited before it was ready (%v); output:\n%s", waitErr, out.String())
+	case !ready:
+		stop()
+		return nil, fmt.Errorf("%w: it did not answer %s/.well-known/openid-configuration within %s; output:\n%s", errOPNotReady, issuer, opStartTimeout, out.String())
 	}
+	op.AuthorizationEndpoint = disc.AuthorizationEndpoint
+	op.TokenEndpoint = disc.TokenEndpoint
+	op.UserinfoEndpoint = disc.UserinfoEndpoint
+	op.JWKSURI = disc.JWKSURI
+	op.EndSessionEndpoint = disc.EndSessionEndpoint
+	if disc.Issuer != issuer {
+		stop()
+		t.Fatalf("startOP: discovery issuer %q, want %q", disc.Issuer, issuer)
+	}
+	t.Logf("oidc-provider ready at %s in %v", issuer, time.Since(start).Round(time.Millisecond))
+	return op, nil
 }
 
 type opDiscoveryDoc struct {
