@@ -1,13 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/testing/poll"
+	"github.com/fintech-bff/bff/internal/testing/syncbuf"
 )
 
 // stop waits for every loop to return: a loop still finishing its last
@@ -15,7 +18,7 @@ import (
 // release closes next are touched by no loop. An error a loop returns
 // while the loops run is logged with its name; one after stop is not.
 func TestLoopsStopWaitsForEveryLoop(t *testing.T) {
-	var logs bytes.Buffer
+	var logs syncbuf.Buffer
 	l := newLoops(slog.New(slog.NewTextHandler(&logs, nil)))
 	var finished atomic.Int32
 	release := make(chan struct{})
@@ -28,6 +31,8 @@ func TestLoopsStopWaitsForEveryLoop(t *testing.T) {
 	}
 	l.runErr("listener", func(context.Context) error { return errors.New("connection refused") })
 	l.runErr("quiet", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+	// The listener fails while the loops run: its error is logged then.
+	poll.Until(t, 10*time.Second, "the listener's error logged", func() bool { return strings.Contains(logs.String(), "loop=listener") })
 	stopped := make(chan struct{})
 	go func() { l.stop(); close(stopped) }()
 	select {
