@@ -152,182 +152,32 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 	if err != nil {
 		return nil, err
 	}
-
 	store, a, err := openStore(cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	encKey, err := keyOrRandom(cfg.Redis.DecodedEncryptionKey, "redis.encryption_key", log)
+	k, err := loadKeys(cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	decKeys, err := cfg.Redis.DecodedDecryptionKeys()
-	if err != nil {
-		return nil, err
-	}
-	sessionKeys, err := cfg.Session.DecodedKeys()
-	if err != nil {
-		return nil, err
-	}
-	if len(sessionKeys) == 0 {
-		log.Warn("session.keys is empty: using a random key; sessions end on restart and are not shared between instances")
-		sessionKeys = [][]byte{randomKey()}
-	}
-
 	reg := prometheus.NewRegistry()
-	obs := metrics.New(reg)
-
-	var upstreamTransport http.RoundTripper = proxy.NewTransport(cfg.Upstream.Timeout)
-	if telemetry.On() {
-		// A client span per attempt, and the BFF's traceparent upstream.
-		upstreamTransport = telemetry.Transport(upstreamTransport)
-	}
-	minter := tokens.NewMinter(tokens.MinterOptions{
-		BaseURL: cfg.Upstream.BaseURL, ClientID: cfg.Upstream.ClientID,
-		Secret:        secret,
-		ExpiresInUnit: cfg.Upstream.ExpiresInDuration(),
-		Client:        &http.Client{Transport: upstreamTransport, Timeout: cfg.Upstream.Timeout},
-	})
-	cache, err := tokens.NewCache(store, minter, secret, tokens.CacheOptions{
-		EncryptionKey: encKey, RefreshBefore: cfg.Upstream.RefreshBefore, MaxTTL: cfg.Upstream.MaxTokenTTL,
-		LocalBytes: cfg.Upstream.TokenCacheBytes, MintTimeout: cfg.Upstream.Timeout,
-		Observe: obs.Tokens, Logger: log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	bg := newLoops(log)
+	p := &parts{cfg: cfg, log: log, store: store, keys: k, secret: secret, obs: metrics.New(reg), bg: newLoops(log)}
 	defer func() {
 		if err != nil {
-			bg.stop()
+			p.bg.stop()
 		}
 	}()
-	bg.run(cache.Run)
-	a.stopBackground = bg.stop
-	sessions := session.NewManager(store, session.Options{
-		IdleTimeout: cfg.Session.IdleTimeout, AbsoluteTimeout: cfg.Session.AbsoluteTimeout,
-		LocalBytes: cfg.Session.CacheBytes, MaxPerUser: cfg.Limits.SessionsPerUser, Observe: obs.Sessions, Logger: log,
-	})
-	bg.run(sessions.Run)
-	cookies, err := session.NewCookies(session.CookieOptions{
-		Name: cfg.Session.CookieName, Secure: cfg.Session.SecureCookie, Keys: sessionKeys,
-		MaxAge: cfg.Session.AbsoluteTimeout,
-	})
+	a.stopBackground = p.bg.stop
+	if err := p.identity(); err != nil {
+		return nil, err
+	}
+	if err := p.money(ctx, &a); err != nil {
+		return nil, err
+	}
+	public, err := p.edge(ctx, &a)
 	if err != nil {
 		return nil, err
 	}
-	routes := make([]proxy.Route, len(cfg.Upstream.Routes))
-	for i, r := range cfg.Upstream.Routes {
-		routes[i] = proxy.Route{Prefix: r.Prefix, Methods: r.Methods}
-	}
-	led, err := openLedger(ctx, cfg, encKey, decKeys, log)
-	if err != nil {
-		return nil, err
-	}
-	a.ledger = led
-	fwd := proxy.New(proxy.Options{
-		BaseURL: cfg.Upstream.BaseURLParsed(), Routes: proxy.NewRoutes(routes), Tokens: cache, Transport: upstreamTransport,
-		Timeout: cfg.Upstream.Timeout, MaxBodyBytes: cfg.Upstream.MaxBodyBytes,
-		Retry: proxy.Retry{
-			MaxAttempts: cfg.Upstream.Retry.MaxAttempts, BaseDelay: cfg.Upstream.Retry.BaseDelay,
-			MaxDelay: cfg.Upstream.Retry.MaxDelay,
-		},
-		Logger: log, Observe: obs.Upstream,
-	})
-	pay := payments.New(payments.Options{
-		Upstream: fwd, Timeout: cfg.Upstream.Timeout, MoneyRoutes: cfg.Upstream.MoneyRoutes, Ledger: led,
-		Refresh: a.limits, RefreshEvery: cfg.Limits.RefreshInterval,
-		Logger: log, Observe: obs.Payments,
-		Instance: instance, EncryptionKey: encKey, DecryptionKeys: decKeys,
-		Follow: payments.Follow{Interval: cfg.Payments.WatchInterval, MaxInterval: cfg.Payments.WatchMaxInterval,
-			For: cfg.Payments.WatchFor, Batch: cfg.Payments.WatchBatch},
-		StepUp: stepUpPolicy(cfg), ListLag: cfg.Payments.ListLag,
-	})
-	hub := events.NewHub(events.Limits{PerUser: cfg.Limits.StreamsPerUser, PerAddress: cfg.Limits.StreamsPerAddress,
-		PerInstance: events.InstanceBound(cfg.Limits.StreamsPerInstance)})
-	if n, fds := cfg.Limits.StreamsPerInstance, events.DescriptorLimit(); fds > 0 && uint64(n) > fds/2 {
-		log.Warn("limits.streams_per_instance leaves less than half of the open descriptors for anything else: requests, Redis, PostgreSQL and the upstream may find none",
-			slog.Int("streamsPerInstance", n), slog.Uint64("descriptorLimit", fds))
-	}
-	obs.Probe(metrics.Probes{Store: a.store.Ping, Ledger: led.Ping, Unknowns: led.Unknowns, Streams: hub.Count,
-		StreamsLimit: func() int { return hub.Limits().PerInstance }})
-	// The settler: every instance runs it, the ledger hands each open
-	// record to one of them at a time.
-	bg.run(pay.Run)
-	// The follower: every instance runs it, the ledger leases each
-	// followed payment to one of them at a time.
-	bg.run(pay.RunFollow)
-	// The event streams: the ledger's announcements wake the streams of
-	// the user whose payments changed; a session's end (here or announced
-	// by another instance) ends its streams before it is acknowledged.
-	bg.runErr("ledger listen", func(ctx context.Context) error { return led.Listen(ctx, hub.Changed, hub.Resync, log) })
-	sessions.OnEnd(hub.SessionEnded)
-	// The pusher writes the streams the edge opens; stopped after the
-	// drain (Hub.Wait), it closes any stream still open.
-	pusher := events.NewPusher(hub, pay, sessions, 0)
-	bg.run(pusher.Run)
-	a.streams = hub
-	// DPoP proofs of device-bound sessions: the jti of each accepted one
-	// is claimed in the shared store, so a proof is accepted once across
-	// every instance.
-	proofs, err := dpop.NewVerifier(dpop.Options{Replay: store})
-	if err != nil {
-		return nil, err
-	}
-	deps := edge.Deps{
-		Observability: edge.Observability{Logger: log, Observe: obs.Edge},
-		Clients: edge.Clients{
-			PublicOrigin: cfg.PublicOrigin(), AllowedOrigins: cfg.CORS.AllowedOrigins,
-			TrustedProxies: cfg.TrustedProxyPrefixes(), TraceparentFrom: cfg.TraceparentPrefixes(), TrustClientTraceparent: cfg.TrustClientTraceparent,
-		},
-		Sessions: edge.Sessions{Manager: sessions, Cookies: cookies, Tokens: cache},
-		DPoP:     edge.DPoP{Mode: cfg.Session.MobileDPoP, Verifier: proofs, Observe: obs.DPoP},
-		Login:    edge.Login{Dev: cfg.Auth.Mode == config.AuthModeDev, MobileRedirectURIs: cfg.Auth.MobileRedirectURIs},
-		Limits: edge.Limits{
-			PerAddress: a.limits, AuthPerMinute: cfg.Limits.AuthPerMinute, BackchannelPerMinute: cfg.Limits.BackchannelPerMinute,
-			PendingLoginsPerAddress: cfg.Limits.PendingLoginsPerAddress, IPv6Prefix: cfg.Limits.IPv6Prefix,
-			Budget: sessionBudget(bg, cfg, a, log),
-		},
-		API:      edge.API{Forwarder: fwd, Payments: pay, Development: cfg.Env != config.EnvProduction},
-		Payments: edge.PaymentRoutes{Records: pay, Streams: pusher},
-	}
-	if cfg.Payments.WebhookPath != "" {
-		secrets := make([]string, len(cfg.Payments.WebhookSecrets))
-		for i, s := range cfg.Payments.WebhookSecrets {
-			secrets[i] = s.Reveal()
-		}
-		v, err := webhooks.NewVerifier(secrets, webhooks.DefaultTolerance)
-		if err != nil {
-			return nil, fmt.Errorf("payments.webhook_secrets: %w", err)
-		}
-		deps.Webhooks = &edge.Webhooks{Path: cfg.Payments.WebhookPath, Verifier: v, Payments: pay}
-	}
-	if cfg.StaticDir != "" {
-		if deps.Static, err = edge.OpenStatic(cfg.StaticDir, strings.HasPrefix(cfg.PublicURL, "https://")); err != nil {
-			return nil, err
-		}
-		a.static = deps.Static
-	}
-	if cfg.Auth.Mode == config.AuthModeOIDC {
-		if deps.Login.OIDC, deps.Login.Cookies, err = openLogin(ctx, cfg, store, sessionKeys, encKey, decKeys, obs.Login); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.Payments.StepUp.Enabled {
-		// Without payment_initiation details the provider could not show
-		// the user what they approve, and the approval could not be bound
-		// to the payment: refused rather than held for nothing.
-		if !deps.Login.OIDC.SupportsDetails(payments.DetailType) {
-			return nil, fmt.Errorf("payments.step_up: the OpenID provider's discovery document does not list %q in authorization_details_types_supported (RFC 9396): approvals could not be bound to the payment", payments.DetailType)
-		}
-		// A change of a merchant (where money goes) is held too, and its
-		// approval is bound to the change the same way.
-		if !deps.Login.OIDC.SupportsDetails(payments.PayeeChangeType) {
-			return nil, fmt.Errorf("payments.step_up: the OpenID provider's discovery document does not list %q in authorization_details_types_supported (RFC 9396): a change of a merchant's account could not be approved", payments.PayeeChangeType)
-		}
-		deps.Payments.StepUps = pay
-	}
-	public := edge.NewPublic(deps)
 	// rotate is what SIGHUP and POST /reload-secret do (how names which).
 	rotate := func(how string) (bool, error) {
 		changed, err := secret.Rotate(context.Background())
@@ -346,11 +196,228 @@ func build(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *server
 		log.Info("admin_token_file is not set: the admin listener's POST /reload-secret and DELETE /users/{userId}/sessions are off (404)")
 	}
 	ready := edge.NewReadiness()
-	admin := edge.NewAdmin(edge.AdminDeps{Ready: ready, Gatherer: reg, Sessions: sessions, Tokens: cache, Observe: obs.Edge, Logger: log, Pprof: cfg.Pprof,
+	admin := edge.NewAdmin(edge.AdminDeps{Ready: ready, Gatherer: reg, Sessions: p.sessions, Tokens: p.cache, Observe: p.obs.Edge, Logger: log, Pprof: cfg.Pprof,
 		ReloadSecret: func() (bool, error) { return rotate("POST /reload-secret") },
 		Token:        adminToken.Reveal(),
 	})
 	return &server{app: a, public: public, admin: admin, ready: ready, rotate: rotate}, nil
+}
+
+// keys are the BFF's own keys, from the configuration (a random one, with
+// a warning, where a development setup gives none).
+type keys struct {
+	enc           []byte
+	dec, sessions [][]byte
+}
+
+func loadKeys(cfg *config.Config, log *slog.Logger) (keys, error) {
+	var k keys
+	var err error
+	if k.enc, err = keyOrRandom(cfg.Redis.DecodedEncryptionKey, "redis.encryption_key", log); err != nil {
+		return k, err
+	}
+	if k.dec, err = cfg.Redis.DecodedDecryptionKeys(); err != nil {
+		return k, err
+	}
+	if k.sessions, err = cfg.Session.DecodedKeys(); err != nil {
+		return k, err
+	}
+	if len(k.sessions) == 0 {
+		log.Warn("session.keys is empty: using a random key; sessions end on restart and are not shared between instances")
+		k.sessions = [][]byte{randomKey()}
+	}
+	return k, nil
+}
+
+// parts are what build makes, in the order it makes them: identity (the
+// upstream's tokens, sessions, cookies), money (the ledger, the
+// forwarder, payments and their event streams), the edge.
+type parts struct {
+	cfg    *config.Config
+	log    *slog.Logger
+	store  sharedStore
+	keys   keys
+	secret *tokens.Secret
+	obs    *metrics.Metrics
+	bg     *loops
+
+	transport http.RoundTripper
+	cache     *tokens.Cache
+	sessions  *session.Manager
+	cookies   *session.Cookies
+	fwd       *proxy.Forwarder
+	pay       *payments.Service
+	pusher    *events.Pusher
+}
+
+// identity makes the upstream token cache (and its minter), the sessions
+// and their cookies, and starts their loops.
+func (p *parts) identity() error {
+	cfg, log := p.cfg, p.log
+	p.transport = proxy.NewTransport(cfg.Upstream.Timeout)
+	if telemetry.On() {
+		// A client span per attempt, and the BFF's traceparent upstream.
+		p.transport = telemetry.Transport(p.transport)
+	}
+	minter := tokens.NewMinter(tokens.MinterOptions{
+		BaseURL: cfg.Upstream.BaseURL, ClientID: cfg.Upstream.ClientID,
+		Secret:        p.secret,
+		ExpiresInUnit: cfg.Upstream.ExpiresInDuration(),
+		Client:        &http.Client{Transport: p.transport, Timeout: cfg.Upstream.Timeout},
+	})
+	var err error
+	p.cache, err = tokens.NewCache(p.store, minter, p.secret, tokens.CacheOptions{
+		EncryptionKey: p.keys.enc, RefreshBefore: cfg.Upstream.RefreshBefore, MaxTTL: cfg.Upstream.MaxTokenTTL,
+		LocalBytes: cfg.Upstream.TokenCacheBytes, MintTimeout: cfg.Upstream.Timeout,
+		Observe: p.obs.Tokens, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	p.bg.run(p.cache.Run)
+	p.sessions = session.NewManager(p.store, session.Options{
+		IdleTimeout: cfg.Session.IdleTimeout, AbsoluteTimeout: cfg.Session.AbsoluteTimeout,
+		LocalBytes: cfg.Session.CacheBytes, MaxPerUser: cfg.Limits.SessionsPerUser, Observe: p.obs.Sessions, Logger: log,
+	})
+	p.bg.run(p.sessions.Run)
+	p.cookies, err = session.NewCookies(session.CookieOptions{
+		Name: cfg.Session.CookieName, Secure: cfg.Session.SecureCookie, Keys: p.keys.sessions,
+		MaxAge: cfg.Session.AbsoluteTimeout,
+	})
+	return err
+}
+
+// money opens the ledger and makes the forwarder, payments and the event
+// streams, and starts their loops.
+func (p *parts) money(ctx context.Context, a *app) error {
+	cfg, log := p.cfg, p.log
+	routes := make([]proxy.Route, len(cfg.Upstream.Routes))
+	for i, r := range cfg.Upstream.Routes {
+		routes[i] = proxy.Route{Prefix: r.Prefix, Methods: r.Methods}
+	}
+	led, err := openLedger(ctx, cfg, p.keys.enc, p.keys.dec, log)
+	if err != nil {
+		return err
+	}
+	a.ledger = led
+	p.fwd = proxy.New(proxy.Options{
+		BaseURL: cfg.Upstream.BaseURLParsed(), Routes: proxy.NewRoutes(routes), Tokens: p.cache, Transport: p.transport,
+		Timeout: cfg.Upstream.Timeout, MaxBodyBytes: cfg.Upstream.MaxBodyBytes,
+		Retry: proxy.Retry{
+			MaxAttempts: cfg.Upstream.Retry.MaxAttempts, BaseDelay: cfg.Upstream.Retry.BaseDelay,
+			MaxDelay: cfg.Upstream.Retry.MaxDelay,
+		},
+		Logger: log, Observe: p.obs.Upstream,
+	})
+	p.pay = payments.New(payments.Options{
+		Upstream: p.fwd, Timeout: cfg.Upstream.Timeout, MoneyRoutes: cfg.Upstream.MoneyRoutes, Ledger: led,
+		Refresh: a.limits, RefreshEvery: cfg.Limits.RefreshInterval,
+		Logger: log, Observe: p.obs.Payments,
+		Instance: instance, EncryptionKey: p.keys.enc, DecryptionKeys: p.keys.dec,
+		Follow: payments.Follow{Interval: cfg.Payments.WatchInterval, MaxInterval: cfg.Payments.WatchMaxInterval,
+			For: cfg.Payments.WatchFor, Batch: cfg.Payments.WatchBatch},
+		StepUp: stepUpPolicy(cfg), ListLag: cfg.Payments.ListLag,
+	})
+	hub := events.NewHub(events.Limits{PerUser: cfg.Limits.StreamsPerUser, PerAddress: cfg.Limits.StreamsPerAddress,
+		PerInstance: events.InstanceBound(cfg.Limits.StreamsPerInstance)})
+	if n, fds := cfg.Limits.StreamsPerInstance, events.DescriptorLimit(); fds > 0 && uint64(n) > fds/2 {
+		log.Warn("limits.streams_per_instance leaves less than half of the open descriptors for anything else: requests, Redis, PostgreSQL and the upstream may find none",
+			slog.Int("streamsPerInstance", n), slog.Uint64("descriptorLimit", fds))
+	}
+	p.obs.Probe(metrics.Probes{Store: a.store.Ping, Ledger: led.Ping, Unknowns: led.Unknowns, Streams: hub.Count,
+		StreamsLimit: func() int { return hub.Limits().PerInstance }})
+	// The settler: every instance runs it, the ledger hands each open
+	// record to one of them at a time.
+	p.bg.run(p.pay.Run)
+	// The follower: every instance runs it, the ledger leases each
+	// followed payment to one of them at a time.
+	p.bg.run(p.pay.RunFollow)
+	// The event streams: the ledger's announcements wake the streams of
+	// the user whose payments changed; a session's end (here or announced
+	// by another instance) ends its streams before it is acknowledged.
+	p.bg.runErr("ledger listen", func(ctx context.Context) error { return led.Listen(ctx, hub.Changed, hub.Resync, log) })
+	p.sessions.OnEnd(hub.SessionEnded)
+	// The pusher writes the streams the edge opens; stopped after the
+	// drain (Hub.Wait), it closes any stream still open.
+	p.pusher = events.NewPusher(hub, p.pay, p.sessions, 0)
+	p.bg.run(p.pusher.Run)
+	a.streams = hub
+	return nil
+}
+
+// edge makes the public handler: its dependencies, the webhooks, the web
+// app, the login and, with step-up, the check that the provider can bind
+// an approval.
+func (p *parts) edge(ctx context.Context, a *app) (http.Handler, error) {
+	cfg, log := p.cfg, p.log
+	// DPoP proofs of device-bound sessions: the jti of each accepted one
+	// is claimed in the shared store, so a proof is accepted once across
+	// every instance.
+	proofs, err := dpop.NewVerifier(dpop.Options{Replay: p.store})
+	if err != nil {
+		return nil, err
+	}
+	deps := edge.Deps{
+		Observability: edge.Observability{Logger: log, Observe: p.obs.Edge},
+		Clients: edge.Clients{
+			PublicOrigin: cfg.PublicOrigin(), AllowedOrigins: cfg.CORS.AllowedOrigins,
+			TrustedProxies: cfg.TrustedProxyPrefixes(), TraceparentFrom: cfg.TraceparentPrefixes(), TrustClientTraceparent: cfg.TrustClientTraceparent,
+		},
+		Sessions: edge.Sessions{Manager: p.sessions, Cookies: p.cookies, Tokens: p.cache},
+		DPoP:     edge.DPoP{Mode: cfg.Session.MobileDPoP, Verifier: proofs, Observe: p.obs.DPoP},
+		Login:    edge.Login{Dev: cfg.Auth.Mode == config.AuthModeDev, MobileRedirectURIs: cfg.Auth.MobileRedirectURIs},
+		Limits: edge.Limits{
+			PerAddress: a.limits, AuthPerMinute: cfg.Limits.AuthPerMinute, BackchannelPerMinute: cfg.Limits.BackchannelPerMinute,
+			PendingLoginsPerAddress: cfg.Limits.PendingLoginsPerAddress, IPv6Prefix: cfg.Limits.IPv6Prefix,
+			Budget: sessionBudget(p.bg, cfg, *a, log),
+		},
+		API:      edge.API{Forwarder: p.fwd, Payments: p.pay, Development: cfg.Env != config.EnvProduction},
+		Payments: edge.PaymentRoutes{Records: p.pay, Streams: p.pusher},
+	}
+	if cfg.Payments.WebhookPath != "" {
+		secrets := make([]string, len(cfg.Payments.WebhookSecrets))
+		for i, s := range cfg.Payments.WebhookSecrets {
+			secrets[i] = s.Reveal()
+		}
+		v, err := webhooks.NewVerifier(secrets, webhooks.DefaultTolerance)
+		if err != nil {
+			return nil, fmt.Errorf("payments.webhook_secrets: %w", err)
+		}
+		deps.Webhooks = &edge.Webhooks{Path: cfg.Payments.WebhookPath, Verifier: v, Payments: p.pay}
+	}
+	if cfg.StaticDir != "" {
+		if deps.Static, err = edge.OpenStatic(cfg.StaticDir, strings.HasPrefix(cfg.PublicURL, "https://")); err != nil {
+			return nil, err
+		}
+		a.static = deps.Static
+	}
+	if cfg.Auth.Mode == config.AuthModeOIDC {
+		if deps.Login.OIDC, deps.Login.Cookies, err = openLogin(ctx, cfg, p.store, p.keys.sessions, p.keys.enc, p.keys.dec, p.obs.Login); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Payments.StepUp.Enabled {
+		if err := stepUpProvider(deps.Login.OIDC); err != nil {
+			return nil, err
+		}
+		deps.Payments.StepUps = p.pay
+	}
+	return edge.NewPublic(deps), nil
+}
+
+// stepUpProvider checks that the provider can show and bind an approval:
+// without payment_initiation details it could not show the user what they
+// approve, and the approval could not be bound to the payment (refused
+// rather than held for nothing); a change of a merchant (where money goes)
+// is held too, and its approval bound the same way.
+func stepUpProvider(oidc *login.Provider) error {
+	if !oidc.SupportsDetails(payments.DetailType) {
+		return fmt.Errorf("payments.step_up: the OpenID provider's discovery document does not list %q in authorization_details_types_supported (RFC 9396): approvals could not be bound to the payment", payments.DetailType)
+	}
+	if !oidc.SupportsDetails(payments.PayeeChangeType) {
+		return fmt.Errorf("payments.step_up: the OpenID provider's discovery document does not list %q in authorization_details_types_supported (RFC 9396): a change of a merchant's account could not be approved", payments.PayeeChangeType)
+	}
+	return nil
 }
 
 // serve builds the BFF, listens on both listeners, and runs until ctx ends
