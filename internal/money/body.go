@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -178,6 +179,11 @@ func decodeInfo(m map[string]json.RawMessage) (*Info, *FieldError) {
 		return nil, refuse(at+"amount", err.Error())
 	}
 	info.Amount = a
+	if info.MerchantID != "" {
+		if obj, present, _ := optionalObject(m, "creditorAccount", at+"creditorAccount"); present && obj != nil {
+			return nil, refuse(at+"merchantId", "and creditorAccount cannot both be sent: a payment goes to a merchant (its account) or to an account, and the approval shows the one it goes to")
+		}
+	}
 	for _, acc := range []struct {
 		name string
 		to   **Account
@@ -272,7 +278,23 @@ func optionalString(m map[string]json.RawMessage, name, path string) (string, *F
 	if bytes.TrimSpace(raw)[0] != '"' || json.Unmarshal(raw, &s) != nil {
 		return "", refuse(path, "must be a string")
 	}
+	if !Printable(s) {
+		return "", refuse(path, "must not hold control or invisible formatting characters (they could make an approval screen show other text than is sent)")
+	}
 	return s, nil
+}
+
+// Printable reports whether s holds no control character (Unicode Cc) and
+// no invisible formatting character (Cf: bidirectional overrides,
+// zero-width joiners), which could make what the user is shown differ from
+// what is sent.
+func Printable(s string) bool {
+	for _, r := range s {
+		if unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) {
+			return false
+		}
+	}
+	return true
 }
 
 func optionalBool(m map[string]json.RawMessage, name string) (*bool, *FieldError) {

@@ -154,6 +154,10 @@ func TestDecodeRefusals(t *testing.T) {
 		{Creation, `{"paymentInformation":` + info + `,"includeFakeProviders":"yes"}`, "includeFakeProviders"},
 		{Init, `{"providerId":"p","paymentId":"01J","paymentInformation":` + info + `}`, "paymentId"},
 		{Init, `{"providerId":"p"}`, "paymentInformation"},
+		{Creation, `{"paymentInformation":{"amount":10,"currency":"EUR","merchantId":"m1","creditorAccount":{"iban":"DE89370400440532013000"}}}`, "paymentInformation.merchantId"},
+		{Creation, `{"paymentInformation":{"amount":10,"currency":"EUR","creditorName":"Jane \u202eeoD","creditorAccount":{"iban":"DE89"}}}`, "paymentInformation.creditorName"},
+		{Creation, `{"paymentInformation":{"amount":10,"currency":"EUR","remittanceInformation":"rent\u200b","creditorAccount":{"iban":"DE89"}}}`, "paymentInformation.remittanceInformation"},
+		{Creation, `{"paymentInformation":{"amount":10,"currency":"EUR","creditorAccount":{"iban":"DE89\u0000"}}}`, "paymentInformation.creditorAccount.iban"},
 	} {
 		_, e := Decode(c.kind, []byte(c.body))
 		if e == nil || e.Field != c.field {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/fintech-bff/bff/internal/money"
@@ -40,18 +42,39 @@ func canonicalPath(path string) (string, bool) {
 // "" when there is none or the body is not JSON (the upstream refuses that
 // itself).
 func duplicateKey(body []byte) string {
-	d := json.NewDecoder(bytes.NewReader(body))
-	d.UseNumber()
-	path, err := scanValue(d, "")
-	if err != nil && !errors.Is(err, errDuplicate) {
-		return ""
-	}
+	path, _ := scanBody(body)
 	return path
 }
 
-var errDuplicate = errors.New("duplicate key")
+// maxDepth bounds how deep a money body may nest: the model needs three
+// levels, and a scan with no bound would recurse once per bracket of a
+// megabyte of them.
+const maxDepth = 32
 
-func scanValue(d *json.Decoder, at string) (string, error) {
+// scanBody reads a JSON body's structure once: the path of a key repeated
+// (without case), or deep when it nests past maxDepth.
+func scanBody(body []byte) (dupKey string, deep bool) {
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	path, err := scanValue(d, "", 0)
+	switch {
+	case errors.Is(err, errTooDeep):
+		return "", true
+	case err != nil && !errors.Is(err, errDuplicate):
+		return "", false
+	}
+	return path, false
+}
+
+var (
+	errDuplicate = errors.New("duplicate key")
+	errTooDeep   = errors.New("nested too deep")
+)
+
+func scanValue(d *json.Decoder, at string, depth int) (string, error) {
+	if depth > maxDepth {
+		return "", errTooDeep
+	}
 	tok, err := d.Token()
 	if err != nil {
 		return "", err
@@ -77,7 +100,7 @@ func scanValue(d *json.Decoder, at string) (string, error) {
 				return name, errDuplicate
 			}
 			seen[lk] = true
-			if p, err := scanValue(d, name); err != nil {
+			if p, err := scanValue(d, name, depth+1); err != nil {
 				return p, err
 			}
 		}
@@ -85,7 +108,7 @@ func scanValue(d *json.Decoder, at string) (string, error) {
 		return "", err
 	case json.Delim('['):
 		for i := 0; d.More(); i++ {
-			if p, err := scanValue(d, at); err != nil {
+			if p, err := scanValue(d, at, depth+1); err != nil {
 				return p, err
 			}
 		}
@@ -98,7 +121,12 @@ func scanValue(d *json.Decoder, at string) (string, error) {
 // checkBody refuses a money body the BFF and the upstream could read as
 // two different payments, before anything is claimed.
 func checkBody(body []byte) *problem.Problem {
-	key := duplicateKey(body)
+	key, deep := scanBody(body)
+	if deep {
+		p := problem.Newf(problem.CodeValidationError, "the body nests deeper than %d levels; nothing was sent", maxDepth)
+		p.Fields = []problem.Field{{Field: "body", Message: fmt.Sprintf("nests deeper than %d levels", maxDepth)}}
+		return p
+	}
 	if key == "" {
 		return nil
 	}
@@ -109,12 +137,26 @@ func checkBody(body []byte) *problem.Problem {
 
 // readable refuses, before anything is claimed, a money body the BFF and
 // the upstream could read two ways: keys repeated or differing only in
-// case (checkBody), or a Content-Encoding (checkEncoding).
+// case, a body nested past maxDepth (checkBody), or a Content-Encoding
+// (checkEncoding).
 func readable(h http.Header, body []byte) *problem.Problem {
 	if p := checkBody(body); p != nil {
 		return p
 	}
 	return checkEncoding(h)
+}
+
+// noQuery refuses a query on an endpoint the BFF reads whole (a payment's
+// creation or init, a change of a merchant): the upstream defines no query
+// parameter there, and an upstream that merges query parameters into the
+// body would act on values the BFF never read, compared, held or showed.
+func noQuery(u *url.URL) *problem.Problem {
+	if u.RawQuery == "" && !u.ForceQuery {
+		return nil
+	}
+	p := problem.New(problem.CodeValidationError, "this endpoint takes no query parameters (the upstream defines none): send the request in its body alone; nothing was sent")
+	p.Fields = []problem.Field{{Field: "query", Message: "must be empty"}}
+	return p
 }
 
 // checkEncoding refuses a money body sent with a Content-Encoding: the BFF

@@ -1,6 +1,12 @@
 package payments
 
-import "testing"
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/fintech-bff/bff/internal/problem"
+)
 
 func TestCanonicalPath(t *testing.T) {
 	for _, tc := range []struct {
@@ -73,6 +79,34 @@ func TestReadBody(t *testing.T) {
 			t.Errorf("%s %s: refused %v", tc.path, tc.body, p)
 		case tc.refused == "" && b.Creates() != tc.creates:
 			t.Errorf("%s %s: creates %v, want %v", tc.path, tc.body, b.Creates(), tc.creates)
+		}
+	}
+}
+
+// A money body nested past maxDepth is refused at once, before anything
+// reads it whole: a megabyte of brackets costs a bounded scan, not a
+// recursion per bracket.
+func TestDeepBodyIsRefused(t *testing.T) {
+	deep := `{"a":` + strings.Repeat("[", 1<<20) + strings.Repeat("]", 1<<20) + `}`
+	p := checkBody([]byte(deep))
+	if p == nil || p.Code != problem.CodeValidationError || len(p.Fields) != 1 || p.Fields[0].Field != "body" {
+		t.Fatalf("a body nested a million deep: got %v, want 400 VALIDATION_ERROR naming the body", p)
+	}
+	ok := `{"paymentInformation":{"amount":1,"currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"}}}`
+	if p := checkBody([]byte(ok)); p != nil {
+		t.Fatalf("a payment: got %v", p)
+	}
+}
+
+// The endpoints the BFF reads whole take no query: an upstream that merges
+// query parameters into the body would act on what the BFF never read.
+func TestNoQuery(t *testing.T) {
+	for raw, refused := range map[string]bool{
+		"/v2/payments": false, "/v2/payments?": true, "/v2/payments?amount=99999": true, "/v2/payments?x": true,
+	} {
+		u, _ := url.Parse(raw)
+		if p := noQuery(u); (p != nil) != refused {
+			t.Errorf("%s: got %v, want refused %v", raw, p, refused)
 		}
 	}
 }

@@ -176,6 +176,10 @@ func (s *Service) pay(w http.ResponseWriter, r *http.Request, c proxy.Call, t pr
 		// model, and from here on everything (the record, the comparisons,
 		// a hold, the send) uses its canonical encoding, never the
 		// client's bytes.
+		if p := noQuery(r.URL); p != nil {
+			s.observe.MoneyRequest(MoneyBodyRefused)
+			return labels{}, p
+		}
 		if p := checkMediaType(r.Header); p != nil {
 			s.observe.MoneyRequest(MoneyBodyRefused)
 			return labels{}, p

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/money"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
 )
@@ -108,6 +109,9 @@ func readMerchant(body []byte) (merchantBody, []byte, *problem.Problem) {
 		if json.Unmarshal(raw, to) != nil {
 			return merchantBody{}, nil, refused(k, "must be a string")
 		}
+		if !money.Printable(*to) {
+			return merchantBody{}, nil, refused(k, "must not hold control or invisible formatting characters")
+		}
 	}
 	if out.Name == "" {
 		return merchantBody{}, nil, refused("name", "is required")
@@ -137,6 +141,10 @@ func (s *Service) changePayee(w http.ResponseWriter, r *http.Request, c proxy.Ca
 		return labels{}, problem.New(problem.CodeRouteNotFound, "the upstream defines no change of a merchant at this path; nothing was sent")
 	}
 	if p := readable(r.Header, body); p != nil {
+		s.observe.MoneyRequest(MoneyBodyRefused)
+		return labels{}, p
+	}
+	if p := noQuery(r.URL); p != nil {
 		s.observe.MoneyRequest(MoneyBodyRefused)
 		return labels{}, p
 	}
