@@ -74,6 +74,16 @@ func (e *FieldError) Error() string {
 
 func refuse(field, msg string) *FieldError { return &FieldError{Field: field, Message: msg} }
 
+// members are the documented members of each body, and of its
+// paymentInformation.
+var (
+	members = map[Kind][]string{
+		Creation: {"paymentInformation", "providerIds", "providerId", "redirectUrl", "includeFakeProviders"},
+		Init:     {"paymentId", "paymentInformation", "providerId", "paymentService", "redirectUrl", "includeFakeProviders"},
+	}
+	infoMembers = []string{"amount", "currency", "merchantId", "creditorName", "creditorAccount", "debtorAccount", "remittanceInformation"}
+)
+
 // Decode reads a money body for kind, strictly: a UTF-8 JSON object whose
 // members are exactly the documented ones (any other member is refused,
 // naming it), each of its type, with the amount exact (ParseAmount). It
@@ -89,11 +99,7 @@ func Decode(kind Kind, raw []byte) (Body, *FieldError) {
 	if e != nil {
 		return b, e
 	}
-	known := map[Kind][]string{
-		Creation: {"paymentInformation", "providerIds", "providerId", "redirectUrl", "includeFakeProviders"},
-		Init:     {"paymentId", "paymentInformation", "providerId", "paymentService", "redirectUrl", "includeFakeProviders"},
-	}[kind]
-	if e := onlyKnown(top, "", known); e != nil {
+	if e := onlyKnown(top, "", members[kind]); e != nil {
 		return b, e
 	}
 	var fe *FieldError
@@ -140,7 +146,7 @@ func Decode(kind Kind, raw []byte) (Body, *FieldError) {
 
 func decodeInfo(m map[string]json.RawMessage) (*Info, *FieldError) {
 	const at = "paymentInformation."
-	if e := onlyKnown(m, at, []string{"amount", "currency", "merchantId", "creditorName", "creditorAccount", "debtorAccount", "remittanceInformation"}); e != nil {
+	if e := onlyKnown(m, at, infoMembers); e != nil {
 		return nil, e
 	}
 	var info Info
@@ -179,11 +185,6 @@ func decodeInfo(m map[string]json.RawMessage) (*Info, *FieldError) {
 		return nil, refuse(at+"amount", err.Error())
 	}
 	info.Amount = a
-	if info.MerchantID != "" {
-		if obj, present, _ := optionalObject(m, "creditorAccount", at+"creditorAccount"); present && obj != nil {
-			return nil, refuse(at+"merchantId", "and creditorAccount cannot both be sent: a payment goes to a merchant (its account) or to an account, and the approval shows the one it goes to")
-		}
-	}
 	for _, acc := range []struct {
 		name string
 		to   **Account
@@ -207,6 +208,9 @@ func decodeInfo(m map[string]json.RawMessage) (*Info, *FieldError) {
 		}
 		*acc.to = &Account{IBAN: iban}
 	}
+	if info.MerchantID != "" && info.CreditorAccount != nil {
+		return nil, refuse(at+"merchantId", "and creditorAccount cannot both be sent: a payment goes to a merchant (its account) or to an account, and the approval shows the one it goes to")
+	}
 	return &info, nil
 }
 
@@ -224,10 +228,7 @@ func amountText(raw json.RawMessage) (string, bool) {
 	if json.Unmarshal(raw, &n) != nil {
 		return "", false
 	}
-	if strings.ContainsAny(n.String(), "eE") {
-		return n.String(), true // refused by ParseAmount's grammar, with its reason
-	}
-	return n.String(), true
+	return n.String(), true // an exponent is refused by ParseAmount's grammar, with its reason
 }
 
 func object(raw []byte, path string) (map[string]json.RawMessage, *FieldError) {
