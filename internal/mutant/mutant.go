@@ -55,6 +55,10 @@ const (
 	// the merchant's account is neither shown, granted nor checked at the
 	// send.
 	PayeeUnbound = "payee-unbound"
+	// ListLagIgnored settles as if the upstream's list were current
+	// whatever payments.list_lag says: "not made" read from a list that
+	// may not show the payment yet.
+	ListLagIgnored = "list-lag-ignored"
 	// OwnerWidensNotMade lets another request's naming of a fresh payment
 	// conclude "not made" (ownership widening "not made").
 	OwnerWidensNotMade = "owner-widens-not-made"
@@ -67,5 +71,5 @@ const (
 var All = []string{
 	MadeOnSimilar, MadeOfTwoEqual, CaseVariantKeys, FinalReplaceable, FreshByClock, NoWindow,
 	NotMadeBeforeQuiet, NoTrailingSlash, CouldHaveMadeByEquality, AmountThroughFloat, PayeeUnbound,
-	OwnerWidensNotMade, ApprovalContentUnchecked,
+	OwnerWidensNotMade, ApprovalContentUnchecked, ListLagIgnored,
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fintech-bff/bff/internal/ledger"
 	"github.com/fintech-bff/bff/internal/money"
+	"github.com/fintech-bff/bff/internal/mutant"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
 )
@@ -128,10 +129,14 @@ func (s *Service) settle(ctx context.Context, c proxy.Call, r subject) Result {
 	}
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
-	if r.answered && s.listLag > 0 {
+	lag := s.listLag
+	if mutant.Is(mutant.ListLagIgnored) {
+		lag = 0
+	}
+	if r.answered && lag > 0 {
 		// An upstream whose list lags its creations: a payment the answered
 		// send made shows only after the lag, so the list is read after it.
-		t := time.NewTimer(s.listLag)
+		t := time.NewTimer(lag)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
@@ -158,7 +163,7 @@ func (s *Service) settle(ctx context.Context, c proxy.Call, r subject) Result {
 	if err != nil {
 		return unknownBecause("the ledger could not be read")
 	}
-	res := Conclude(Evidence{Request: want, Snapshot: r.snapshot, Listing: l, Quiet: quiet(r, l, s.listLag), Others: others})
+	res := Conclude(Evidence{Request: want, Snapshot: r.snapshot, Listing: l, Quiet: quiet(r, l, lag), Others: others})
 	if res.Conclusion == Unknown {
 		s.log.Info("settling a payment: the outcome stays unknown", slog.String("requestId", c.RequestID), slog.String("reason", res.Reason))
 	}
