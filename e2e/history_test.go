@@ -438,6 +438,13 @@ func (c *histClient) step() {
 			c.send("refused-body", "/api/v2/pay/open-banking-init", body, c.newKey(), false, "")
 			break
 		}
+		if c.rng.IntN(6) == 0 {
+			// A well-formed payment with a query: the upstream defines
+			// none, and one that merged it into the body would act on what
+			// the BFF never read.
+			c.send("refused-body", "/api/v2/payments?amount=99999", create, c.newKey(), false, "")
+			break
+		}
 		body := refusedBodies[c.rng.IntN(len(refusedBodies))]
 		c.send("refused-body", "/api/v2/payments", body, c.newKey(), false, "")
 	case r < 98:
