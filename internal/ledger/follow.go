@@ -51,28 +51,28 @@ func Final(status string) bool { return slices.Contains(FinalStatuses, status) }
 // may be and still be stored: the clocks differ by a little, never by more.
 const futureSkew = 5 * time.Minute
 
-// Write is what became of the status a poll or a webhook brought.
-type Write int
+// StatusWrite is what became of the status a poll or a webhook brought.
+type StatusWrite int
 
 // Writes.
 const (
-	Stored Write = iota // stored; or the poll brought none (it failed)
-	// Kept: not stored, the stored status stands: its updatedAt is the same
+	StatusStored StatusWrite = iota // stored; or the poll brought none (it failed)
+	// StatusKept: not stored, the stored status stands: its updatedAt is the same
 	// or later, or it is final and this is the same status.
-	Kept
-	// AfterFinal: not stored, a final status is stored and this is another:
+	StatusKept
+	// StatusAfterFinal: not stored, a final status is stored and this is another:
 	// final is final. The caller logs it.
-	AfterFinal
-	// Future: not stored, dated more than futureSkew ahead of the writer's
+	StatusAfterFinal
+	// StatusFuture: not stored, dated more than futureSkew ahead of the writer's
 	// clock: not believed.
-	Future
-	// Fenced: Watched wrote nothing, the lease is another's.
-	Fenced
+	StatusFuture
+	// StatusFenced: Watched wrote nothing, the lease is another's.
+	StatusFenced
 )
 
-var writeNames = [...]string{Stored: "stored", Kept: "kept", AfterFinal: "after_final", Future: "future", Fenced: "fenced"}
+var writeNames = [...]string{StatusStored: "stored", StatusKept: "kept", StatusAfterFinal: "after_final", StatusFuture: "future", StatusFenced: "fenced"}
 
-func (w Write) String() string {
+func (w StatusWrite) String() string {
 	if w >= 0 && int(w) < len(writeNames) {
 		return writeNames[w]
 	}
@@ -83,22 +83,22 @@ func (w Write) String() string {
 // dated at, over stored (dated storedAt; "" when none), on the writer's
 // clock now. The SQL of Postgres.Watched and Postgres.Webhook is its
 // twin (writeSQL).
-func write(status string, at time.Time, stored string, storedAt, now time.Time) Write {
+func write(status string, at time.Time, stored string, storedAt, now time.Time) StatusWrite {
 	switch {
 	case Final(stored) && status == stored:
-		return Kept
+		return StatusKept
 	case Final(stored) && !mutant.Is(mutant.FinalReplaceable):
-		return AfterFinal
+		return StatusAfterFinal
 	case at.After(now.Add(futureSkew)):
-		return Future
+		return StatusFuture
 	case stored == "" || at.After(storedAt):
-		return Stored
+		return StatusStored
 	case Final(status) && at.Equal(storedAt) && status != stored:
 		// The upstream stamps to the second: a final status in the same
 		// second as a non-final one can only be the later of the two.
-		return Stored
+		return StatusStored
 	}
-	return Kept
+	return StatusKept
 }
 
 // writeSQL is write in SQL, over the columns st (payment_status) and at
@@ -122,14 +122,14 @@ func writeSQL(status, at, final, skew string) string {
 
 // sqlWrites are the values of writeSQL ("none": a poll that brought no
 // status).
-var sqlWrites = map[string]Write{"none": Stored, "stored": Stored, "kept": Kept, "after_final": AfterFinal, "future": Future}
+var sqlWrites = map[string]StatusWrite{"none": StatusStored, "stored": StatusStored, "kept": StatusKept, "after_final": StatusAfterFinal, "future": StatusFuture}
 
 // writeRank orders the Writes of a webhook that reached several records:
 // the one reported is the one a caller most needs to know of.
-var writeRank = [...]int{Kept: 0, Stored: 1, Future: 2, AfterFinal: 3, Fenced: 4}
+var writeRank = [...]int{StatusKept: 0, StatusStored: 1, StatusFuture: 2, StatusAfterFinal: 3, StatusFenced: 4}
 
 // notable is the Write to report of a and b.
-func notable(a, b Write) Write {
+func notable(a, b StatusWrite) StatusWrite {
 	if writeRank[b] > writeRank[a] {
 		return b
 	}
@@ -178,9 +178,9 @@ type Delivery int
 
 // Deliveries.
 const (
-	Applied   Delivery = iota // a record names the payment: the Write says what became of the status
-	Replayed                  // the delivery id was seen already: nothing changed
-	Unmatched                 // no record names the payment: nothing changed
+	DeliveryApplied   Delivery = iota // a record names the payment: the Write says what became of the status
+	DeliveryReplayed                  // the delivery id was seen already: nothing changed
+	DeliveryUnmatched                 // no record names the payment: nothing changed
 )
 
 // NotifyChannel is the PostgreSQL channel the trigger announces changes
@@ -235,7 +235,7 @@ const observedAt = `(CASE WHEN $9::boolean THEN now() ELSE $4::timestamptz END)`
 // and a final one stored meanwhile stands and has ended the following: the
 // poll restarts it only when the status kept is not final and o.Stop is
 // not set.
-func (p *Postgres) Watched(ctx context.Context, w Watch, o Observed) (Write, error) {
+func (p *Postgres) Watched(ctx context.Context, w Watch, o Observed) (StatusWrite, error) {
 	var res string
 	err := p.pool.QueryRow(ctx, `
 WITH old AS (
@@ -253,10 +253,10 @@ FROM v WHERE m.id = v.id
 RETURNING v.w`, w.ID, w.Owner, o.Status, nullTime(o.At), o.Stop, o.Wait.Milliseconds(), FinalStatuses,
 		futureSkew.Microseconds(), o.Undated).Scan(&res)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Fenced, nil
+		return StatusFenced, nil
 	}
 	if err != nil {
-		return Fenced, unavailable(err)
+		return StatusFenced, unavailable(err)
 	}
 	return sqlWrites[res], nil
 }
@@ -268,15 +268,15 @@ RETURNING v.w`, w.ID, w.Owner, o.Status, nullTime(o.At), o.Stop, o.Wait.Millisec
 // stored ends the following; another pushes the next poll out to at least
 // later from now (polling stays the safety net). Delivery ids are kept
 // until PruneDeliveries.
-func (p *Postgres) Webhook(ctx context.Context, deliveryID string, u StatusUpdate, later time.Duration) (Delivery, Write, error) {
-	d, res := Applied, Kept
+func (p *Postgres) Webhook(ctx context.Context, deliveryID string, u StatusUpdate, later time.Duration) (Delivery, StatusWrite, error) {
+	d, res := DeliveryApplied, StatusKept
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (id) VALUES ($1) ON CONFLICT DO NOTHING`, deliveryID)
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			d = Replayed
+			d = DeliveryReplayed
 			return nil
 		}
 		var ws []string
@@ -297,7 +297,7 @@ SELECT coalesce(array_agg(w), '{}') FROM v`, u.PaymentID, u.Status, nullTime(u.A
 			return err
 		}
 		if len(ws) == 0 {
-			d = Unmatched
+			d = DeliveryUnmatched
 		}
 		for _, w := range ws {
 			res = notable(res, sqlWrites[w])
@@ -305,7 +305,7 @@ SELECT coalesce(array_agg(w), '{}') FROM v`, u.PaymentID, u.Status, nullTime(u.A
 		return nil
 	})
 	if err != nil {
-		return Applied, Kept, unavailable(err)
+		return DeliveryApplied, StatusKept, unavailable(err)
 	}
 	return d, res, nil
 }

@@ -155,7 +155,7 @@ type Record struct {
 	// Content is the request's (opened); Send is the evidence recorded
 	// with the mark.
 	Content []byte
-	Send    Send
+	Send    SendEvidence
 	// SessionRef is the claiming request's session (a hash of its id).
 	SessionRef string
 	// Held is the request a hold sends once approved (opened); nil when
@@ -172,10 +172,10 @@ type Claim struct {
 	ClaimedAt time.Time
 }
 
-// Send is what the owner records, with the mark, just before it sends: the
+// SendEvidence is what the owner records, with the mark, just before it sends: the
 // evidence a later settling of this request reads. The zero value marks a
 // send that is never settled (no snapshot).
-type Send struct {
+type SendEvidence struct {
 	// Snapshot: the owner read the user's payments just before the send,
 	// and the fields below are what it learned. Without it the send is
 	// never settled from the upstream.
@@ -194,9 +194,9 @@ type Send struct {
 	WindowEnd time.Time
 }
 
-// Other is another money-moving request of the same user, as settling
+// OtherRequest is another money-moving request of the same user, as settling
 // reads it: what it asked for, and what became of it.
-type Other struct {
+type OtherRequest struct {
 	Route          string
 	Key            string
 	State          State

@@ -175,7 +175,7 @@ func TestEarlierVersionsReclaimCarriesNoEvidence(t *testing.T) {
 	req.Content = []byte(`{"paymentInformation":{"amount":1}}`)
 	c, _, _ := p.Claim(ctx, req, time.Hour)
 	old := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
-	if ok, err := p.Sending(ctx, c, ledger.Send{Snapshot: true, SeenFrom: old, WindowEnd: old.Add(time.Minute)}); !ok || err != nil {
+	if ok, err := p.Sending(ctx, c, ledger.SendEvidence{Snapshot: true, SeenFrom: old, WindowEnd: old.Add(time.Minute)}); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	if ok, err := p.Release(ctx, c, ledger.Outcome{Ending: ledger.EndRefused, UpstreamStatus: 423}); !ok || err != nil {

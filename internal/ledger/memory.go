@@ -95,7 +95,7 @@ func (m *Memory) Claim(_ context.Context, req Request, bound time.Duration) (*Cl
 	r.held = m.sealHeld(req.UserID, req.Route, req.Key, req.Held)
 	r.ClaimedAt, r.Deadline = now, now.Add(bound)
 	r.UpstreamStatus, r.Ending = 0, ""
-	r.Sent, r.Send, r.settleNext = false, Send{}, time.Time{}
+	r.Sent, r.Send, r.settleNext = false, SendEvidence{}, time.Time{}
 	c := &Claim{ID: r.ID, Owner: r.owner, ClaimedAt: now}
 	changed := m.changed(&before, r)
 	m.mu.Unlock()
@@ -180,7 +180,7 @@ func (m *Memory) view(r *memRecord, now time.Time) (*Record, error) {
 }
 
 // Sending is Postgres.Sending.
-func (m *Memory) Sending(_ context.Context, c *Claim, s Send) (bool, error) {
+func (m *Memory) Sending(_ context.Context, c *Claim, s SendEvidence) (bool, error) {
 	now := m.now()
 	return m.update(c.ID, func(r *memRecord) bool {
 		return r.owner == c.Owner && r.State == StateInFlight && now.Before(r.Deadline)
@@ -311,10 +311,10 @@ func (m *Memory) GiveBack(_ context.Context, id int64) (bool, error) {
 }
 
 // Others is Postgres.Others.
-func (m *Memory) Others(_ context.Context, userID string, except int64, since time.Time, ids []string) ([]Other, error) {
+func (m *Memory) Others(_ context.Context, userID string, except int64, since time.Time, ids []string) ([]OtherRequest, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []Other
+	var out []OtherRequest
 	for _, r := range m.byID {
 		if r.ID == except || r.key.user != userID {
 			continue
@@ -322,7 +322,7 @@ func (m *Memory) Others(_ context.Context, userID string, except int64, since ti
 		if !r.Deadline.After(since) && (r.PaymentID == "" || !slices.Contains(ids, r.PaymentID)) {
 			continue
 		}
-		o := Other{Route: r.Route, Key: r.Key, State: r.State, Ending: r.Ending, UpstreamStatus: r.UpstreamStatus,
+		o := OtherRequest{Route: r.Route, Key: r.Key, State: r.State, Ending: r.Ending, UpstreamStatus: r.UpstreamStatus,
 			PaymentID: r.PaymentID, Sent: r.Sent}
 		var err error
 		if o.Content, err = m.openContent(r.UserID, r.Route, r.Key, r.content); err != nil {

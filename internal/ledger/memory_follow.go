@@ -98,18 +98,18 @@ func (m *Memory) Watches(_ context.Context, limit int, lease time.Duration) ([]W
 }
 
 // Watched is Postgres.Watched.
-func (m *Memory) Watched(_ context.Context, w Watch, o Observed) (Write, error) {
+func (m *Memory) Watched(_ context.Context, w Watch, o Observed) (StatusWrite, error) {
 	now := m.now()
 	at := o.At.Truncate(time.Microsecond) // as PostgreSQL keeps it
 	if o.Undated {
 		at = now.Truncate(time.Microsecond) // dated by the ledger's clock (Observed.Undated)
 	}
-	res := Stored
+	res := StatusStored
 	held := m.update(w.ID, func(r *memRecord) bool { return r.watchOwner == w.Owner }, func(r *memRecord) {
 		if o.Status != "" {
 			res = write(o.Status, at, r.paymentStatus, r.statusAt, now)
 		}
-		if o.Status != "" && res == Stored {
+		if o.Status != "" && res == StatusStored {
 			r.paymentStatus, r.statusAt = o.Status, at
 		}
 		r.watchNext, r.watchOwner, r.watchWait = time.Time{}, "", o.Wait.Truncate(time.Millisecond)
@@ -118,13 +118,13 @@ func (m *Memory) Watched(_ context.Context, w Watch, o Observed) (Write, error) 
 		}
 	})
 	if !held {
-		return Fenced, nil
+		return StatusFenced, nil
 	}
 	return res, nil
 }
 
 // Webhook is Postgres.Webhook.
-func (m *Memory) Webhook(_ context.Context, deliveryID string, u StatusUpdate, later time.Duration) (Delivery, Write, error) {
+func (m *Memory) Webhook(_ context.Context, deliveryID string, u StatusUpdate, later time.Duration) (Delivery, StatusWrite, error) {
 	m.mu.Lock()
 	now := m.now()
 	if m.follow.deliveries == nil {
@@ -132,12 +132,12 @@ func (m *Memory) Webhook(_ context.Context, deliveryID string, u StatusUpdate, l
 	}
 	if _, seen := m.follow.deliveries[deliveryID]; seen {
 		m.mu.Unlock()
-		return Replayed, Kept, nil
+		return DeliveryReplayed, StatusKept, nil
 	}
 	m.follow.deliveries[deliveryID] = now
 	at := u.At.Truncate(time.Microsecond) // as PostgreSQL keeps it
 	var users []string
-	hit, res := false, Kept
+	hit, res := false, StatusKept
 	for _, r := range m.byID {
 		if r.PaymentID != u.PaymentID || r.State != StateDone {
 			continue
@@ -145,7 +145,7 @@ func (m *Memory) Webhook(_ context.Context, deliveryID string, u StatusUpdate, l
 		hit = true
 		w := write(u.Status, at, r.paymentStatus, r.statusAt, now)
 		res = notable(res, w)
-		if w != Stored {
+		if w != StatusStored {
 			continue
 		}
 		before := *r
@@ -165,9 +165,9 @@ func (m *Memory) Webhook(_ context.Context, deliveryID string, u StatusUpdate, l
 		m.notify(u)
 	}
 	if !hit {
-		return Unmatched, Kept, nil
+		return DeliveryUnmatched, StatusKept, nil
 	}
-	return Applied, res, nil
+	return DeliveryApplied, res, nil
 }
 
 // PruneDeliveries is Postgres.PruneDeliveries.

@@ -162,7 +162,7 @@ func (p *Postgres) scanRecord(row pgx.Row) (*Record, error) {
 		// Claimed by an earlier version (a rolling upgrade), which writes no
 		// mark and resets no evidence: what the columns hold is an earlier
 		// attempt's, never this one's.
-		r.Sent, r.Send, seenFrom, seenCut, windowEnd = false, Send{}, nil, nil, nil
+		r.Sent, r.Send, seenFrom, seenCut, windowEnd = false, SendEvidence{}, nil, nil, nil
 	}
 	r.State = State(state)
 	if status != nil {
@@ -267,7 +267,7 @@ WHERE state = 'awaiting_approval' AND deadline < now()`)
 // leave, with the evidence settling will need. It reports false when the
 // claim is no longer the owner's to send (past its deadline, abandoned):
 // then nothing may be sent.
-func (p *Postgres) Sending(ctx context.Context, c *Claim, s Send) (bool, error) {
+func (p *Postgres) Sending(ctx context.Context, c *Claim, s SendEvidence) (bool, error) {
 	return p.exec(ctx, `
 UPDATE money_requests SET sending_at = now(), sends = sends + 1, snapshot = $3, seen_before = $4,
   seen_from = $5, seen_cut = $6, window_end = $7
@@ -350,7 +350,7 @@ WHERE id = $1 AND state = 'unknown'`, id)
 // Others are the user's money requests other than except, on every route
 // and in every state, whose deadline is after since (they may have been at
 // the upstream after it), or whose payment id is one of ids.
-func (p *Postgres) Others(ctx context.Context, userID string, except int64, since time.Time, ids []string) ([]Other, error) {
+func (p *Postgres) Others(ctx context.Context, userID string, except int64, since time.Time, ids []string) ([]OtherRequest, error) {
 	if ids == nil {
 		ids = []string{}
 	}
@@ -363,9 +363,9 @@ WHERE user_id = $1 AND id <> $2 AND (deadline > $3 OR payment_id = ANY($4))`, us
 		return nil, unavailable(err)
 	}
 	defer rows.Close()
-	var out []Other
+	var out []OtherRequest
 	for rows.Next() {
-		var o Other
+		var o OtherRequest
 		var state string
 		var status int32
 		var sealed []byte

@@ -108,14 +108,14 @@ func TestFollowing(t *testing.T) {
 		// Before both stores' clocks (the memory one starts on 2026-11-22 at
 		// noon): a status dated ahead of the clock is not stored.
 		at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-		if wr, err := s.Watched(ctx, w, ledger.Observed{Status: "ACTC", At: at, Wait: time.Millisecond}); wr != ledger.Stored || err != nil {
+		if wr, err := s.Watched(ctx, w, ledger.Observed{Status: "ACTC", At: at, Wait: time.Millisecond}); wr != ledger.StatusStored || err != nil {
 			t.Fatalf("watched: got %v, %v; want stored", wr, err)
 		}
 		if heard() == 0 {
 			t.Fatal("the status change was not announced")
 		}
 		// The lease is spent: a second write under it is refused.
-		if wr, _ := s.Watched(ctx, w, ledger.Observed{Status: "RJCT", At: at.Add(time.Hour), Stop: true}); wr != ledger.Fenced {
+		if wr, _ := s.Watched(ctx, w, ledger.Observed{Status: "RJCT", At: at.Add(time.Hour), Stop: true}); wr != ledger.StatusFenced {
 			t.Fatalf("a write under a spent lease: got %v, want fenced", wr)
 		}
 		got, _ := s.Changes(ctx, user, first, 10)
@@ -126,16 +126,16 @@ func TestFollowing(t *testing.T) {
 
 		// A webhook, once per delivery id; an older status is not stored.
 		d, wr, err := s.Webhook(ctx, "msg-"+pid, ledger.StatusUpdate{PaymentID: pid, Status: "ACSP", At: at.Add(time.Minute)}, time.Minute)
-		if err != nil || d != ledger.Applied || wr != ledger.Stored {
+		if err != nil || d != ledger.DeliveryApplied || wr != ledger.StatusStored {
 			t.Fatalf("webhook: got %v, %v, %v; want Applied, stored", d, wr, err)
 		}
-		if d, _, _ := s.Webhook(ctx, "msg-"+pid, ledger.StatusUpdate{PaymentID: pid, Status: "RJCT", At: at.Add(time.Hour)}, time.Minute); d != ledger.Replayed {
+		if d, _, _ := s.Webhook(ctx, "msg-"+pid, ledger.StatusUpdate{PaymentID: pid, Status: "RJCT", At: at.Add(time.Hour)}, time.Minute); d != ledger.DeliveryReplayed {
 			t.Fatalf("a replayed delivery: got %v, want Replayed", d)
 		}
-		if d, wr, _ := s.Webhook(ctx, "msg-old-"+pid, ledger.StatusUpdate{PaymentID: pid, Status: "INIT", At: at.Add(-time.Hour)}, time.Minute); d != ledger.Applied || wr != ledger.Kept {
+		if d, wr, _ := s.Webhook(ctx, "msg-old-"+pid, ledger.StatusUpdate{PaymentID: pid, Status: "INIT", At: at.Add(-time.Hour)}, time.Minute); d != ledger.DeliveryApplied || wr != ledger.StatusKept {
 			t.Fatalf("a late delivery: got %v, %v; want Applied, kept", d, wr)
 		}
-		if d, _, _ := s.Webhook(ctx, "msg-none-"+pid, ledger.StatusUpdate{PaymentID: "01JNOBODY", Status: "ACSC", At: at}, time.Minute); d != ledger.Unmatched {
+		if d, _, _ := s.Webhook(ctx, "msg-none-"+pid, ledger.StatusUpdate{PaymentID: "01JNOBODY", Status: "ACSC", At: at}, time.Minute); d != ledger.DeliveryUnmatched {
 			t.Fatalf("a webhook of an unknown payment: got %v, want Unmatched", d)
 		}
 		got, _ = s.Changes(ctx, user, second, 10)
@@ -216,7 +216,7 @@ func TestFinalIsFinal(t *testing.T) {
 		poll   bool // the poll leased before the first step (a slow one); else a webhook
 		status string
 		at     time.Duration // the updatedAt, from the store's clock
-		want   ledger.Write  // what the store reports became of it
+		want   ledger.StatusWrite  // what the store reports became of it
 	}
 	const ago = -time.Hour
 	const undated = time.Duration(math.MinInt64) // no updatedAt: a zero At
@@ -230,47 +230,47 @@ func TestFinalIsFinal(t *testing.T) {
 		followed   bool
 	}{
 		{"a poll reads INIT with the updatedAt of the ACSC a webhook stored: ACSC stays, the following has ended",
-			[]step{{false, "ACSC", ago, ledger.Stored}, {true, "INIT", ago, ledger.AfterFinal}}, "ACSC", false},
+			[]step{{false, "ACSC", ago, ledger.StatusStored}, {true, "INIT", ago, ledger.StatusAfterFinal}}, "ACSC", false},
 		{"a webhook brings ACTC dated after the stored ACSC: ignored, reported",
-			[]step{{false, "ACSC", ago, ledger.Stored}, {false, "ACTC", ago + time.Minute, ledger.AfterFinal}}, "ACSC", false},
+			[]step{{false, "ACSC", ago, ledger.StatusStored}, {false, "ACTC", ago + time.Minute, ledger.StatusAfterFinal}}, "ACSC", false},
 		{"a poll reads ACTC dated after the stored ACSC: ignored, reported, the following not restarted",
-			[]step{{false, "ACSC", ago, ledger.Stored}, {true, "ACTC", ago + time.Minute, ledger.AfterFinal}}, "ACSC", false},
+			[]step{{false, "ACSC", ago, ledger.StatusStored}, {true, "ACTC", ago + time.Minute, ledger.StatusAfterFinal}}, "ACSC", false},
 		{"a webhook brings RJCT dated after the stored ACSC: ignored",
-			[]step{{false, "ACSC", ago, ledger.Stored}, {false, "RJCT", ago + time.Minute, ledger.AfterFinal}}, "ACSC", false},
+			[]step{{false, "ACSC", ago, ledger.StatusStored}, {false, "RJCT", ago + time.Minute, ledger.StatusAfterFinal}}, "ACSC", false},
 		{"a webhook with an equal updatedAt does not replace a status that is not final",
-			[]step{{false, "ACTC", ago, ledger.Stored}, {false, "ACSP", ago, ledger.Kept}}, "ACTC", true},
+			[]step{{false, "ACTC", ago, ledger.StatusStored}, {false, "ACSP", ago, ledger.StatusKept}}, "ACTC", true},
 		{"a poll with an equal updatedAt does not replace a status that is not final",
-			[]step{{false, "ACTC", ago, ledger.Stored}, {true, "ACSP", ago, ledger.Kept}}, "ACTC", true},
+			[]step{{false, "ACTC", ago, ledger.StatusStored}, {true, "ACSP", ago, ledger.StatusKept}}, "ACTC", true},
 		{"a webhook brings ACSC in the same second as the stored ACSP: the final one is the later, stored",
-			[]step{{false, "ACSP", ago, ledger.Stored}, {false, "ACSC", ago, ledger.Stored}}, "ACSC", false},
+			[]step{{false, "ACSP", ago, ledger.StatusStored}, {false, "ACSC", ago, ledger.StatusStored}}, "ACSC", false},
 		{"a poll reads a status dated an hour ahead: not stored",
-			[]step{{true, "ACSP", time.Hour, ledger.Future}}, "", true},
+			[]step{{true, "ACSP", time.Hour, ledger.StatusFuture}}, "", true},
 		{"a webhook brings a final status dated an hour ahead: not stored, the following goes on",
-			[]step{{false, "ACSC", time.Hour, ledger.Future}}, "", true},
+			[]step{{false, "ACSC", time.Hour, ledger.StatusFuture}}, "", true},
 		{"a poll reads a strictly newer status over one that is not final: stored",
-			[]step{{false, "ACTC", ago, ledger.Stored}, {true, "ACSP", ago + time.Second, ledger.Stored}}, "ACSP", true},
+			[]step{{false, "ACTC", ago, ledger.StatusStored}, {true, "ACSP", ago + time.Second, ledger.StatusStored}}, "ACSP", true},
 		{"a poll reads a status without updatedAt when none is stored: stored",
-			[]step{{true, "ACTC", undated, ledger.Stored}}, "ACTC", true},
+			[]step{{true, "ACTC", undated, ledger.StatusStored}}, "ACTC", true},
 		{"a poll reads a status without updatedAt over a dated one that is not final: kept",
-			[]step{{false, "ACTC", ago, ledger.Stored}, {true, "ACSP", undated, ledger.Kept}}, "ACTC", true},
+			[]step{{false, "ACTC", ago, ledger.StatusStored}, {true, "ACSP", undated, ledger.StatusKept}}, "ACTC", true},
 		{"a poll reads a final status without updatedAt over a dated one that is not final: kept, the following goes on",
-			[]step{{false, "ACTC", ago, ledger.Stored}, {true, "ACSC", undated, ledger.Kept}}, "ACTC", true},
+			[]step{{false, "ACTC", ago, ledger.StatusStored}, {true, "ACSC", undated, ledger.StatusKept}}, "ACTC", true},
 		{"a poll reads another status without updatedAt after a final one: ignored, reported",
-			[]step{{false, "ACSC", ago, ledger.Stored}, {true, "RJCT", undated, ledger.AfterFinal}}, "ACSC", false},
+			[]step{{false, "ACSC", ago, ledger.StatusStored}, {true, "RJCT", undated, ledger.StatusAfterFinal}}, "ACSC", false},
 		{"a poll reads the final status stored, without updatedAt: kept",
-			[]step{{false, "ACSC", ago, ledger.Stored}, {true, "ACSC", undated, ledger.Kept}}, "ACSC", false},
+			[]step{{false, "ACSC", ago, ledger.StatusStored}, {true, "ACSC", undated, ledger.StatusKept}}, "ACSC", false},
 		{"a dated status replaces one stored without updatedAt",
-			[]step{{true, "ACTC", undated, ledger.Stored}, {false, "ACSP", ago, ledger.Stored}}, "ACSP", true},
+			[]step{{true, "ACTC", undated, ledger.StatusStored}, {false, "ACSP", ago, ledger.StatusStored}}, "ACSP", true},
 		{"a status without updatedAt does not replace one stored without updatedAt",
-			[]step{{true, "ACTC", undated, ledger.Stored}, {false, "ACSP", undated, ledger.Kept}}, "ACTC", true},
+			[]step{{true, "ACTC", undated, ledger.StatusStored}, {false, "ACSP", undated, ledger.StatusKept}}, "ACTC", true},
 		{"a poll reads a status without updatedAt, dated when it is stored: it replaces an older one",
-			[]step{{false, "ACTC", ago, ledger.Stored}, {true, "ACSP", observed, ledger.Stored}}, "ACSP", true},
+			[]step{{false, "ACTC", ago, ledger.StatusStored}, {true, "ACSP", observed, ledger.StatusStored}}, "ACSP", true},
 		{"a poll reads a final status without updatedAt, dated when stored: stored, the following ends",
-			[]step{{false, "ACTC", ago, ledger.Stored}, {true, "ACSC", observed, ledger.Stored}}, "ACSC", false},
+			[]step{{false, "ACTC", ago, ledger.StatusStored}, {true, "ACSC", observed, ledger.StatusStored}}, "ACSC", false},
 		{"a poll reads another status without updatedAt, dated when stored, after a final one: ignored",
-			[]step{{false, "RJCT", ago, ledger.Stored}, {true, "ACSC", observed, ledger.AfterFinal}}, "RJCT", false},
+			[]step{{false, "RJCT", ago, ledger.StatusStored}, {true, "ACSC", observed, ledger.StatusAfterFinal}}, "RJCT", false},
 		{"a poll reads a status without updatedAt, dated when stored, when none is stored: stored",
-			[]step{{true, "ACTC", observed, ledger.Stored}}, "ACTC", true},
+			[]step{{true, "ACTC", observed, ledger.StatusStored}}, "ACTC", true},
 		// Not here: a final status without updatedAt over one that is not
 		// final, stored without updatedAt. The ledgers disagree: write
 		// (Memory) takes the two zero times as the same second and stores
@@ -312,7 +312,7 @@ func TestFinalIsFinal(t *testing.T) {
 						continue
 					}
 					d, wr, err := s.Webhook(ctx, fmt.Sprintf("final-%s-%d", pid, i), ledger.StatusUpdate{PaymentID: pid, Status: st.status, At: at}, 0)
-					if err != nil || d != ledger.Applied || wr != st.want {
+					if err != nil || d != ledger.DeliveryApplied || wr != st.want {
 						t.Fatalf("step %d, a webhook of %s: got %v, %v, %v; want Applied, %v", i, st.status, d, wr, err, st.want)
 					}
 				}

@@ -44,7 +44,7 @@ func TestHolds(t *testing.T) {
 				t.Fatalf("Record: got %+v, %v", byID, err)
 			}
 			// A hold is not a send: the settler has nothing to end or settle.
-			if ok, err := s.Sending(ctx, c, ledger.Send{}); ok || err != nil {
+			if ok, err := s.Sending(ctx, c, ledger.SendEvidence{}); ok || err != nil {
 				t.Fatalf("a send mark on a hold: got %v, %v; want refused", ok, err)
 			}
 		})
@@ -75,7 +75,7 @@ func TestHolds(t *testing.T) {
 			if won.Load() != 1 {
 				t.Fatalf("%d approvals took the hold, want exactly 1", won.Load())
 			}
-			if ok, err := s.Sending(ctx, claim, ledger.Send{}); !ok || err != nil {
+			if ok, err := s.Sending(ctx, claim, ledger.SendEvidence{}); !ok || err != nil {
 				t.Fatalf("the approved claim's send mark: got %v, %v", ok, err)
 			}
 			if ok, err := s.Finish(ctx, claim, ledger.Outcome{Ending: ledger.EndAnswered, UpstreamStatus: 201, Response: created}); !ok || err != nil {
@@ -134,7 +134,7 @@ func TestHolds(t *testing.T) {
 			if err != nil || a == nil || a.ID != c.ID || a.Owner == c.Owner {
 				t.Fatalf("approve: got %+v, %v; want a claim of the record with an owner of its own", a, err)
 			}
-			if ok, _ := s.Sending(ctx, c, ledger.Send{}); ok {
+			if ok, _ := s.Sending(ctx, c, ledger.SendEvidence{}); ok {
 				t.Fatal("the hold's claim marked a send after the approval")
 			}
 			if ok, _ := s.Finish(ctx, c, ledger.Outcome{Ending: ledger.EndAnswered, PaymentID: "01JHOLDER"}); ok {

@@ -28,14 +28,14 @@ import (
 type store interface {
 	// The money path (payments.Claims).
 	Claim(ctx context.Context, req ledger.Request, bound time.Duration) (*ledger.Claim, *ledger.Record, error)
-	Sending(ctx context.Context, c *ledger.Claim, s ledger.Send) (bool, error)
+	Sending(ctx context.Context, c *ledger.Claim, s ledger.SendEvidence) (bool, error)
 	Finish(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
 	Release(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
 	Unknown(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
 	Abandon(ctx context.Context, id int64) (ledger.State, error)
 	Event(ctx context.Context, id int64, req ledger.Request, what string) error
 	// Settling (payments.Settlements).
-	Others(ctx context.Context, userID string, except int64, since time.Time, ids []string) ([]ledger.Other, error)
+	Others(ctx context.Context, userID string, except int64, since time.Time, ids []string) ([]ledger.OtherRequest, error)
 	Settle(ctx context.Context, id int64, o ledger.Outcome) (bool, error)
 	GiveBack(ctx context.Context, id int64) (bool, error)
 	Due(ctx context.Context, limit int, lease, maxLease, giveUp time.Duration) ([]*ledger.Record, error)
@@ -46,8 +46,8 @@ type store interface {
 	Position(ctx context.Context, userID string) (int64, error)
 	// Following (payments.Follower).
 	Watches(ctx context.Context, limit int, lease time.Duration) ([]ledger.Watch, error)
-	Watched(ctx context.Context, w ledger.Watch, o ledger.Observed) (ledger.Write, error)
-	Webhook(ctx context.Context, deliveryID string, u ledger.StatusUpdate, later time.Duration) (ledger.Delivery, ledger.Write, error)
+	Watched(ctx context.Context, w ledger.Watch, o ledger.Observed) (ledger.StatusWrite, error)
+	Webhook(ctx context.Context, deliveryID string, u ledger.StatusUpdate, later time.Duration) (ledger.Delivery, ledger.StatusWrite, error)
 	PruneDeliveries(ctx context.Context, age time.Duration) error
 	// Holds (payments.Holds).
 	Record(ctx context.Context, id int64) (*ledger.Record, error)
@@ -225,7 +225,7 @@ func TestProtocol(t *testing.T) {
 			req := request("e")
 			fresh, _, _ := s.Claim(ctx, request("e2"), time.Hour)
 			c, _, _ := s.Claim(ctx, req, 50*time.Millisecond)
-			if ok, err := s.Sending(ctx, c, ledger.Send{}); !ok || err != nil {
+			if ok, err := s.Sending(ctx, c, ledger.SendEvidence{}); !ok || err != nil {
 				t.Fatalf("mark: got %v, %v", ok, err)
 			}
 			wait(60 * time.Millisecond) // the store's clock passes the deadline
@@ -236,7 +236,7 @@ func TestProtocol(t *testing.T) {
 			if st, err := s.Abandon(ctx, fresh.ID); st != "" || err != nil {
 				t.Fatalf("abandoning a live claim: got %q, %v; want no change", st, err)
 			}
-			if ok, _ := s.Sending(ctx, c, ledger.Send{}); ok {
+			if ok, _ := s.Sending(ctx, c, ledger.SendEvidence{}); ok {
 				t.Fatal("an owner past its deadline could still mark a send")
 			}
 			if st, err := s.Abandon(ctx, c.ID); st != ledger.StateUnknown || err != nil {
@@ -258,7 +258,7 @@ func TestProtocol(t *testing.T) {
 			if st, err := s.Abandon(ctx, c.ID); st != ledger.StateReleased || err != nil {
 				t.Fatalf("abandon: got %q, %v; want released", st, err)
 			}
-			if ok, _ := s.Sending(ctx, c, ledger.Send{}); ok {
+			if ok, _ := s.Sending(ctx, c, ledger.SendEvidence{}); ok {
 				t.Fatal("the dead owner could still mark a send after its claim was given back")
 			}
 			c2, rec, err := s.Claim(ctx, req, time.Hour)
@@ -272,7 +272,7 @@ func TestProtocol(t *testing.T) {
 			withContent := request("f3")
 			withContent.Content = []byte(`{"paymentInformation":{"amount":1}}`)
 			unknown, _, _ := s.Claim(ctx, withContent, time.Hour)
-			_, _ = s.Sending(ctx, unknown, ledger.Send{Snapshot: true, SeenBefore: []string{"01JOLD"}})
+			_, _ = s.Sending(ctx, unknown, ledger.SendEvidence{Snapshot: true, SeenBefore: []string{"01JOLD"}})
 			_, _ = s.Unknown(ctx, unknown, ledger.Outcome{Ending: ledger.EndAmbiguous})
 			live, _, _ := s.Claim(ctx, request("f1"), time.Hour)
 			wait(1100 * time.Millisecond) // past the stale deadline and the unknown's first wait
@@ -311,7 +311,7 @@ func TestProtocol(t *testing.T) {
 			b := base
 			b.Key, b.Route, b.Content = "b", "/v2/pay", []byte(`{"paymentInformation":{"amount":3}}`)
 			cb, _, _ := s.Claim(ctx, b, time.Hour)
-			if ok, err := s.Sending(ctx, cb, ledger.Send{Snapshot: true}); !ok || err != nil {
+			if ok, err := s.Sending(ctx, cb, ledger.SendEvidence{Snapshot: true}); !ok || err != nil {
 				t.Fatal(ok, err)
 			}
 			c := base
@@ -322,7 +322,7 @@ func TestProtocol(t *testing.T) {
 			if err != nil || len(got) != 2 {
 				t.Fatalf("got %+v, %v; want the two other records (one released)", got, err)
 			}
-			byKey := map[string]ledger.Other{}
+			byKey := map[string]ledger.OtherRequest{}
 			for _, o := range got {
 				byKey[o.Key] = o
 			}
@@ -351,7 +351,7 @@ func TestProtocol(t *testing.T) {
 			if ok, _ := s.GiveBack(ctx, c.ID); ok {
 				t.Fatal("a record in flight was given back")
 			}
-			_, _ = s.Sending(ctx, c, ledger.Send{Snapshot: true})
+			_, _ = s.Sending(ctx, c, ledger.SendEvidence{Snapshot: true})
 			_, _ = s.Unknown(ctx, c, ledger.Outcome{Ending: ledger.EndAmbiguous})
 			if ok, err := s.GiveBack(ctx, c.ID); !ok || err != nil {
 				t.Fatalf("got %v, %v; want the unknown record given back", ok, err)
@@ -531,7 +531,7 @@ func TestClaimRepeats(t *testing.T) {
 			req := request("again")
 			req.Content = []byte(`{"paymentInformation":{"amount":5}}`)
 			c, _, _ := s.Claim(ctx, req, time.Hour)
-			if ok, err := s.Sending(ctx, c, ledger.Send{Snapshot: true, SeenBefore: []string{"01JSEEN"}}); !ok || err != nil {
+			if ok, err := s.Sending(ctx, c, ledger.SendEvidence{Snapshot: true, SeenBefore: []string{"01JSEEN"}}); !ok || err != nil {
 				t.Fatalf("mark: got %v, %v", ok, err)
 			}
 			if ok, err := s.Release(ctx, c, ledger.Outcome{Ending: ledger.EndRefused, UpstreamStatus: 423}); !ok || err != nil {
@@ -584,7 +584,7 @@ func TestSendMark(t *testing.T) {
 				t.Fatal("a claim is marked sent before its mark")
 			}
 			from := time.Date(2026, 11, 22, 11, 0, 0, 0, time.UTC)
-			send := ledger.Send{Snapshot: true, SeenBefore: []string{"01JA", "01JB"}, SeenFrom: from,
+			send := ledger.SendEvidence{Snapshot: true, SeenBefore: []string{"01JA", "01JB"}, SeenFrom: from,
 				SeenCut: from.Add(-time.Hour), WindowEnd: from.Add(time.Minute)}
 			if ok, err := s.Sending(ctx, c, send); !ok || err != nil {
 				t.Fatalf("mark: got %v, %v", ok, err)
@@ -603,7 +603,7 @@ func TestSendMark(t *testing.T) {
 			if rec, _ := s.Record(ctx, c.ID); rec.Send.SeenBefore[0] != "01JA" {
 				t.Fatalf("the record's evidence changed with the caller's slice: %v", rec.Send.SeenBefore)
 			}
-			if ok, err := s.Sending(ctx, c, ledger.Send{Snapshot: true}); !ok || err != nil {
+			if ok, err := s.Sending(ctx, c, ledger.SendEvidence{Snapshot: true}); !ok || err != nil {
 				t.Fatalf("the owner's second mark: got %v, %v; want it written", ok, err)
 			}
 		})
@@ -612,7 +612,7 @@ func TestSendMark(t *testing.T) {
 			req := request("stale owner")
 			c, _, _ := s.Claim(ctx, req, time.Hour)
 			_, _ = s.Release(ctx, c, ledger.Outcome{Ending: ledger.EndNotSent})
-			if ok, _ := s.Sending(ctx, c, ledger.Send{}); ok {
+			if ok, _ := s.Sending(ctx, c, ledger.SendEvidence{}); ok {
 				t.Fatal("a released claim was marked sent")
 			}
 			c2, _, _ := s.Claim(ctx, req, time.Hour)
@@ -623,7 +623,7 @@ func TestSendMark(t *testing.T) {
 				name string
 				op   func() (bool, error)
 			}{
-				{"Sending", func() (bool, error) { return s.Sending(ctx, c, ledger.Send{}) }},
+				{"Sending", func() (bool, error) { return s.Sending(ctx, c, ledger.SendEvidence{}) }},
 				{"Finish", func() (bool, error) {
 					return s.Finish(ctx, c, ledger.Outcome{Ending: ledger.EndAnswered, PaymentID: "01JSTALE"})
 				}},
@@ -639,7 +639,7 @@ func TestSendMark(t *testing.T) {
 			if rec.State != ledger.StateInFlight || rec.Sent || rec.PaymentID != "" {
 				t.Fatalf("got %+v; want the new claim's record untouched", rec)
 			}
-			if ok, err := s.Sending(ctx, c2, ledger.Send{}); !ok || err != nil {
+			if ok, err := s.Sending(ctx, c2, ledger.SendEvidence{}); !ok || err != nil {
 				t.Fatalf("the new owner's mark: got %v, %v", ok, err)
 			}
 		})
@@ -647,12 +647,12 @@ func TestSendMark(t *testing.T) {
 		t.Run("a claim lost past its deadline: no mark, and the late owner's answer lands only if it was sent", func(t *testing.T) {
 			unsent, _, _ := s.Claim(ctx, request("lost unsent"), lapse)
 			sent, _, _ := s.Claim(ctx, request("lost sent"), lapse)
-			if ok, err := s.Sending(ctx, sent, ledger.Send{}); !ok || err != nil {
+			if ok, err := s.Sending(ctx, sent, ledger.SendEvidence{}); !ok || err != nil {
 				t.Fatalf("mark: got %v, %v", ok, err)
 			}
 			wait(lapse + 10*time.Millisecond)
 			for _, c := range []*ledger.Claim{unsent, sent} {
-				if ok, _ := s.Sending(ctx, c, ledger.Send{}); ok {
+				if ok, _ := s.Sending(ctx, c, ledger.SendEvidence{}); ok {
 					t.Fatalf("record %d: a mark past the deadline was written", c.ID)
 				}
 			}
@@ -801,7 +801,7 @@ func TestTransitions(t *testing.T) {
 						t.Fatalf("claim: got %v, %v", c, err)
 					}
 					if tc.marked {
-						mustOK(t, "mark")(s.Sending(ctx, c, ledger.Send{}))
+						mustOK(t, "mark")(s.Sending(ctx, c, ledger.SendEvidence{}))
 					}
 					claims[o] = c
 				}
@@ -820,7 +820,7 @@ func TestTransitions(t *testing.T) {
 					var ok bool
 					switch o {
 					case sending:
-						ok, err = s.Sending(ctx, c, ledger.Send{})
+						ok, err = s.Sending(ctx, c, ledger.SendEvidence{})
 					case finish:
 						ok, err = s.Finish(ctx, c, ledger.Outcome{Ending: ledger.EndAnswered, UpstreamStatus: 201, PaymentID: "01JFINISHED", Response: created})
 					case release:

@@ -328,7 +328,7 @@ func TestAttackUnknownNeverMadeIsGivenBack(t *testing.T) {
 		t.Fatal(c, err)
 	}
 	now := a.sim.Now()
-	if ok, err := a.led.Sending(context.Background(), c, ledger.Send{Snapshot: true, SeenFrom: now.Add(-2 * time.Second), WindowEnd: now.Add(8 * time.Second)}); !ok || err != nil {
+	if ok, err := a.led.Sending(context.Background(), c, ledger.SendEvidence{Snapshot: true, SeenFrom: now.Add(-2 * time.Second), WindowEnd: now.Add(8 * time.Second)}); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	// The instance dies here; the upstream never acts.

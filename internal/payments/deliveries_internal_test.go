@@ -58,7 +58,7 @@ func TestDeliveryIDsOutliveTheirTimestamps(t *testing.T) {
 				if _, err := v.Verify(h, body, t0.Add(a)); err != nil {
 					t.Fatalf("A does not take the message: %v", err)
 				}
-				if d, err := s.StatusPushed(ctx, "msg_skewed", u); err != nil || d == ledger.Replayed {
+				if d, err := s.StatusPushed(ctx, "msg_skewed", u); err != nil || d == ledger.DeliveryReplayed {
 					t.Fatalf("the first delivery: got %v, %v", d, err)
 				}
 				// B's clock reads ts + tolerance: the last second B takes it.
@@ -71,7 +71,7 @@ func TestDeliveryIDsOutliveTheirTimestamps(t *testing.T) {
 				}
 				dbNow = last
 				s.pruneDeliveries(ctx)
-				if d, err := s.StatusPushed(ctx, "msg_skewed", u); err != nil || d != ledger.Replayed {
+				if d, err := s.StatusPushed(ctx, "msg_skewed", u); err != nil || d != ledger.DeliveryReplayed {
 					t.Fatalf("the replay at B's last second (%s after the first delivery, ids kept %s): got %v, %v; want Replayed",
 						last.Sub(t0), deliveriesKept, d, err)
 				}
@@ -84,7 +84,7 @@ func TestDeliveryIDsOutliveTheirTimestamps(t *testing.T) {
 				if err := led.PruneDeliveries(ctx, deliveriesKept-time.Microsecond); err != nil {
 					t.Fatal(err)
 				}
-				if d, _ := s.StatusPushed(ctx, "msg_skewed", u); d == ledger.Replayed {
+				if d, _ := s.StatusPushed(ctx, "msg_skewed", u); d == ledger.DeliveryReplayed {
 					t.Fatal("a retention a microsecond shorter still knows the id: the test checks nothing")
 				}
 			})

@@ -59,8 +59,8 @@ const (
 // Follower is what following needs of the ledger.
 type Follower interface {
 	Watches(ctx context.Context, limit int, lease time.Duration) ([]ledger.Watch, error)
-	Watched(ctx context.Context, w ledger.Watch, o ledger.Observed) (ledger.Write, error)
-	Webhook(ctx context.Context, deliveryID string, u ledger.StatusUpdate, later time.Duration) (ledger.Delivery, ledger.Write, error)
+	Watched(ctx context.Context, w ledger.Watch, o ledger.Observed) (ledger.StatusWrite, error)
+	Webhook(ctx context.Context, deliveryID string, u ledger.StatusUpdate, later time.Duration) (ledger.Delivery, ledger.StatusWrite, error)
 	PruneDeliveries(ctx context.Context, age time.Duration) error
 }
 
@@ -206,7 +206,7 @@ func (s *Service) poll(ctx context.Context, w ledger.Watch) {
 	switch {
 	case err != nil:
 		s.log.Warn("the follower could not store a payment's status", slog.String("error", err.Error()))
-	case wr == ledger.Fenced:
+	case wr == ledger.StatusFenced:
 		// The lease ran out and another instance polls it now.
 		s.observe.Followed(FollowLeaseLost)
 	default:
@@ -219,12 +219,12 @@ func (s *Service) poll(ctx context.Context, w ledger.Watch) {
 // the upstream contradicted itself, or a slow reader came late), or one
 // dated ahead of this server's clock (a clock is wrong). ids name the
 // payment and the request or delivery, never a token or secret.
-func (s *Service) ignored(wr ledger.Write, status string, at time.Time, ids ...any) {
+func (s *Service) ignored(wr ledger.StatusWrite, status string, at time.Time, ids ...any) {
 	var msg string
 	switch wr {
-	case ledger.AfterFinal:
+	case ledger.StatusAfterFinal:
 		msg = "a payment's status after its final one was ignored: final is final"
-	case ledger.Future:
+	case ledger.StatusFuture:
 		msg = "a payment's status dated ahead of this server's clock was not believed"
 	default:
 		return
@@ -238,8 +238,8 @@ const followPath = "/v2/payments"
 // StatusUpdate is a payment status the upstream pushed by webhook.
 type StatusUpdate = ledger.StatusUpdate
 
-// Delivery is what a pushed status did: ledger.Applied, Replayed or
-// Unmatched.
+// Delivery is what a pushed status did: ledger.DeliveryApplied, DeliveryReplayed or
+// DeliveryUnmatched.
 type Delivery = ledger.Delivery
 
 // StatusPushed stores a payment status the upstream pushed by webhook,
@@ -258,12 +258,12 @@ func (s *Service) StatusPushed(ctx context.Context, deliveryID string, u StatusU
 		return 0, problem.Wrap(problem.CodeLedgerUnavailable, "the webhook cannot be stored right now; send it again", err)
 	}
 	switch d {
-	case ledger.Applied:
+	case ledger.DeliveryApplied:
 		s.ignored(wr, u.Status, u.At, slog.String("webhookId", deliveryID), slog.String("paymentId", u.PaymentID))
 		s.observe.Followed(FollowWebhookApplied)
-	case ledger.Replayed:
+	case ledger.DeliveryReplayed:
 		s.observe.Followed(FollowWebhookReplayed)
-	case ledger.Unmatched:
+	case ledger.DeliveryUnmatched:
 		s.observe.Followed(FollowWebhookUnmatched)
 	}
 	return d, nil

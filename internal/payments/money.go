@@ -22,7 +22,7 @@ import (
 // the audit trail of a repeat (Event).
 type Claims interface {
 	Claim(ctx context.Context, req ledger.Request, bound time.Duration) (*ledger.Claim, *ledger.Record, error)
-	Sending(ctx context.Context, c *ledger.Claim, s ledger.Send) (bool, error)
+	Sending(ctx context.Context, c *ledger.Claim, s ledger.SendEvidence) (bool, error)
 	Finish(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
 	Release(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
 	Unknown(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
@@ -259,7 +259,7 @@ func (s *Service) claim(ctx context.Context, req ledger.Request) (*ledger.Claim,
 // it. After an upstream 401 it settles, and sends once more only when
 // settling concludes that the upstream made nothing.
 func (s *Service) sendAsOwner(ctx, bg context.Context, w http.ResponseWriter, m *moneyCall) (labels, *problem.Problem) {
-	var snap ledger.Send
+	var snap ledger.SendEvidence
 	if m.creates {
 		snap = s.snapshot(ctx, m.call, m.wanted())
 	}
@@ -363,7 +363,7 @@ func (s *Service) sendAsOwner(ctx, bg context.Context, w http.ResponseWriter, m 
 // sendMark is the durable mark written just before the send (BeforeSend): a
 // claim whose owner dies before it provably sent nothing. lost is set when
 // the claim was no longer the owner's to send.
-func (s *Service) sendMark(claim *ledger.Claim, ev ledger.Send, lost *bool) func(context.Context) error {
+func (s *Service) sendMark(claim *ledger.Claim, ev ledger.SendEvidence, lost *bool) func(context.Context) error {
 	return func(ctx context.Context) error {
 		lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
 		defer cancel()

@@ -1371,7 +1371,7 @@ func (p *mhListed) model() (mhContent, bool) {
 // insideWindow reports whether createdAt is inside the window a send
 // recorded (the rule docs/payments.md states, applied to the ledger's own
 // record).
-func mhInsideWindow(s ledger.Send, at time.Time) bool {
+func mhInsideWindow(s ledger.SendEvidence, at time.Time) bool {
 	switch {
 	case at.IsZero() || s.WindowEnd.IsZero():
 		return false

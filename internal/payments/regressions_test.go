@@ -90,7 +90,7 @@ func TestSettlementNeverAdoptsAnOpenRequestsPayment(t *testing.T) {
 	if err != nil || cB == nil {
 		t.Fatal(err)
 	}
-	if ok, err := f.ledger.Sending(context.Background(), cB, ledger.Send{Snapshot: true}); !ok || err != nil {
+	if ok, err := f.ledger.Sending(context.Background(), cB, ledger.SendEvidence{Snapshot: true}); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	var b map[string]any

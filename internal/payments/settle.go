@@ -28,7 +28,7 @@ import (
 // (Settle when made, GiveBack when not made), and the records due a look
 // (Due).
 type Settlements interface {
-	Others(ctx context.Context, userID string, except int64, since time.Time, ids []string) ([]ledger.Other, error)
+	Others(ctx context.Context, userID string, except int64, since time.Time, ids []string) ([]ledger.OtherRequest, error)
 	Settle(ctx context.Context, id int64, o ledger.Outcome) (bool, error)
 	GiveBack(ctx context.Context, id int64) (bool, error)
 	Due(ctx context.Context, limit int, lease, maxLease, giveUp time.Duration) ([]*ledger.Record, error)
@@ -60,16 +60,16 @@ const (
 // snapshot reads the user's payments just before a send, and returns the
 // evidence to record with the mark. It is the zero Send (the send will
 // never be settled) when the list cannot be read.
-func (s *Service) snapshot(ctx context.Context, c proxy.Call, want Content) ledger.Send {
+func (s *Service) snapshot(ctx context.Context, c proxy.Call, want Content) ledger.SendEvidence {
 	start := time.Now()
 	l, err := s.listing(ctx, c)
 	if err != nil {
 		s.observe.MoneyRequest(MoneySnapshotFailed)
 		s.log.Warn("a payment is sent without a snapshot of the user's payments: should its answer be lost, it stays unknown",
 			slog.String("requestId", c.RequestID), slog.String("error", problem.CauseText(err)))
-		return ledger.Send{}
+		return ledger.SendEvidence{}
 	}
-	ev := ledger.Send{Snapshot: true}
+	ev := ledger.SendEvidence{Snapshot: true}
 	for _, p := range l.Payments {
 		if p.ID != "" && want.Similar(p) {
 			ev.SeenBefore = append(ev.SeenBefore, p.ID)
@@ -80,7 +80,7 @@ func (s *Service) snapshot(ctx context.Context, c proxy.Call, want Content) ledg
 		// instead, so every item read must tell its time.
 		for _, p := range l.Payments {
 			if p.CreatedAt.IsZero() {
-				return ledger.Send{}
+				return ledger.SendEvidence{}
 			}
 			if ev.SeenCut.IsZero() || p.CreatedAt.Before(ev.SeenCut) {
 				ev.SeenCut = p.CreatedAt
@@ -108,7 +108,7 @@ type subject struct {
 	id        int64
 	content   []byte
 	claimedAt time.Time
-	snapshot  ledger.Send
+	snapshot  ledger.SendEvidence
 	// answered: the upstream answered its send, so it no longer acts on it.
 	answered bool
 	// expired: its deadline has passed (the ledger's clock), after which no

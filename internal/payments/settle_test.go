@@ -145,7 +145,7 @@ func deadOwner(t *testing.T, led *ledger.Memory, key, body string, marked bool) 
 		t.Fatalf("claim: %v, %v", c, err)
 	}
 	if marked {
-		if ok, err := led.Sending(context.Background(), c, ledger.Send{Snapshot: true, WindowEnd: time.Now().Add(time.Minute)}); !ok || err != nil {
+		if ok, err := led.Sending(context.Background(), c, ledger.SendEvidence{Snapshot: true, WindowEnd: time.Now().Add(time.Minute)}); !ok || err != nil {
 			t.Fatalf("mark: %v, %v", ok, err)
 		}
 	}

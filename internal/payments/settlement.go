@@ -39,7 +39,7 @@ type Evidence struct {
 	Request Content
 	// Snapshot is what the owner read of the user's payments just before
 	// its send (recorded with the send mark).
-	Snapshot ledger.Send
+	Snapshot ledger.SendEvidence
 	// Listing is the user's payments as the upstream lists them now.
 	Listing Listing
 	// Quiet: no send of this request can still be acting at the upstream:
@@ -48,7 +48,7 @@ type Evidence struct {
 	// Others are the user's other money requests (any route, any state)
 	// whose deadline came after this request's claim, or that own a listed
 	// payment.
-	Others []ledger.Other
+	Others []ledger.OtherRequest
 }
 
 // Listing is a read of the user's payments, newest first.
@@ -148,7 +148,7 @@ func unknownBecause(why string) Result { return Result{Conclusion: Unknown, Reas
 
 // fresh reports whether p was not there when the snapshot was read: its id
 // is not among SeenBefore.
-func fresh(p Listed, snap ledger.Send) bool {
+func fresh(p Listed, snap ledger.SendEvidence) bool {
 	if mutant.Is(mutant.FreshByClock) {
 		return p.ID != "" && !p.CreatedAt.Before(snap.SeenFrom)
 	}
@@ -157,7 +157,7 @@ func fresh(p Listed, snap ledger.Send) bool {
 
 // insideWindow reports whether a payment created at t (the upstream's
 // clock) could be the one this request's send made.
-func insideWindow(snap ledger.Send, t time.Time) bool {
+func insideWindow(snap ledger.SendEvidence, t time.Time) bool {
 	if mutant.Is(mutant.NoWindow) {
 		return true
 	}
@@ -175,7 +175,7 @@ func insideWindow(snap ledger.Send, t time.Time) bool {
 // ownedByAnother reports whether another request created p: its answer (or
 // its settling) named p and it is a creation. An open-banking init of an
 // existing payment names that payment but never owns its creation.
-func ownedByAnother(p Listed, others []ledger.Other) bool {
+func ownedByAnother(p Listed, others []ledger.OtherRequest) bool {
 	for _, o := range others {
 		if o.PaymentID == p.ID && (o.Content != nil || o.Opaque) {
 			return true
@@ -187,7 +187,7 @@ func ownedByAnother(p Listed, others []ledger.Other) bool {
 // mayHaveMade reports whether another request o could have made p: it was
 // sent, asked for the same content, and nothing it learned since rules p
 // out (another payment of its own, or the upstream's refusal of its body).
-func mayHaveMade(o ledger.Other, p Listed) bool {
+func mayHaveMade(o ledger.OtherRequest, p Listed) bool {
 	if !o.Sent {
 		return false
 	}
@@ -274,7 +274,7 @@ func couldHaveMade(c Content, p Listed) bool {
 
 // namedByAnother is used only by the mutant OwnerWidensNotMade: whether
 // another request's answer named p.
-func namedByAnother(p Listed, others []ledger.Other) bool {
+func namedByAnother(p Listed, others []ledger.OtherRequest) bool {
 	for _, o := range others {
 		if o.PaymentID == p.ID {
 			return true

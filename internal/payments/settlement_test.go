@@ -19,7 +19,7 @@ func TestConclude(t *testing.T) {
 		return listedAs(id, at, info)
 	}
 	same := `{"amount":12.5,"currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"}}`
-	snap := ledger.Send{Snapshot: true, SeenBefore: []string{"OLD"}, SeenFrom: t0.Add(-2 * time.Second), WindowEnd: t0.Add(30 * time.Second)}
+	snap := ledger.SendEvidence{Snapshot: true, SeenBefore: []string{"OLD"}, SeenFrom: t0.Add(-2 * time.Second), WindowEnd: t0.Add(30 * time.Second)}
 	old := listed("OLD", t0.Add(-time.Hour), same)
 	mine := listed("P", t0.Add(time.Second), same)
 	whole := func(ps ...payments.Listed) payments.Listing { return payments.Listing{Payments: ps, Whole: true} }
@@ -35,15 +35,15 @@ func TestConclude(t *testing.T) {
 		{"made needs no quiet: an answer lost in flight can be proved", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(mine), Quiet: false}, payments.Made},
 		{"a listing cut below the snapshot still proves made", payments.Evidence{Request: req, Snapshot: snap, Listing: payments.Listing{Payments: []payments.Listed{mine}}}, payments.Made},
 		{"an init of the payment by id owns nothing", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(mine),
-			Others: []ledger.Other{{Route: "/v2/pay", State: ledger.StateDone, PaymentID: "P", Sent: true}}}, payments.Made},
+			Others: []ledger.OtherRequest{{Route: "/v2/pay", State: ledger.StateDone, PaymentID: "P", Sent: true}}}, payments.Made},
 		{"another request with other content does not matter", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(mine),
-			Others: []ledger.Other{{State: ledger.StateUnknown, Sent: true, Content: []byte(`{"paymentInformation":{"amount":99,"currency":"EUR"}}`)}}}, payments.Made},
+			Others: []ledger.OtherRequest{{State: ledger.StateUnknown, Sent: true, Content: []byte(`{"paymentInformation":{"amount":99,"currency":"EUR"}}`)}}}, payments.Made},
 		{"another equal request the upstream refused does not matter", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(mine),
-			Others: []ledger.Other{{State: ledger.StateDone, Ending: ledger.EndAnswered, UpstreamStatus: 400, Sent: true, Content: otherContent}}}, payments.Made},
+			Others: []ledger.OtherRequest{{State: ledger.StateDone, Ending: ledger.EndAnswered, UpstreamStatus: 400, Sent: true, Content: otherContent}}}, payments.Made},
 		{"another equal request with a payment of its own does not matter", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(mine),
-			Others: []ledger.Other{{State: ledger.StateDone, PaymentID: "Q", Sent: true, Content: otherContent}}}, payments.Made},
+			Others: []ledger.OtherRequest{{State: ledger.StateDone, PaymentID: "Q", Sent: true, Content: otherContent}}}, payments.Made},
 		{"another equal request that never sent does not matter", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(mine),
-			Others: []ledger.Other{{State: ledger.StateReleased, Ending: ledger.EndNeverSent, Content: otherContent}}}, payments.Made},
+			Others: []ledger.OtherRequest{{State: ledger.StateReleased, Ending: ledger.EndNeverSent, Content: otherContent}}}, payments.Made},
 
 		// Not made.
 		{"no fresh similar payment on a quiet request is not made", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(old), Quiet: true}, payments.NotMade},
@@ -52,7 +52,7 @@ func TestConclude(t *testing.T) {
 
 		// Unknown: what must never be concluded "not made".
 		{"a fresh similar payment another request owns is not not-made", payments.Evidence{Request: req, Snapshot: snap, Quiet: true, Listing: whole(mine),
-			Others: []ledger.Other{{State: ledger.StateDone, PaymentID: "P", Sent: true, Content: otherContent}}}, payments.Unknown},
+			Others: []ledger.OtherRequest{{State: ledger.StateDone, PaymentID: "P", Sent: true, Content: otherContent}}}, payments.Unknown},
 		{"a fresh similar payment created after the window is not not-made", payments.Evidence{Request: req, Snapshot: snap, Quiet: true,
 			Listing: whole(listed("P", t0.Add(time.Hour), same))}, payments.Unknown},
 		{"a fresh similar payment created before the snapshot's time is not not-made", payments.Evidence{Request: req, Snapshot: snap, Quiet: true,
@@ -62,7 +62,7 @@ func TestConclude(t *testing.T) {
 		{"a request that may still be acting is not not-made", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(old), Quiet: false}, payments.Unknown},
 		{"a listing that did not reach the end is not not-made", payments.Evidence{Request: req, Snapshot: snap, Listing: payments.Listing{Payments: []payments.Listed{old}}, Quiet: true}, payments.Unknown},
 		{"a snapshot that did not read the whole list is not not-made", payments.Evidence{Request: req, Quiet: true, Listing: whole(old),
-			Snapshot: ledger.Send{Snapshot: true, SeenCut: t0.Add(-time.Minute), WindowEnd: t0.Add(time.Minute)}}, payments.Unknown},
+			Snapshot: ledger.SendEvidence{Snapshot: true, SeenCut: t0.Add(-time.Minute), WindowEnd: t0.Add(time.Minute)}}, payments.Unknown},
 		{"no snapshot proves nothing", payments.Evidence{Request: req, Listing: whole(), Quiet: true}, payments.Unknown},
 
 		// Unknown: what must never be concluded "made".
@@ -73,17 +73,17 @@ func TestConclude(t *testing.T) {
 		{"a payment to another creditor", payments.Evidence{Request: req, Snapshot: snap,
 			Listing: whole(listed("P", t0.Add(time.Second), `{"amount":12.5,"currency":"EUR","creditorAccount":{"iban":"DE89 3704 0044 0532 0130 00"}}`))}, payments.Unknown},
 		{"a payment another creation owns", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(mine),
-			Others: []ledger.Other{{State: ledger.StateDone, PaymentID: "P", Sent: true, Content: otherContent}}}, payments.Unknown},
+			Others: []ledger.OtherRequest{{State: ledger.StateDone, PaymentID: "P", Sent: true, Content: otherContent}}}, payments.Unknown},
 		{"a request in flight the upstream would have made it of could have made it (similar, not equal)", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(mine),
-			Others: []ledger.Other{{State: ledger.StateInFlight, Sent: true, Content: []byte(`{"paymentInformation":{"amount":12.5,"currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"},"remittanceInformation":"dropped by the upstream"}}`)}}}, payments.Unknown},
+			Others: []ledger.OtherRequest{{State: ledger.StateInFlight, Sent: true, Content: []byte(`{"paymentInformation":{"amount":12.5,"currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"},"remittanceInformation":"dropped by the upstream"}}`)}}}, payments.Unknown},
 		{"an equal request in flight could have made it", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(mine),
-			Others: []ledger.Other{{State: ledger.StateInFlight, Sent: true, Content: otherContent}}}, payments.Unknown},
+			Others: []ledger.OtherRequest{{State: ledger.StateInFlight, Sent: true, Content: otherContent}}}, payments.Unknown},
 		{"an equal open-banking init given back could have made it", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(mine),
-			Others: []ledger.Other{{Route: "/v2/pay", State: ledger.StateReleased, Ending: ledger.EndFailed, UpstreamStatus: 500, Sent: true, Content: otherContent}}}, payments.Unknown},
+			Others: []ledger.OtherRequest{{Route: "/v2/pay", State: ledger.StateReleased, Ending: ledger.EndFailed, UpstreamStatus: 500, Sent: true, Content: otherContent}}}, payments.Unknown},
 		{"an unreadable request could have made it", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(mine),
-			Others: []ledger.Other{{State: ledger.StateUnknown, Sent: true, Opaque: true}}}, payments.Unknown},
+			Others: []ledger.OtherRequest{{State: ledger.StateUnknown, Sent: true, Opaque: true}}}, payments.Unknown},
 		{"outside the window", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(listed("P", t0.Add(time.Hour), same))}, payments.Unknown},
-		{"no window (no Date)", payments.Evidence{Request: req, Snapshot: ledger.Send{Snapshot: true}, Listing: whole(mine)}, payments.Unknown},
+		{"no window (no Date)", payments.Evidence{Request: req, Snapshot: ledger.SendEvidence{Snapshot: true}, Listing: whole(mine)}, payments.Unknown},
 		{"no createdAt", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(listed("P", time.Time{}, same))}, payments.Unknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
