@@ -215,8 +215,8 @@ func TestFinalIsFinal(t *testing.T) {
 	type step struct {
 		poll   bool // the poll leased before the first step (a slow one); else a webhook
 		status string
-		at     time.Duration // the updatedAt, from the store's clock
-		want   ledger.StatusWrite  // what the store reports became of it
+		at     time.Duration      // the updatedAt, from the store's clock
+		want   ledger.StatusWrite // what the store reports became of it
 	}
 	const ago = -time.Hour
 	const undated = time.Duration(math.MinInt64) // no updatedAt: a zero At
