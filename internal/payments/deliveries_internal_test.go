@@ -70,7 +70,7 @@ func TestDeliveryIDsOutliveTheirTimestamps(t *testing.T) {
 					t.Fatalf("B takes the message a second after its last: %v", err)
 				}
 				dbNow = last
-				s.pruneDeliveries(ctx)
+				s.follower.pruneDeliveries(ctx)
 				if d, err := s.StatusPushed(ctx, "msg_skewed", u); err != nil || d != ledger.DeliveryReplayed {
 					t.Fatalf("the replay at B's last second (%s after the first delivery, ids kept %s): got %v, %v; want Replayed",
 						last.Sub(t0), deliveriesKept, d, err)

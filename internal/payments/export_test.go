@@ -7,7 +7,7 @@ import (
 )
 
 // SettleDue runs one look of the background settler, for tests.
-func (s *Service) SettleDue(ctx context.Context) { s.settleDue(ctx) }
+func (s *Service) SettleDue(ctx context.Context) { s.recoverer.settleDue(ctx) }
 
 // Fingerprint is what pay records of a request, for tests that claim a key
 // as a dead owner would have.
@@ -25,7 +25,9 @@ func PaymentContent(body []byte) []byte {
 
 // SealCursor and OpenCursor are the cursors of GET /bff/payments, for
 // tests.
-func (s *Service) SealCursor(userID string, c ledger.Cursor) string { return s.sealCursor(userID, c) }
+func (s *Service) SealCursor(userID string, c ledger.Cursor) string {
+	return s.records.sealCursor(userID, c)
+}
 func (s *Service) OpenCursor(userID, cursor string) (ledger.Cursor, bool) {
-	return s.openCursor(userID, cursor)
+	return s.records.openCursor(userID, cursor)
 }

@@ -8,6 +8,36 @@
 //
 // What each answer proves, and why, is written down in docs/payments.md;
 // the code follows that argument and concludes nothing it does not prove.
+//
+// The package is cut by lifecycle, each part built on its own slice of
+// the ledger: the money path (MoneyPath: admit, claim, send as the owner,
+// answer a repeat), the recoverer (Recoverer: the background settler), the
+// follower (Follower: polls and webhooks), the records (Records: list,
+// get, changes, position) and the holds (Holds: held, approve, decline;
+// nil when step-up is off). Evidence gathering is shared by the money path
+// and the recoverer. Service puts them together for the edge.
+//
+// Each file depends only on files before it in this order (checked by
+// TestFileOrder):
+//
+//	labels.go     the results the Observer is told
+//	deps.go       what every part shares: Upstream, Observer, base, paths, bounds
+//	content.go    what a request asks to create, and what the upstream lists
+//	conclude.go   settling's rules: Conclude, a pure function
+//	replay.go     a stored answer, kept and written again
+//	details.go    the RFC 9396 details an approval binds, and a held request
+//	admit.go      admission: a money request read once, or refused
+//	evidence.go   evidence gathering, and a conclusion stored
+//	holdrefs.go   the sealed references of holds
+//	records.go    the user's records
+//	holds.go      payments the user approves
+//	money.go      the money path: claim, hold, or hand to the owner or a repeat
+//	owner.go      the owner's send, one phase per class of end
+//	repeat.go     a repeat, one transition per ledger state
+//	recoverer.go  the background settler
+//	follower.go   following a payment's status
+//	refresh.go    the refresh under its credit guard
+//	payments.go   Service: the parts put together
 package payments
 
 import (
@@ -15,11 +45,9 @@ import (
 	"crypto/rand"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/fintech-bff/bff/internal/ledger"
-	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/seal"
@@ -27,39 +55,20 @@ import (
 
 // Ledger is the ledger of money-moving requests as New takes it
 // (ledger.Postgres, or ledger.Memory in development; package ledger states
-// the protocol): the union of the small interfaces each part of payments
-// uses, and the Service keeps each part to its own.
+// the protocol): the union of the slices each part is built on.
 type Ledger interface {
-	Claims      // the money path: money.go
-	Settlements // settling and the settler: settle.go, settler.go
-	Entries     // GET /bff/payments and the event stream: records.go
-	Follower    // following a payment's status: follow.go
-	Holds       // payments the user approves: stepup.go
+	ClaimLedger
+	EvidenceLedger
+	RecoveryLedger
+	FollowLedger
+	RecordLedger
+	HoldLedger
 }
 
 var (
 	_ Ledger = (*ledger.Postgres)(nil)
 	_ Ledger = (*ledger.Memory)(nil)
 )
-
-// Upstream is what payments needs of the proxy: the request body, read
-// within its bound, and one exchange with the upstream.
-type Upstream interface {
-	Body(r *http.Request) ([]byte, *problem.Problem)
-	Exchange(ctx context.Context, x proxy.Exchange) (proxy.Reply, *problem.Problem)
-}
-
-var _ Upstream = (*proxy.Forwarder)(nil)
-
-// Guard holds a key for an interval (limits.Redis, limits.Local).
-type Guard interface {
-	Hold(ctx context.Context, key string, every time.Duration) (limits.Decision, error)
-	Release(ctx context.Context, key, token string) error
-}
-
-// RefreshPath is the on-demand refresh, the route that costs credits. The
-// guard holds for every path under it.
-const RefreshPath = "/chat/chat/connections/refresh"
 
 // Options configures a Service.
 type Options struct {
@@ -81,7 +90,7 @@ type Options struct {
 	// Observe, when set, is told how each money-moving request ended and
 	// of each refresh the credit guard refused (metrics).
 	Observe Observer
-	// Follow: how payments are followed after their answer (follow.go);
+	// Follow: how payments are followed after their answer (follower.go);
 	// the zero value follows none.
 	Follow Follow
 	// Instance names this process in the request ids of its polls, so an
@@ -95,7 +104,7 @@ type Options struct {
 	EncryptionKey  []byte
 	DecryptionKeys [][]byte
 	// StepUp, when set, holds the payments it names for the user's
-	// approval (stepup.go); nil: no payment is held.
+	// approval (holds.go); nil: no payment is held.
 	StepUp *StepUp
 	// ListLag is how long the upstream's payment list may take to show a
 	// payment it made: settling concludes "not made" only from a list read
@@ -103,61 +112,17 @@ type Options struct {
 	ListLag time.Duration
 }
 
-// Observer receives a Service's events. Implementations must be cheap and
-// safe for concurrent use.
-type Observer interface {
-	// MoneyRequest reports how a money-moving request was answered, or
-	// how the settler ended one: answered, released, unknown (502
-	// PAYMENT_OUTCOME_UNKNOWN to the request that sent it), settled (by
-	// the owner, or a repeat of a settled key), replayed, in_progress,
-	// outcome_unknown (a repeat of an unknown key), not_made (a repeat
-	// of an unknown key proved not made, then run), key_reused,
-	// key_required, key_invalid, route_refused, body_refused,
-	// ledger_unavailable, claim_lost, snapshot_failed, resent_after_401,
-	// released_unsent (an owner that died before its send mark),
-	// settled_background, not_made_background; and for payments the user
-	// approves: held, approved, declined_denied, declined_mismatch,
-	// declined_expired.
-	MoneyRequest(result MoneyResult)
-	// Followed reports a poll of a followed payment: changed, unchanged,
-	// not_found, failed, lease_lost; or a webhook stored: webhook_applied,
-	// webhook_unmatched, webhook_replayed (those the edge answers alone
-	// are the edge's Observer's).
-	Followed(result FollowResult)
-	// Refused reports a request a limit refused before it reached the
-	// upstream: limit is "refresh" (the credit guard).
-	Refused(limit string)
-}
-
-type nopObserver struct{}
-
-func (nopObserver) MoneyRequest(MoneyResult) {}
-func (nopObserver) Refused(string)           {}
-func (nopObserver) Followed(FollowResult)    {}
-
-// Service serves money-moving requests and the refresh. Safe for
-// concurrent use.
+// Service is the parts put together: it dispatches the edge's calls to
+// the part that owns each. Without a ledger it has only the refresh, and
+// every other call is 503 LEDGER_UNAVAILABLE. Safe for concurrent use.
 type Service struct {
-	up       Upstream
-	timeout  time.Duration
-	money    *proxy.Routes // the money prefixes, POST only
-	refresh  Guard
-	every    time.Duration
-	log      *slog.Logger
-	observe  Observer
-	pace     settlerPace
-	follow   Follow
-	instance string
-	// The ledger's parts, each nil without a ledger.
-	claims      Claims
-	settlements Settlements
-	entries     Entries
-	follower    Follower
-	holdsOf     Holds
-	cursors     *seal.Box
-	stepUp      *StepUp
-	holdBox     *seal.Box // seals the references of held payments
-	listLag     time.Duration
+	routes    *proxy.Routes // the money prefixes, POST only
+	refresh   *refresher
+	money     *MoneyPath // nil without a ledger, as are the parts below
+	recoverer *Recoverer
+	follower  *Follower
+	records   *Records
+	holds     *Holds // nil also when step-up is off
 }
 
 // New returns a Service.
@@ -168,58 +133,65 @@ func New(o Options) *Service {
 	if o.Observe == nil {
 		o.Observe = nopObserver{}
 	}
-	money := make([]proxy.Route, len(o.MoneyRoutes))
-	for i, p := range o.MoneyRoutes {
-		money[i] = proxy.Route{Prefix: p, Methods: []string{http.MethodPost}}
+	b := base{up: o.Upstream, log: o.Logger, observe: o.Observe}
+	s := &Service{routes: moneyRoutes(o.MoneyRoutes), refresh: &refresher{base: b, guard: o.Refresh, every: o.RefreshEvery}}
+	if o.Ledger == nil {
+		return s
 	}
-	s := &Service{up: o.Upstream, timeout: o.Timeout, money: proxy.NewRoutes(money),
-		refresh: o.Refresh, every: o.RefreshEvery, log: o.Logger, observe: o.Observe, listLag: o.ListLag}
-	s.pace = defaultSettlerPace
-	if o.Ledger != nil {
-		s.claims, s.settlements, s.entries, s.follower, s.holdsOf = o.Ledger, o.Ledger, o.Ledger, o.Ledger, o.Ledger
-		s.follow = o.Follow
-		s.stepUp = o.StepUp
-	}
-	s.instance = o.Instance
 	key := o.EncryptionKey
 	if key == nil {
 		key = make([]byte, 32)
 		_, _ = rand.Read(key)
 	}
-	box, err := seal.Derive(key, "bff payment cursors", o.DecryptionKeys...)
+	ev := &evidence{base: b, ledger: o.Ledger, listLag: o.ListLag}
+	s.records = &Records{ledger: o.Ledger, cursors: derive(key, "bff payment cursors", o.DecryptionKeys)}
+	s.money = &MoneyPath{base: b, ledger: o.Ledger, evidence: ev, timeout: o.Timeout}
+	if o.StepUp != nil {
+		refs := &holdRefs{box: derive(key, "bff step-up holds", o.DecryptionKeys), url: o.StepUp.URL}
+		s.records.refs = refs
+		s.holds = &Holds{base: b, ledger: o.Ledger, policy: *o.StepUp, refs: refs, records: s.records,
+			send: s.money, timeout: o.Timeout}
+		s.money.holds = s.holds
+	}
+	s.recoverer = &Recoverer{base: b, ledger: o.Ledger, evidence: ev, pace: defaultPace}
+	s.follower = &Follower{base: b, ledger: o.Ledger, follow: o.Follow, instance: o.Instance}
+	return s
+}
+
+// derive is the seal.Box of key for purpose.
+func derive(key []byte, purpose string, old [][]byte) *seal.Box {
+	box, err := seal.Derive(key, purpose, old...)
 	if err != nil {
 		// HKDF fails only when asked for more than 255 hashes of key; a
 		// 32-byte key never is.
 		panic(err)
 	}
-	s.cursors = box
-	if s.holdBox, err = seal.Derive(key, "bff step-up holds", o.DecryptionKeys...); err != nil {
-		panic(err) // as above
+	return box
+}
+
+// moneyRoutes are the money prefixes, POST only.
+func moneyRoutes(prefixes []string) *proxy.Routes {
+	routes := make([]proxy.Route, len(prefixes))
+	for i, p := range prefixes {
+		routes[i] = proxy.Route{Prefix: p, Methods: []string{http.MethodPost}}
 	}
-	return s
+	return proxy.NewRoutes(routes)
 }
 
 // Handles reports whether a call to t with method is payments' to serve: a
 // POST under a money route or under the refresh route, and, with step-up
-// on, a change of a merchant (payeechange.go).
+// on, a change of a merchant.
 func (s *Service) Handles(t proxy.Target, method string) bool {
-	if s.changesPayee(t.Path, method) {
+	switch {
+	case s.holds.changes(t.Path, method):
 		return true
-	}
-	if method != http.MethodPost {
+	case method != http.MethodPost:
 		return false
-	}
-	if s.underRefresh(t.Path) {
+	case underRefresh(t.Path):
 		return true
 	}
-	_, ok := s.money.Under(t.Path)
+	_, ok := s.routes.Under(t.Path)
 	return ok
-}
-
-// underRefresh reports a path under the refresh route: sent once, and
-// under the credit guard when it is on.
-func (s *Service) underRefresh(path string) bool {
-	return strings.HasPrefix(path, RefreshPath) && (len(path) == len(RefreshPath) || path[len(RefreshPath)] == '/')
 }
 
 // Serve runs one call that Handles accepted. Like proxy.Forward, it writes
@@ -228,22 +200,92 @@ func (s *Service) underRefresh(path string) bool {
 func (s *Service) Serve(w http.ResponseWriter, r *http.Request, c proxy.Call, t proxy.Target) (proxy.Result, error) {
 	res := proxy.Result{Route: t.Route}
 	var p *problem.Problem
-	switch route, _ := s.money.Under(t.Path); {
-	case s.underRefresh(t.Path):
-		res.UpstreamStatus, p = s.serveRefresh(w, r, c, t)
-	case s.claims == nil:
-		p = problem.New(problem.CodeLedgerUnavailable, "payments are not enabled: no ledger is configured")
-	case s.changesPayee(t.Path, r.Method):
-		var out labels
-		out, p = s.changePayee(w, r, c, t)
-		res.UpstreamStatus, res.Code = out.upstreamStatus, out.replayedCode
+	switch {
+	case underRefresh(t.Path):
+		res.UpstreamStatus, p = s.refresh.serve(w, r, c, t)
+	case s.money == nil:
+		p = noLedger()
 	default:
+		route, _ := s.routes.Under(t.Path)
 		var out labels
-		out, p = s.pay(w, r, c, t, route)
+		out, p = s.money.serve(w, r, c, t, route, s.holds.changes(t.Path, r.Method))
 		res.UpstreamStatus, res.Code = out.upstreamStatus, out.replayedCode
 	}
 	if p != nil {
 		return res, p
 	}
 	return res, nil
+}
+
+// Run settles unknown outcomes in the background until ctx ends
+// (Recoverer.Run); without a ledger it returns at once.
+func (s *Service) Run(ctx context.Context) {
+	if s.recoverer != nil {
+		s.recoverer.Run(ctx)
+	}
+}
+
+// RunFollow follows payments until ctx ends (Follower.Run); without a
+// ledger it returns at once.
+func (s *Service) RunFollow(ctx context.Context) {
+	if s.follower != nil {
+		s.follower.Run(ctx)
+	}
+}
+
+// StatusPushed stores a status the upstream pushed (Follower.StatusPushed).
+func (s *Service) StatusPushed(ctx context.Context, deliveryID string, u StatusUpdate) (Delivery, error) {
+	if s.follower == nil {
+		return 0, noLedger()
+	}
+	return s.follower.StatusPushed(ctx, deliveryID, u)
+}
+
+// Records returns a page of the user's records (Records.Records).
+func (s *Service) Records(ctx context.Context, userID, cursor string, limit int) (Page, error) {
+	if s.records == nil {
+		return Page{}, noLedger()
+	}
+	return s.records.Records(ctx, userID, cursor, limit)
+}
+
+// Record returns the user's record with key (Records.Record).
+func (s *Service) Record(ctx context.Context, userID, key string) (Record, error) {
+	if s.records == nil {
+		return Record{}, noLedger()
+	}
+	return s.records.Record(ctx, userID, key)
+}
+
+// Changes returns the user's records changed after a position
+// (Records.Changes).
+func (s *Service) Changes(ctx context.Context, userID string, after int64) ([]Change, error) {
+	if s.records == nil {
+		return nil, noLedger()
+	}
+	return s.records.Changes(ctx, userID, after)
+}
+
+// Position is the user's latest position (Records.Position).
+func (s *Service) Position(ctx context.Context, userID string) (int64, error) {
+	if s.records == nil {
+		return 0, noLedger()
+	}
+	return s.records.Position(ctx, userID)
+}
+
+// HeldPayment opens a step-up reference (Holds.HeldPayment).
+func (s *Service) HeldPayment(ctx context.Context, ref string) (Hold, *problem.Problem) {
+	return s.holds.HeldPayment(ctx, ref)
+}
+
+// Approve releases the hold ref names, when the approval matches it
+// (Holds.Approve).
+func (s *Service) Approve(ctx context.Context, ref, userID, sessionRef string, a Approval) (Record, *problem.Problem) {
+	return s.holds.Approve(ctx, ref, userID, sessionRef, a)
+}
+
+// DeclineHold ends the hold ref names without a send (Holds.DeclineHold).
+func (s *Service) DeclineHold(ctx context.Context, ref, userID, sessionRef string) (declined, failed *problem.Problem) {
+	return s.holds.DeclineHold(ctx, ref, userID, sessionRef)
 }

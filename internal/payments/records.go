@@ -9,12 +9,16 @@ import (
 
 	"github.com/fintech-bff/bff/internal/ledger"
 	"github.com/fintech-bff/bff/internal/problem"
+	"github.com/fintech-bff/bff/internal/seal"
 )
 
-// Entries is what GET /bff/payments and the event stream read of the
-// ledger: a user's records newest first (List), one by its key (Get), and
-// the changes after a position (Changes, Position).
-type Entries interface {
+// The user's records: what GET /bff/payments, GET /bff/payments/{key}
+// and the event stream read of the ledger, as the user sees it.
+
+// RecordLedger is what the records read of the ledger: a user's records
+// newest first (List), one by its key (Get), and the changes after a
+// position (Changes, Position).
+type RecordLedger interface {
 	List(ctx context.Context, userID string, after ledger.Cursor, limit int) ([]ledger.Entry, error)
 	Get(ctx context.Context, userID, key string) (ledger.Entry, bool, error)
 	Changes(ctx context.Context, userID string, after int64, limit int) ([]ledger.Entry, error)
@@ -22,8 +26,8 @@ type Entries interface {
 }
 
 var (
-	_ Entries = (*ledger.Postgres)(nil)
-	_ Entries = (*ledger.Memory)(nil)
+	_ RecordLedger = (*ledger.Postgres)(nil)
+	_ RecordLedger = (*ledger.Memory)(nil)
 )
 
 // Paging of GET /bff/payments.
@@ -62,6 +66,13 @@ type Record struct {
 	UpdatedAt     time.Time `json:"updatedAt"`
 }
 
+// Records reads the user's records. Safe for concurrent use.
+type Records struct {
+	ledger  RecordLedger
+	cursors *seal.Box
+	refs    *holdRefs // nil when step-up is off
+}
+
 // Page is one page of a user's records, newest first. NextCursor is empty
 // on the last page.
 type Page struct {
@@ -69,7 +80,7 @@ type Page struct {
 	NextCursor string   `json:"nextCursor,omitempty"`
 }
 
-func (s *Service) record(userID string, e ledger.Entry) Record {
+func (s *Records) record(userID string, e ledger.Entry) Record {
 	r := Record{Key: e.Key, Route: e.Route, State: string(e.State), PaymentID: e.PaymentID,
 		CreatedAt: e.CreatedAt.UTC(), UpdatedAt: e.UpdatedAt.UTC()}
 	if e.PaymentStatus != "" {
@@ -81,10 +92,7 @@ func (s *Service) record(userID string, e ledger.Entry) Record {
 	case ledger.StateUnknown:
 		r.Status = http.StatusBadGateway // every request with the key is answered PAYMENT_OUTCOME_UNKNOWN
 	case ledger.StateAwaiting:
-		r.Status = http.StatusUnauthorized
-		if s.stepUp != nil {
-			r.StepUpURL = s.stepUpURL(userID, e.SessionRef, e.ID)
-		}
+		r.Status, r.StepUpURL = http.StatusUnauthorized, s.refs.stepUpURL(userID, e.SessionRef, e.ID)
 	case ledger.StateDeclined:
 		r.Status, r.Declined = http.StatusForbidden, e.Ending
 	}
@@ -92,7 +100,7 @@ func (s *Service) record(userID string, e ledger.Entry) Record {
 }
 
 // A cursor of GET /bff/payments is the position after the last record of
-// a page (created_at and the ledger's row id), sealed under the Service's
+// a page (created_at and the ledger's row id), sealed under the BFF's
 // key and bound to its user: it opens only for that user, and says
 // nothing of the row ids, which count every user's requests.
 
@@ -103,7 +111,7 @@ const cursorLen = 16
 func cursorAAD(userID string) []byte { return []byte("bff payments cursor\x00" + userID) }
 
 // sealCursor is the opaque cursor after c for userID.
-func (s *Service) sealCursor(userID string, c ledger.Cursor) string {
+func (s *Records) sealCursor(userID string, c ledger.Cursor) string {
 	var b [cursorLen]byte
 	binary.BigEndian.PutUint64(b[:8], uint64(c.CreatedAt.UnixMicro()))
 	binary.BigEndian.PutUint64(b[8:], uint64(c.ID))
@@ -111,7 +119,7 @@ func (s *Service) sealCursor(userID string, c ledger.Cursor) string {
 }
 
 // openCursor reads a cursor sealCursor made for userID; "" is the start.
-func (s *Service) openCursor(userID, cursor string) (ledger.Cursor, bool) {
+func (s *Records) openCursor(userID, cursor string) (ledger.Cursor, bool) {
 	if cursor == "" {
 		return ledger.Cursor{}, true
 	}
@@ -141,16 +149,9 @@ func invalid(field, msg string) *problem.Problem {
 	return p
 }
 
-func (s *Service) noLedger() *problem.Problem {
-	return problem.New(problem.CodeLedgerUnavailable, "payments are not enabled: no ledger is configured")
-}
-
 // Records returns a page of the user's money-moving requests, newest
 // first: limit of them (0: DefaultLimit; at most MaxLimit) after cursor.
-func (s *Service) Records(ctx context.Context, userID, cursor string, limit int) (Page, error) {
-	if s.entries == nil {
-		return Page{}, s.noLedger()
-	}
+func (s *Records) Records(ctx context.Context, userID, cursor string, limit int) (Page, error) {
 	after, ok := s.openCursor(userID, cursor)
 	if !ok {
 		return Page{}, invalid("cursor", "cursor is not one this endpoint returned")
@@ -165,7 +166,7 @@ func (s *Service) Records(ctx context.Context, userID, cursor string, limit int)
 	defer cancel()
 	// One more than the page: whether there is a next page, without a
 	// cursor that leads to an empty one.
-	entries, err := s.entries.List(lctx, userID, after, limit+1)
+	entries, err := s.ledger.List(lctx, userID, after, limit+1)
 	if err != nil {
 		return Page{}, problem.Wrap(problem.CodeLedgerUnavailable, "payments cannot be read right now", err)
 	}
@@ -183,23 +184,29 @@ func (s *Service) Records(ctx context.Context, userID, cursor string, limit int)
 // Record returns the user's money-moving request with the Idempotency-Key
 // (the newest, should the key be on several money routes). Another user's
 // key, or one never used, is 404 ROUTE_NOT_FOUND, the same answer.
-func (s *Service) Record(ctx context.Context, userID, key string) (Record, error) {
-	if s.entries == nil {
-		return Record{}, s.noLedger()
-	}
+func (s *Records) Record(ctx context.Context, userID, key string) (Record, error) {
 	if !ValidKey(key) {
 		return Record{}, notFound()
 	}
-	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
-	defer cancel()
-	e, ok, err := s.entries.Get(lctx, userID, key)
+	r, ok, err := s.get(ctx, userID, key)
 	switch {
 	case err != nil:
 		return Record{}, problem.Wrap(problem.CodeLedgerUnavailable, "payments cannot be read right now", err)
 	case !ok:
 		return Record{}, notFound()
 	}
-	return s.record(userID, e), nil
+	return r, nil
+}
+
+// get reads the user's record with key; ok is false when there is none.
+func (s *Records) get(ctx context.Context, userID, key string) (Record, bool, error) {
+	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+	defer cancel()
+	e, ok, err := s.ledger.Get(lctx, userID, key)
+	if err != nil || !ok {
+		return Record{}, false, err
+	}
+	return s.record(userID, e), true, nil
 }
 
 func notFound() *problem.Problem {
@@ -218,13 +225,10 @@ type Change struct {
 
 // Changes returns the user's records changed after position after, in
 // order, up to ChangesPage: each once, as it stands now.
-func (s *Service) Changes(ctx context.Context, userID string, after int64) ([]Change, error) {
-	if s.entries == nil {
-		return nil, s.noLedger()
-	}
+func (s *Records) Changes(ctx context.Context, userID string, after int64) ([]Change, error) {
 	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
 	defer cancel()
-	entries, err := s.entries.Changes(lctx, userID, after, ChangesPage)
+	entries, err := s.ledger.Changes(lctx, userID, after, ChangesPage)
 	if err != nil {
 		return nil, problem.Wrap(problem.CodeLedgerUnavailable, "payment changes cannot be read right now", err)
 	}
@@ -237,13 +241,10 @@ func (s *Service) Changes(ctx context.Context, userID string, after int64) ([]Ch
 
 // Position is the user's latest position: a stream that starts now sends
 // what comes after it.
-func (s *Service) Position(ctx context.Context, userID string) (int64, error) {
-	if s.entries == nil {
-		return 0, s.noLedger()
-	}
+func (s *Records) Position(ctx context.Context, userID string) (int64, error) {
 	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
 	defer cancel()
-	n, err := s.entries.Position(lctx, userID)
+	n, err := s.ledger.Position(lctx, userID)
 	if err != nil {
 		return 0, problem.Wrap(problem.CodeLedgerUnavailable, "payment changes cannot be read right now", err)
 	}

@@ -104,6 +104,7 @@ func TestRecordFields(t *testing.T) {
 func TestRecordsRefuses(t *testing.T) {
 	svc := recordsFixture(t)
 	ctx := context.Background()
+	otherKey := recordsFixture(t) // a random cursor key of its own
 	for _, tc := range []struct {
 		name   string
 		cursor string
@@ -115,7 +116,7 @@ func TestRecordsRefuses(t *testing.T) {
 		{"cursor too short", "AAAA", 5},
 		{"cursor with id 0", svc.SealCursor("alice", ledger.Cursor{CreatedAt: time.Now()}), 5},
 		{"another user's cursor", svc.SealCursor("bob", ledger.Cursor{CreatedAt: time.Now(), ID: 3}), 5},
-		{"a cursor sealed under another key", payments.New(payments.Options{}).SealCursor("alice", ledger.Cursor{CreatedAt: time.Now(), ID: 3}), 5},
+		{"a cursor sealed under another key", otherKey.SealCursor("alice", ledger.Cursor{CreatedAt: time.Now(), ID: 3}), 5},
 		{"an unsealed position", base64.RawURLEncoding.EncodeToString(make([]byte, 16)), 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,8 +142,8 @@ func TestCursorRoundTrip(t *testing.T) {
 	old, key := make([]byte, 32), make([]byte, 32)
 	key[0] = 1
 	c := ledger.Cursor{CreatedAt: time.Date(2026, 11, 26, 2, 0, 0, 123456000, time.UTC), ID: 42}
-	before := payments.New(payments.Options{EncryptionKey: old})
-	after := payments.New(payments.Options{EncryptionKey: key, DecryptionKeys: [][]byte{old}})
+	before := payments.New(payments.Options{Ledger: memoryLedger(t), EncryptionKey: old})
+	after := payments.New(payments.Options{Ledger: memoryLedger(t), EncryptionKey: key, DecryptionKeys: [][]byte{old}})
 	for _, cursor := range []string{after.SealCursor("alice", c), before.SealCursor("alice", c)} {
 		got, ok := after.OpenCursor("alice", cursor)
 		if !ok || !got.CreatedAt.Equal(c.CreatedAt) || got.ID != c.ID {
@@ -157,7 +158,7 @@ func TestCursorRoundTrip(t *testing.T) {
 // A cursor comes from the client: any string opens or is refused, without
 // a panic, and what opens is a position a cursor was sealed for.
 func FuzzOpenCursor(f *testing.F) {
-	svc := payments.New(payments.Options{EncryptionKey: make([]byte, 32)})
+	svc := payments.New(payments.Options{Ledger: memoryLedger(f), EncryptionKey: make([]byte, 32)})
 	f.Add("")
 	f.Add(svc.SealCursor("alice", ledger.Cursor{CreatedAt: time.UnixMicro(1), ID: 1}))
 	f.Add("AAAAAAAAAAAAAAAAAAAAAA")
@@ -167,4 +168,14 @@ func FuzzOpenCursor(f *testing.F) {
 			t.Fatalf("%q opens to %+v, a position no cursor was sealed for", s, c)
 		}
 	})
+}
+
+// memoryLedger is an empty ledger in memory.
+func memoryLedger(t testing.TB) *ledger.Memory {
+	t.Helper()
+	led, err := ledger.NewMemory(time.Now, make([]byte, 32), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return led
 }

@@ -7,13 +7,28 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
 )
 
-// serveRefresh runs the on-demand refresh (20 credits) under the credit
+// refresher runs the on-demand refresh.
+type refresher struct {
+	base
+	guard Guard         // nil: no credit guard
+	every time.Duration // the guard's interval; 0: no credit guard
+}
+
+// underRefresh reports a path under the refresh route: sent once, and
+// under the credit guard when it is on.
+func underRefresh(path string) bool {
+	return strings.HasPrefix(path, RefreshPath) && (len(path) == len(RefreshPath) || path[len(RefreshPath)] == '/')
+}
+
+// serve runs the on-demand refresh (20 credits) under the credit
 // guard: one per user per interval, for every path under the refresh
 // route. The hold is taken before the call and given back only when the
 // upstream surely did not start a refresh: the request never left, or the
@@ -22,15 +37,15 @@ import (
 // keeps it, as the credits may be spent. The call is sent once (a 401 is
 // not resent) and detached from the client's connection, so a client that
 // hangs up cannot cut it and free the hold.
-func (s *Service) serveRefresh(w http.ResponseWriter, r *http.Request, c proxy.Call, t proxy.Target) (int, *problem.Problem) {
+func (s *refresher) serve(w http.ResponseWriter, r *http.Request, c proxy.Call, t proxy.Target) (int, *problem.Problem) {
 	detached := context.WithoutCancel(r.Context())
-	guarded := s.refresh != nil && s.every > 0
+	guarded := s.guard != nil && s.every > 0
 	key := "refresh:" + userKey(c.UserID)
 	var d limits.Decision
 	if guarded {
 		hctx, cancel := context.WithTimeout(detached, storeTimeout)
 		var err error
-		d, err = s.refresh.Hold(hctx, key, s.every)
+		d, err = s.guard.Hold(hctx, key, s.every)
 		cancel()
 		if err != nil {
 			return 0, problem.Wrap(problem.CodeSessionStoreUnavailable, "the refresh allowance cannot be checked right now", err)
@@ -50,7 +65,7 @@ func (s *Service) serveRefresh(w http.ResponseWriter, r *http.Request, c proxy.C
 	if guarded && (!rep.Sent || notStarted(rep)) {
 		ctx, cancel := context.WithTimeout(detached, storeTimeout)
 		defer cancel()
-		if err := s.refresh.Release(ctx, key, d.Token); err != nil {
+		if err := s.guard.Release(ctx, key, d.Token); err != nil {
 			s.log.Warn("a refresh that did not start could not give its allowance back", slog.String("requestId", c.RequestID), slog.String("error", err.Error()))
 		}
 	}

@@ -89,3 +89,6 @@ func (r *recorder) copyTo(w http.ResponseWriter) {
 	w.WriteHeader(r.status)
 	_, _ = w.Write(r.body.Bytes())
 }
+
+// replayHeaders are the response headers kept with a stored response.
+var replayHeaders = []string{"Content-Type", "Location", "Retry-After", "Allow", "Cache-Control", "X-Request-Id"}

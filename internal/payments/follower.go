@@ -56,8 +56,10 @@ const (
 	deliveriesKept = 2*webhooks.DefaultTolerance + 2*clockSkew
 )
 
-// Follower is what following needs of the ledger.
-type Follower interface {
+// FollowLedger is what following needs of the ledger: the polls due
+// (Watches), a poll's status stored (Watched), a pushed status stored once
+// per delivery (Webhook), and old delivery ids forgotten.
+type FollowLedger interface {
 	Watches(ctx context.Context, limit int, lease time.Duration) ([]ledger.Watch, error)
 	Watched(ctx context.Context, w ledger.Watch, o ledger.Observed) (ledger.StatusWrite, error)
 	Webhook(ctx context.Context, deliveryID string, u ledger.StatusUpdate, later time.Duration) (ledger.Delivery, ledger.StatusWrite, error)
@@ -65,9 +67,18 @@ type Follower interface {
 }
 
 var (
-	_ Follower = (*ledger.Postgres)(nil)
-	_ Follower = (*ledger.Memory)(nil)
+	_ FollowLedger = (*ledger.Postgres)(nil)
+	_ FollowLedger = (*ledger.Memory)(nil)
 )
+
+// Follower follows payments' statuses after their answer.
+type Follower struct {
+	base
+	ledger FollowLedger
+	follow Follow
+	// instance names this process in the request ids of its polls.
+	instance string
+}
 
 // tick is how often an instance looks for due polls: a quarter of the
 // interval (a poll is then late by at most that), between 100 ms and 1 s.
@@ -83,13 +94,10 @@ func (f Follow) next(w ledger.Watch, status string, failed bool) time.Duration {
 	return min(max(2*w.Wait, f.Interval), f.MaxInterval)
 }
 
-// RunFollow follows payments until ctx ends: every instance runs it.
+// Run follows payments until ctx ends: every instance runs it.
 // Without an interval it follows nothing, and still forgets old webhook
 // ids (webhooks may be received all the same).
-func (s *Service) RunFollow(ctx context.Context) {
-	if s.follower == nil {
-		return
-	}
+func (s *Follower) Run(ctx context.Context) {
 	every := time.Second
 	if s.follow.Interval > 0 {
 		every = s.follow.tick()
@@ -115,19 +123,19 @@ func (s *Service) RunFollow(ctx context.Context) {
 
 // pruneDeliveries forgets the webhook ids received more than
 // deliveriesKept ago, on the database's clock.
-func (s *Service) pruneDeliveries(ctx context.Context) {
+func (s *Follower) pruneDeliveries(ctx context.Context) {
 	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
 	defer cancel()
-	if err := s.follower.PruneDeliveries(lctx, deliveriesKept); err != nil {
+	if err := s.ledger.PruneDeliveries(lctx, deliveriesKept); err != nil {
 		s.log.Warn("old webhook ids could not be pruned", slog.String("error", err.Error()))
 	}
 }
 
 // followDue leases the due polls and runs them, pollsAtOnce at a time,
 // within the lease.
-func (s *Service) followDue(ctx context.Context) {
+func (s *Follower) followDue(ctx context.Context) {
 	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
-	ws, err := s.follower.Watches(lctx, s.follow.Batch, followLease)
+	ws, err := s.ledger.Watches(lctx, s.follow.Batch, followLease)
 	cancel()
 	if err != nil {
 		s.log.Warn("the follower could not read the ledger", slog.String("error", err.Error()))
@@ -157,7 +165,7 @@ type polled struct {
 }
 
 // poll asks the upstream for w's payment once and stores what it learned.
-func (s *Service) poll(ctx context.Context, w ledger.Watch) {
+func (s *Follower) poll(ctx context.Context, w ledger.Watch) {
 	pctx, cancel := context.WithTimeout(ctx, pollTimeout)
 	// The poll acts for the record's user, under the request id that
 	// claimed it, so the upstream's log ties it to the payment, and names
@@ -168,7 +176,7 @@ func (s *Service) poll(ctx context.Context, w ledger.Watch) {
 	}
 	rep, p := s.up.Exchange(pctx, proxy.Exchange{
 		Call:   proxy.Call{UserID: w.UserID, RequestID: id},
-		Target: proxy.Target{Path: followPath + "/" + url.PathEscape(w.PaymentID), Route: followPath},
+		Target: proxy.Target{Path: creationPath + "/" + url.PathEscape(w.PaymentID), Route: creationPath},
 		Method: http.MethodGet, Header: http.Header{"Accept": {"application/json"}},
 	})
 	cancel()
@@ -201,7 +209,7 @@ func (s *Service) poll(ctx context.Context, w ledger.Watch) {
 		o.Stop = true
 	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
-	wr, err := s.follower.Watched(lctx, w, o)
+	wr, err := s.ledger.Watched(lctx, w, o)
 	cancel()
 	switch {
 	case err != nil:
@@ -219,7 +227,7 @@ func (s *Service) poll(ctx context.Context, w ledger.Watch) {
 // the upstream contradicted itself, or a slow reader came late), or one
 // dated ahead of this server's clock (a clock is wrong). ids name the
 // payment and the request or delivery, never a token or secret.
-func (s *Service) ignored(wr ledger.StatusWrite, status string, at time.Time, ids ...any) {
+func (s *Follower) ignored(wr ledger.StatusWrite, status string, at time.Time, ids ...any) {
 	var msg string
 	switch wr {
 	case ledger.StatusAfterFinal:
@@ -231,9 +239,6 @@ func (s *Service) ignored(wr ledger.StatusWrite, status string, at time.Time, id
 	}
 	s.log.Warn(msg, append(ids, slog.String("status", status), slog.Time("updatedAt", at))...)
 }
-
-// followPath is the upstream's payments, under which each is looked up.
-const followPath = "/v2/payments"
 
 // StatusUpdate is a payment status the upstream pushed by webhook.
 type StatusUpdate = ledger.StatusUpdate
@@ -247,13 +252,10 @@ type Delivery = ledger.Delivery
 // stored ends the following, another pushes the next poll out to
 // MaxInterval. One after a final status, or dated ahead, is logged and not
 // stored.
-func (s *Service) StatusPushed(ctx context.Context, deliveryID string, u StatusUpdate) (Delivery, error) {
-	if s.follower == nil {
-		return 0, s.noLedger()
-	}
+func (s *Follower) StatusPushed(ctx context.Context, deliveryID string, u StatusUpdate) (Delivery, error) {
 	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
 	defer cancel()
-	d, wr, err := s.follower.Webhook(lctx, deliveryID, u, s.follow.MaxInterval)
+	d, wr, err := s.ledger.Webhook(lctx, deliveryID, u, s.follow.MaxInterval)
 	if err != nil {
 		return 0, problem.Wrap(problem.CodeLedgerUnavailable, "the webhook cannot be stored right now; send it again", err)
 	}

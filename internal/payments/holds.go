@@ -1,15 +1,11 @@
 package payments
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,21 +18,51 @@ import (
 	"github.com/fintech-bff/bff/internal/proxy"
 )
 
-// Holds is what payments the user approves need of the ledger
-// (docs/payments.md, "Payments the user approves"): a held record read by
-// its id, its one release (Approve), its end without a send (Decline), and
-// the end of holds that ran out.
-type Holds interface {
+// Payments the user approves (docs/payments.md, "Payments the user
+// approves"): which requests are held, the step-up answer, and a hold's
+// approval or its end without a send. A hold that lapsed (past its time,
+// or held under a policy since turned off) is ended by whoever meets it:
+// the money path's repeat, or the recoverer.
+//
+// A change of where money goes is held like a payment: with step-up on,
+// creating, changing or deleting a merchant (POST /v2/merchants, PUT or
+// DELETE /v2/merchants/{id}) needs the user's approval, bound to the
+// change itself, before it is sent. Otherwise a stolen session could
+// re-point a merchant's account with an unheld request, before or after the
+// user approves a payment to that merchant, and the money would go to the
+// thief's account.
+
+// HoldLedger is what holds need of the ledger: a held record read by its
+// id, its one release (Approve), and its end without a send (Decline).
+type HoldLedger interface {
 	Record(ctx context.Context, id int64) (*ledger.Record, error)
 	Approve(ctx context.Context, id int64, bound time.Duration) (*ledger.Claim, error)
 	Decline(ctx context.Context, id int64, ending string) (bool, error)
-	ExpireHolds(ctx context.Context) (int64, error)
 }
 
 var (
-	_ Holds = (*ledger.Postgres)(nil)
-	_ Holds = (*ledger.Memory)(nil)
+	_ HoldLedger = (*ledger.Postgres)(nil)
+	_ HoldLedger = (*ledger.Memory)(nil)
 )
+
+// Holds holds the payments the policy names for the user's approval, and
+// releases each once. A nil *Holds is step-up off: it holds nothing, and
+// finds no hold to approve.
+type Holds struct {
+	base
+	ledger  HoldLedger
+	policy  StepUp
+	refs    *holdRefs
+	records *Records
+	send    sender        // the money path
+	timeout time.Duration // the upstream timeout: an approved send's claim ends within it
+}
+
+// sender sends an approved hold as the owner of its claim, by the money
+// path's rules.
+type sender interface {
+	sendApproved(ctx context.Context, m *moneyCall) *problem.Problem
+}
 
 // StepUp is the policy of payments the user approves (payments.step_up):
 // which payments are held for a fresh, stronger authentication bound to
@@ -74,34 +100,14 @@ type StepUp struct {
 // from the database's (the hold's time) and the BFF's.
 const approvalSkew = 5 * time.Second
 
-// heldRequest is what a hold keeps to send once approved.
-type heldRequest struct {
-	// Method is the held request's method ("" for a POST: a payment).
-	Method string `json:"m,omitempty"`
-	Path   string `json:"p"` // the canonical upstream path
-	Route  string `json:"r"` // the route template, for the metrics
-	Query  string `json:"q,omitempty"`
-	Body   []byte `json:"b"`
-}
-
-func (h heldRequest) method() string {
-	if h.Method == "" {
-		return http.MethodPost
-	}
-	return h.Method
-}
-
-// isPayeeChange reports whether the held request changes a merchant
-// (payeechange.go) rather than making a payment.
-func (h heldRequest) isPayeeChange() bool {
-	return h.Path == merchantsPath || strings.HasPrefix(h.Path, merchantsPath+"/")
-}
-
-// holds reports whether a payment creation on route with content c needs
+// wants reports whether a payment creation on route with content c needs
 // the user's approval.
-func (s *Service) holds(route string, c Content) bool {
-	su := s.stepUp
-	if su == nil || (len(su.Routes) > 0 && !slices.Contains(su.Routes, route)) {
+func (s *Holds) wants(route string, c Content) bool {
+	if s == nil || c.Info == nil {
+		return false
+	}
+	su := s.policy
+	if len(su.Routes) > 0 && !slices.Contains(su.Routes, route) {
 		return false
 	}
 	if su.Always {
@@ -115,56 +121,21 @@ func (s *Service) holds(route string, c Content) bool {
 	return err != nil || c.Info.Amount.Minor >= min
 }
 
-// holdRef is the opaque reference of a hold in its step-up URL: the
-// record's id, its user and the session that made it, sealed, so it names
-// nothing of the ledger and cannot be made or altered outside the BFF.
-func (s *Service) holdRef(userID, sessionRef string, id int64) string {
-	b := binary.BigEndian.AppendUint64(nil, uint64(id))
-	b = append(append(append(b, userID...), 0), sessionRef...)
-	return base64.RawURLEncoding.EncodeToString(s.holdBox.Seal(nil, b, []byte("bff step-up hold")))
-}
-
-// maxRefLen bounds a reference read from a URL.
-const maxRefLen = 1024
-
-// openHoldRef reads a reference holdRef made.
-func (s *Service) openHoldRef(ref string) (id int64, userID, sessionRef string, ok bool) {
-	if len(ref) > maxRefLen {
-		return 0, "", "", false
-	}
-	sealed, err := base64.RawURLEncoding.Strict().DecodeString(ref)
-	if err != nil {
-		return 0, "", "", false
-	}
-	b, err := s.holdBox.Open(nil, sealed, []byte("bff step-up hold"))
-	if err != nil || len(b) < 9 {
-		return 0, "", "", false
-	}
-	id = int64(binary.BigEndian.Uint64(b[:8]))
-	userID, sessionRef, ok = strings.Cut(string(b[8:]), "\x00")
-	return id, userID, sessionRef, ok && id > 0
-}
-
-// stepUpURL is where the client sends the user to approve hold id.
-func (s *Service) stepUpURL(userID, sessionRef string, id int64) string {
-	return s.stepUp.URL + "?payment=" + url.QueryEscape(s.holdRef(userID, sessionRef, id))
-}
-
-// stepUpRequired is the answer to a held payment: 401 STEP_UP_REQUIRED
+// required is the answer to a held payment: 401 STEP_UP_REQUIRED
 // with the step-up URL and RFC 9470's challenge.
-func (s *Service) stepUpRequired(userID, sessionRef string, id int64, until time.Time) *problem.Problem {
+func (s *Holds) required(userID, sessionRef string, id int64, until time.Time) *problem.Problem {
 	p := problem.New(problem.CodeStepUpRequired, "this payment needs your approval; nothing was sent. Open stepUpUrl to approve it: it is then sent once, under the same Idempotency-Key")
 	p.Ext = []problem.Member{
-		{Name: "stepUpUrl", Value: s.stepUpURL(userID, sessionRef, id)},
-		{Name: "acrValues", Value: s.stepUp.ACRValues},
+		{Name: "stepUpUrl", Value: s.refs.stepUpURL(userID, sessionRef, id)},
+		{Name: "acrValues", Value: s.policy.ACRValues},
 		{Name: "expiresAt", Value: until.UTC().Format(time.RFC3339)},
 	}
 	challenge := `Bearer error="insufficient_user_authentication", error_description="the payment needs your approval"`
-	if len(s.stepUp.ACRValues) > 0 {
-		challenge += `, acr_values="` + strings.Join(s.stepUp.ACRValues, " ") + `"`
+	if len(s.policy.ACRValues) > 0 {
+		challenge += `, acr_values="` + strings.Join(s.policy.ACRValues, " ") + `"`
 	}
-	if s.stepUp.MaxAge > 0 {
-		secs := int64(s.stepUp.MaxAge / time.Second)
+	if s.policy.MaxAge > 0 {
+		secs := int64(s.policy.MaxAge / time.Second)
 		p.Ext = append(p.Ext, problem.Member{Name: "maxAge", Value: secs})
 		challenge += ", max_age=" + strconv.FormatInt(secs, 10)
 	}
@@ -205,7 +176,7 @@ type Hold struct {
 
 // HeldPayment opens a step-up reference: the payment it names, still
 // waiting for its approval.
-func (s *Service) HeldPayment(ctx context.Context, ref string) (Hold, *problem.Problem) {
+func (s *Holds) HeldPayment(ctx context.Context, ref string) (Hold, *problem.Problem) {
 	rec, p := s.heldRecord(ctx, ref)
 	if p != nil {
 		return Hold{}, p
@@ -218,7 +189,7 @@ func (s *Service) HeldPayment(ctx context.Context, ref string) (Hold, *problem.P
 		return Hold{}, p
 	}
 	return Hold{Key: rec.Key, Route: rec.Route, UserID: rec.UserID, SessionRef: rec.SessionRef, Details: details,
-		ACRValues: s.stepUp.ACRValues, MaxAge: s.stepUp.MaxAge, Expires: rec.Deadline}, nil
+		ACRValues: s.policy.ACRValues, MaxAge: s.policy.MaxAge, Expires: rec.Deadline}, nil
 }
 
 // DeclineHold ends the hold ref names without a send, for the session
@@ -227,7 +198,7 @@ func (s *Service) HeldPayment(ctx context.Context, ref string) (Hold, *problem.P
 // declined is the refusal a repeat of its key now gets (403
 // STEP_UP_DECLINED) and failed is nil; otherwise declined is nil and failed
 // says why it was not (another session's, approved meanwhile, the ledger).
-func (s *Service) DeclineHold(ctx context.Context, ref, userID, sessionRef string) (declined, failed *problem.Problem) {
+func (s *Holds) DeclineHold(ctx context.Context, ref, userID, sessionRef string) (declined, failed *problem.Problem) {
 	rec, p := s.heldRecord(ctx, ref)
 	if p != nil {
 		return nil, p
@@ -246,23 +217,23 @@ func (s *Service) DeclineHold(ctx context.Context, ref, userID, sessionRef strin
 }
 
 // heldRecord reads the record a reference names.
-func (s *Service) heldRecord(ctx context.Context, ref string) (*ledger.Record, *problem.Problem) {
-	if s.stepUp == nil || s.holdsOf == nil {
+func (s *Holds) heldRecord(ctx context.Context, ref string) (*ledger.Record, *problem.Problem) {
+	if s == nil {
 		return nil, problem.New(problem.CodeNotFound, "payments are not held for approval here")
 	}
 	notFound := problem.New(problem.CodeNotFound, "no payment waits for an approval under this reference")
-	id, userID, sessionRef, ok := s.openHoldRef(ref)
+	id, userID, sessionRef, ok := s.refs.open(ref)
 	if !ok {
 		return nil, notFound
 	}
 	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
-	rec, err := s.holdsOf.Record(lctx, id)
+	rec, err := s.ledger.Record(lctx, id)
 	cancel()
 	switch {
 	case errors.Is(err, ledger.ErrNoRecord):
 		return nil, notFound
 	case err != nil:
-		return nil, s.ledgerFailed(proxy.Call{}, err)
+		return nil, s.ledgerFailed("", err)
 	case rec.UserID != userID || rec.SessionRef != sessionRef || rec.Held == nil:
 		// The key was given back and claimed again since: not this hold.
 		return nil, notFound
@@ -272,7 +243,7 @@ func (s *Service) heldRecord(ctx context.Context, ref string) (*ledger.Record, *
 
 // stillHeld is nil when rec waits for its approval, else the answer that
 // says what became of it (a hold past its time is declined here).
-func (s *Service) stillHeld(ctx context.Context, rec *ledger.Record) *problem.Problem {
+func (s *Holds) stillHeld(ctx context.Context, rec *ledger.Record) *problem.Problem {
 	switch {
 	case rec.State == ledger.StateAwaiting && rec.Expired:
 		return s.declineOrSay(ctx, rec.ID, ledger.EndExpired)
@@ -286,10 +257,10 @@ func (s *Service) stillHeld(ctx context.Context, rec *ledger.Record) *problem.Pr
 
 // decline ends hold id without a send, and reports whether it did: false
 // when another approval or end won it meanwhile (or the ledger failed).
-func (s *Service) decline(ctx context.Context, id int64, ending string) bool {
+func (s *Holds) decline(ctx context.Context, id int64, ending string) bool {
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
 	defer cancel()
-	ok, err := s.holdsOf.Decline(lctx, id, ending)
+	ok, err := s.ledger.Decline(lctx, id, ending)
 	if err != nil {
 		s.log.Warn("a held payment could not be declined; it expires at its deadline", slog.String("error", err.Error()))
 		return false
@@ -302,16 +273,16 @@ func (s *Service) decline(ctx context.Context, id int64, ending string) bool {
 
 // declineOrSay declines hold id, and answers what is true afterwards: the
 // refusal when this decline ended it, else what became of it meanwhile.
-func (s *Service) declineOrSay(ctx context.Context, id int64, ending string) *problem.Problem {
+func (s *Holds) declineOrSay(ctx context.Context, id int64, ending string) *problem.Problem {
 	if s.decline(ctx, id, ending) {
 		return declined(ending)
 	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
-	rec, err := s.holdsOf.Record(lctx, id)
+	rec, err := s.ledger.Record(lctx, id)
 	cancel()
 	switch {
 	case err != nil:
-		return s.ledgerFailed(proxy.Call{}, err)
+		return s.ledgerFailed("", err)
 	case rec.State == ledger.StateDeclined:
 		return declined(rec.Ending)
 	case rec.State == ledger.StateAwaiting:
@@ -337,7 +308,7 @@ type Approval struct {
 // holds, sends the payment once under its key, by the money path's rules.
 // An approval that does not match ends the hold (declined, never sent).
 // It returns the payment's record after its send.
-func (s *Service) Approve(ctx context.Context, ref, userID, sessionRef string, a Approval) (Record, *problem.Problem) {
+func (s *Holds) Approve(ctx context.Context, ref, userID, sessionRef string, a Approval) (Record, *problem.Problem) {
 	rec, p := s.heldRecord(ctx, ref)
 	if p != nil {
 		return Record{}, p
@@ -367,15 +338,20 @@ func (s *Service) Approve(ctx context.Context, ref, userID, sessionRef string, a
 	}
 	var held heldRequest
 	if json.Unmarshal(rec.Held, &held) != nil {
-		return Record{}, s.ledgerFailed(proxy.Call{}, ledger.ErrUnreadable)
+		return Record{}, s.ledgerFailed("", ledger.ErrUnreadable)
 	}
-	bg := context.WithoutCancel(ctx)
-	lctx, cancel := context.WithTimeout(bg, ledgerTimeout)
-	claim, err := s.holdsOf.Approve(lctx, rec.ID, s.timeout+ownerMargin)
-	cancel()
+	return s.release(context.WithoutCancel(ctx), rec, held, a)
+}
+
+// release releases an approved hold: its one claim, and its send by the
+// money path. What became of it is the ledger's record, never a guess.
+func (s *Holds) release(bg context.Context, rec *ledger.Record, held heldRequest, a Approval) (Record, *problem.Problem) {
+	claim, err := withLedger(bg, func(ctx context.Context) (*ledger.Claim, error) {
+		return s.ledger.Approve(ctx, rec.ID, s.timeout+ownerMargin)
+	})
 	switch {
 	case err != nil:
-		return Record{}, s.ledgerFailed(proxy.Call{}, err)
+		return Record{}, s.ledgerFailed(a.RequestID, err)
 	case claim == nil:
 		// Approved meanwhile (another tab, another instance), or run out.
 		return Record{}, problem.New(problem.CodeNotFound, "this payment no longer waits for an approval; read its outcome in GET /bff/payments")
@@ -389,19 +365,14 @@ func (s *Service) Approve(ctx context.Context, ref, userID, sessionRef string, a
 			Content: rec.Content, SessionRef: rec.SessionRef, ClientIP: a.ClientIP, RequestID: a.RequestID},
 		claim: claim, body: held.Body, creates: !held.isPayeeChange(), method: held.method(),
 	}
-	sctx, scancel := context.WithTimeout(bg, s.timeout)
-	defer scancel()
-	_, sendProblem := s.sendAsOwner(sctx, bg, &recorder{header: http.Header{}}, m)
+	sendProblem := s.send.sendApproved(bg, m)
 	if sendProblem != nil {
 		s.log.Info("an approved payment's send ended in an error", slog.String("requestId", a.RequestID), slog.String("code", sendProblem.Code))
 	}
-	// What became of it is the ledger's record, never a guess: done or
-	// unknown as the money path stored it; none when the key was given
-	// back (the upstream surely did not act), and then the send's own
-	// refusal is the answer.
-	gctx, gcancel := context.WithTimeout(bg, ledgerTimeout)
-	defer gcancel()
-	e, ok, err := s.entries.Get(gctx, rec.UserID, rec.Key)
+	// Done or unknown as the money path stored it; none when the key was
+	// given back (the upstream surely did not act), and then the send's
+	// own refusal is the answer.
+	r, ok, err := s.records.get(bg, rec.UserID, rec.Key)
 	switch {
 	case err != nil:
 		return Record{}, problem.Wrap(problem.CodeLedgerUnavailable,
@@ -411,21 +382,21 @@ func (s *Service) Approve(ctx context.Context, ref, userID, sessionRef string, a
 	case !ok:
 		return Record{}, problem.New(problem.CodeLedgerUnavailable, "the payment was approved, but its record cannot be found; read GET /bff/payments/{key} shortly")
 	}
-	return s.record(rec.UserID, e), nil
+	return r, nil
 }
 
 // mismatch says why an approval does not release rec ("" when it does),
 // or, when the approval matches the held payment but for a merchant's
 // account that changed since it was shown, the answer that holds it again.
-func (s *Service) mismatch(ctx context.Context, rec *ledger.Record, a Approval) (string, *problem.Problem) {
+func (s *Holds) mismatch(ctx context.Context, rec *ledger.Record, a Approval) (string, *problem.Problem) {
 	now := time.Now()
-	if s.stepUp.Now != nil {
-		now = s.stepUp.Now()
+	if s.policy.Now != nil {
+		now = s.policy.Now()
 	}
 	switch {
 	case a.UserID != rec.UserID:
 		return "the approval is another user's", nil
-	case !slices.Contains(s.stepUp.ACRValues, a.ACR) && len(s.stepUp.ACRValues) > 0:
+	case !slices.Contains(s.policy.ACRValues, a.ACR) && len(s.policy.ACRValues) > 0:
 		return "the authentication's class (acr) is not one the policy accepts", nil
 	case a.AuthTime.IsZero():
 		return "the approval carries no auth_time", nil
@@ -433,7 +404,7 @@ func (s *Service) mismatch(ctx context.Context, rec *ledger.Record, a Approval) 
 		return "the authentication happened before the payment was held", nil
 	case a.AuthTime.After(now.Add(approvalSkew)):
 		return "the authentication's time is in the future", nil
-	case s.stepUp.MaxAge > 0 && now.Sub(a.AuthTime) > s.stepUp.MaxAge+approvalSkew:
+	case s.policy.MaxAge > 0 && now.Sub(a.AuthTime) > s.policy.MaxAge+approvalSkew:
 		return "the authentication is older than max_age", nil
 	}
 	if mutant.Is(mutant.ApprovalContentUnchecked) {
@@ -450,7 +421,7 @@ func (s *Service) mismatch(ctx context.Context, rec *ledger.Record, a Approval) 
 	if !ok {
 		return "the held payment has no content to compare", nil
 	}
-	pe, p := s.payeeOf(ctx, rec.UserID, a.RequestID, c)
+	pe, p := payeeOf(ctx, s.up, rec.UserID, a.RequestID, c)
 	if p != nil {
 		return "", p // the payee cannot be checked now: nothing is sent, the hold stays
 	}
@@ -461,127 +432,53 @@ func (s *Service) mismatch(ctx context.Context, rec *ledger.Record, a Approval) 
 		return "", nil
 	case ok && pe != nil && sameDetail(repointed(got, want, c), want):
 		p := problem.New(problem.CodeStepUpRequired, "the merchant's account changed after this payment's approval was shown; it was not sent, and waits for an approval that shows the account it would now go to")
-		p.Ext = []problem.Member{{Name: "stepUpUrl", Value: s.stepUpURL(rec.UserID, rec.SessionRef, rec.ID)}}
+		p.Ext = []problem.Member{{Name: "stepUpUrl", Value: s.refs.stepUpURL(rec.UserID, rec.SessionRef, rec.ID)}}
 		return "", p
 	}
 	return "the granted authorization_details are not the held payment's", nil
 }
 
-// DetailType is the RFC 9396 type of a payment's authorization details.
-const DetailType = "payment_initiation"
-
-// paymentDetail is the authorization detail (RFC 9396, payment_initiation)
-// of a payment's content: what the identity provider shows the user and
-// what the approval must grant, field for field. The amount is the
-// canonical decimal of the held payment (money.Amount.String), exactly
-// what was sent.
-func paymentDetail(c Content) paymentInitiation {
-	i := c.Info
-	d := paymentInitiation{Type: DetailType, CreditorName: i.CreditorName, MerchantID: i.MerchantID,
-		RemittanceInformationUnstructured: i.RemittanceInformation}
-	d.InstructedAmount.Currency, d.InstructedAmount.Amount = i.Amount.Currency, i.Amount.String()
-	if i.CreditorAccount != nil {
-		d.CreditorAccount = &ibanRef{IBAN: i.CreditorAccount.IBAN}
-	}
-	if i.DebtorAccount != nil {
-		d.DebtorAccount = &ibanRef{IBAN: i.DebtorAccount.IBAN}
-	}
-	return d
-}
-
-// paymentInitiation is one RFC 9396 authorization detail of type
-// payment_initiation, as the BFF asks for it and as the provider grants it.
-type paymentInitiation struct {
-	Type             string `json:"type"`
-	InstructedAmount struct {
-		Currency string `json:"currency"`
-		Amount   string `json:"amount"`
-	} `json:"instructedAmount"`
-	CreditorName                      string   `json:"creditorName,omitempty"`
-	MerchantID                        string   `json:"merchantId,omitempty"`
-	CreditorAccount                   *ibanRef `json:"creditorAccount,omitempty"`
-	DebtorAccount                     *ibanRef `json:"debtorAccount,omitempty"`
-	RemittanceInformationUnstructured string   `json:"remittanceInformationUnstructured,omitempty"`
-}
-
-type ibanRef struct {
-	IBAN string `json:"iban"`
-}
-
-// repointed is the granted detail got with the payee of want: the name too
-// when the payment names none of its own (it showed the merchant's), so
-// an approval that differs from want only in where the money goes (the
-// merchant renamed or re-pointed since it was shown) is told apart from
-// one of another payment.
-func repointed(got, want paymentInitiation, c Content) paymentInitiation {
-	if c.Info.CreditorName == "" {
-		got.CreditorName = want.CreditorName
-	}
-	got.CreditorAccount = want.CreditorAccount
-	return got
-}
-
-// grantedDetail reads the granted authorization_details: exactly one
-// payment_initiation, with no member the BFF did not ask for.
-func grantedDetail(granted json.RawMessage) (paymentInitiation, bool) {
-	var list []json.RawMessage
-	if json.Unmarshal(granted, &list) != nil {
-		return paymentInitiation{}, false
-	}
-	var found json.RawMessage
-	for _, raw := range list {
-		var head struct{ Type string }
-		if json.Unmarshal(raw, &head) == nil && head.Type == DetailType {
-			if found != nil {
-				return paymentInitiation{}, false
-			}
-			found = raw
-		}
-	}
-	if found == nil {
-		return paymentInitiation{}, false
-	}
-	var got paymentInitiation
-	d := json.NewDecoder(bytes.NewReader(found))
-	d.DisallowUnknownFields()
-	if d.Decode(&got) != nil {
-		return paymentInitiation{}, false
-	}
-	return got, true
-}
-
-// sameDetail reports whether got is want: every text equal, the amount
-// equal to the minor unit (read exactly from its decimal text, never
-// through a float).
-func sameDetail(got, want paymentInitiation) bool {
-	amount := money.ReadAmount(got.InstructedAmount.Amount, got.InstructedAmount.Currency)
-	wantAmount, err := money.ParseAmount(want.InstructedAmount.Amount, want.InstructedAmount.Currency)
-	if err != nil || !amount.Exact || amount.Amount != wantAmount || got.InstructedAmount.Currency != want.InstructedAmount.Currency {
+// changes reports whether a call to path with method changes where
+// money goes and is held: with step-up on, a POST, PUT or DELETE under the
+// merchants.
+func (s *Holds) changes(path, method string) bool {
+	if s == nil {
 		return false
 	}
-	return got.Type == want.Type && got.CreditorName == want.CreditorName && got.MerchantID == want.MerchantID &&
-		sameIBAN(got.CreditorAccount, want.CreditorAccount) && sameIBAN(got.DebtorAccount, want.DebtorAccount) &&
-		got.RemittanceInformationUnstructured == want.RemittanceInformationUnstructured
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodDelete:
+	default:
+		return false
+	}
+	return path == merchantsPath || strings.HasPrefix(path, merchantsPath+"/")
 }
 
-func sameIBAN(a, b *ibanRef) bool {
-	if a == nil || b == nil {
-		return a == b
+// heldDetails is the authorization_details of a held record: its payment
+// (with the payee it goes to) or its change of a merchant. requestID names
+// the look-up of a merchant, when one is needed.
+func (s *Holds) heldDetails(ctx context.Context, rec *ledger.Record, requestID string) (json.RawMessage, *problem.Problem) {
+	var held heldRequest
+	if json.Unmarshal(rec.Held, &held) != nil {
+		return nil, s.ledgerFailed(requestID, ledger.ErrUnreadable)
 	}
-	return a.IBAN == b.IBAN
-}
-
-// expireHolds declines the holds that ran out, so their users' lists and
-// streams say so without a repeat.
-func (s *Service) expireHolds(ctx context.Context) {
-	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
-	n, err := s.holdsOf.ExpireHolds(lctx)
-	cancel()
-	if err != nil {
-		s.log.Warn("the settler could not expire held payments", slog.String("error", err.Error()))
-		return
+	if held.isPayeeChange() {
+		d, ok := payeeChangeOf(held)
+		if !ok {
+			return nil, s.ledgerFailed(requestID, ledger.ErrUnreadable)
+		}
+		b, _ := json.Marshal([]payeeChange{d})
+		return b, nil
 	}
-	for range n {
-		s.observe.MoneyRequest(declinedResult(ledger.EndExpired))
+	c, ok := ParseContent(rec.Content)
+	if !ok {
+		// Held by an earlier version in a form this model does not read:
+		// it cannot be shown, so it cannot be approved (its hold expires).
+		return nil, problem.New(problem.CodeNotFound, "this payment cannot be shown for an approval (it was held by an earlier version); it will not be sent: pay again with a new Idempotency-Key")
 	}
+	pe, p := payeeOf(ctx, s.up, rec.UserID, requestID, c)
+	if p != nil {
+		return nil, p
+	}
+	b, _ := json.Marshal([]paymentInitiation{withPayee(paymentDetail(c), pe)})
+	return b, nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fintech-bff/bff/internal/ledger"
@@ -17,34 +18,29 @@ import (
 	"github.com/fintech-bff/bff/internal/proxy"
 )
 
-// Settling gathers the evidence about a money request whose answer was
-// lost, or that the upstream refused after it may have acted, and hands it
-// to Conclude (settlement.go), where the rules live: the snapshot the owner
-// recorded with its send mark, the upstream's payment list now, and the
-// user's other money requests in the ledger (docs/payments.md, "Settling").
+// Evidence gathering, shared by the money path and the recoverer: the
+// snapshot the owner records with its send mark, and settling a request
+// whose answer was lost (or that the upstream refused after it may have
+// acted): the upstream's payment list now and the user's other money
+// requests in the ledger, handed to Conclude (conclude.go), where the rules
+// live (docs/payments.md, "Settling"). Storing what it concluded is here
+// too, one method for every caller.
 
-// Settlements is what settling and the settler need of the ledger: the
-// user's other requests (Others), a conclusion stored on an unknown record
-// (Settle when made, GiveBack when not made), and the records due a look
-// (Due).
-type Settlements interface {
+// EvidenceLedger is what evidence gathering needs of the ledger: the
+// user's other requests (Others), and a conclusion stored on an unknown
+// record (Settle when made, GiveBack when not made).
+type EvidenceLedger interface {
 	Others(ctx context.Context, userID string, except int64, since time.Time, ids []string) ([]ledger.OtherRequest, error)
 	Settle(ctx context.Context, id int64, o ledger.Outcome) (bool, error)
 	GiveBack(ctx context.Context, id int64) (bool, error)
-	Due(ctx context.Context, limit int, lease, maxLease, giveUp time.Duration) ([]*ledger.Record, error)
 }
 
 var (
-	_ Settlements = (*ledger.Postgres)(nil)
-	_ Settlements = (*ledger.Memory)(nil)
+	_ EvidenceLedger = (*ledger.Postgres)(nil)
+	_ EvidenceLedger = (*ledger.Memory)(nil)
 )
 
 const (
-	// creationPath and initPath are the money endpoints the upstream
-	// defines: a payment's creation, and the open-banking init (a
-	// creation when it carries paymentInformation and no paymentId).
-	creationPath = "/v2/payments"
-	initPath     = "/v2/pay/open-banking-init"
 	// listLimit is the page size of every payment list read.
 	listLimit = 100
 	// listPages bounds the pages a snapshot or a settling reads: a user
@@ -57,10 +53,19 @@ const (
 	dateSlack = 2 * time.Second
 )
 
+// evidence gathers and concludes.
+type evidence struct {
+	base
+	ledger EvidenceLedger
+	// listLag is how long the upstream's payment list may take to show a
+	// payment it made (payments.list_lag).
+	listLag time.Duration
+}
+
 // snapshot reads the user's payments just before a send, and returns the
 // evidence to record with the mark. It is the zero Send (the send will
 // never be settled) when the list cannot be read.
-func (s *Service) snapshot(ctx context.Context, c proxy.Call, want Content) ledger.SendEvidence {
+func (s *evidence) snapshot(ctx context.Context, c proxy.Call, want Content) ledger.SendEvidence {
 	start := time.Now()
 	l, err := s.listing(ctx, c)
 	if err != nil {
@@ -122,7 +127,7 @@ func subjectOf(rec *ledger.Record) subject {
 
 // settle gathers the evidence about record r, acting for user c.UserID,
 // and concludes.
-func (s *Service) settle(ctx context.Context, c proxy.Call, r subject) Result {
+func (s *evidence) settle(ctx context.Context, c proxy.Call, r subject) Result {
 	want, ok := ParseContent(r.content)
 	if !ok || !r.snapshot.Snapshot {
 		return unknownBecause("the request was sent without a snapshot, or creates no payment")
@@ -158,7 +163,7 @@ func (s *Service) settle(ctx context.Context, c proxy.Call, r subject) Result {
 		}
 	}
 	lctx, lcancel := context.WithTimeout(ctx, ledgerTimeout)
-	others, err := s.settlements.Others(lctx, c.UserID, r.id, r.claimedAt, ids)
+	others, err := s.ledger.Others(lctx, c.UserID, r.id, r.claimedAt, ids)
 	lcancel()
 	if err != nil {
 		return unknownBecause("the ledger could not be read")
@@ -214,7 +219,7 @@ func settledAnswer(path string, p Listed) ledger.Outcome {
 
 // listing reads the user's payments, newest first, page by page to the
 // end of the list, at most listPages pages.
-func (s *Service) listing(ctx context.Context, c proxy.Call) (Listing, error) {
+func (s *evidence) listing(ctx context.Context, c proxy.Call) (Listing, error) {
 	var l Listing
 	next := ""
 	for page := 0; page < listPages; page++ {
@@ -238,7 +243,7 @@ func (s *Service) listing(ctx context.Context, c proxy.Call) (Listing, error) {
 // listPage reads one page of the user's payments, newest first, through
 // the upstream exchange (the user's token; a GET, so the 401 re-mint and
 // the retries apply), and the upstream's Date.
-func (s *Service) listPage(ctx context.Context, c proxy.Call, cursor string) ([]Listed, string, time.Time, error) {
+func (s *evidence) listPage(ctx context.Context, c proxy.Call, cursor string) ([]Listed, string, time.Time, error) {
 	q := url.Values{"limit": {strconv.Itoa(listLimit)}, "sort": {"-1"}}
 	if cursor != "" {
 		q.Set("nextPage", cursor)
@@ -273,4 +278,31 @@ func (s *Service) listPage(ctx context.Context, c proxy.Call, cursor string) ([]
 		page.Items[i].Content = money.ReadSeen(page.Items[i].Info)
 	}
 	return page.Items, next, rep.Date, nil
+}
+
+// store stores what settling concluded of the unknown record rec, sent to
+// path: its settled answer when made, its key given back when not made.
+// applied is false when another request or the recoverer ended it first,
+// and for Unknown, which stores nothing.
+func (s *evidence) store(ctx context.Context, rec *ledger.Record, path string, res Result) (applied bool, err error) {
+	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+	defer cancel()
+	switch res.Conclusion {
+	case Made:
+		o := settledAnswer(path, res.Payment)
+		o.UpstreamStatus = rec.UpstreamStatus
+		return s.ledger.Settle(lctx, rec.ID, o)
+	case NotMade:
+		return s.ledger.GiveBack(lctx, rec.ID)
+	}
+	return false, nil
+}
+
+// recordPath is the endpoint a settleable record was sent to, from its
+// money route: the open-banking init under /v2/pay, else the creation.
+func recordPath(rec *ledger.Record) string {
+	if strings.HasPrefix(initPath, rec.Route) && !strings.HasPrefix(creationPath, rec.Route) {
+		return initPath
+	}
+	return creationPath
 }

@@ -1,0 +1,113 @@
+package payments
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/fintech-bff/bff/internal/ledger"
+	"github.com/fintech-bff/bff/internal/limits"
+	"github.com/fintech-bff/bff/internal/problem"
+	"github.com/fintech-bff/bff/internal/proxy"
+)
+
+// What every part of payments shares: the upstream, the observer and the
+// log, the paths the upstream defines, and the bounds on each store call.
+
+// Upstream is what payments needs of the proxy: the request body, read
+// within its bound, and one exchange with the upstream.
+type Upstream interface {
+	Body(r *http.Request) ([]byte, *problem.Problem)
+	Exchange(ctx context.Context, x proxy.Exchange) (proxy.Reply, *problem.Problem)
+}
+
+var _ Upstream = (*proxy.Forwarder)(nil)
+
+// Guard holds a key for an interval (limits.Redis, limits.Local).
+type Guard interface {
+	Hold(ctx context.Context, key string, every time.Duration) (limits.Decision, error)
+	Release(ctx context.Context, key, token string) error
+}
+
+// Observer receives what payments did. Implementations must be cheap and
+// safe for concurrent use.
+type Observer interface {
+	// MoneyRequest reports how a money-moving request was answered, or
+	// how the recoverer ended one (labels.go names every result).
+	MoneyRequest(result MoneyResult)
+	// Followed reports a poll of a followed payment, or a webhook stored
+	// (those the edge answers alone are the edge's Observer's).
+	Followed(result FollowResult)
+	// Refused reports a request a limit refused before it reached the
+	// upstream: limit is "refresh" (the credit guard).
+	Refused(limit string)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) MoneyRequest(MoneyResult) {}
+func (nopObserver) Refused(string)           {}
+func (nopObserver) Followed(FollowResult)    {}
+
+// base is what every part holds: the upstream, the observer and the log.
+type base struct {
+	up      Upstream
+	log     *slog.Logger
+	observe Observer
+}
+
+// ledgerFailed is 503 LEDGER_UNAVAILABLE: nothing was sent upstream.
+func (b base) ledgerFailed(requestID string, err error) *problem.Problem {
+	b.observe.MoneyRequest(MoneyLedgerUnavailable)
+	b.log.Error("the payments ledger failed; the payment was not sent", slog.String("requestId", requestID), slog.String("error", err.Error()))
+	detail := "payments cannot be recorded right now; nothing was sent, retry with the same Idempotency-Key"
+	if errors.Is(err, ledger.ErrUnreadable) {
+		detail = "this payment's stored answer cannot be read right now; nothing was sent again"
+	}
+	return problem.Wrap(problem.CodeLedgerUnavailable, detail, err)
+}
+
+// The endpoints of the upstream that payments reads or sends to.
+const (
+	// creationPath and initPath are the money endpoints the upstream
+	// defines: a payment's creation (and, GET, the user's payments and
+	// each payment), and the open-banking init (a creation when it
+	// carries paymentInformation and no paymentId).
+	creationPath = "/v2/payments"
+	initPath     = "/v2/pay/open-banking-init"
+	// merchantsPath is the upstream's merchants: a merchant payment's
+	// money goes to the account its merchant has when the upstream acts.
+	merchantsPath = "/v2/merchants"
+	// RefreshPath is the on-demand refresh, the route that costs credits.
+	// The guard holds for every path under it.
+	RefreshPath = "/chat/chat/connections/refresh"
+)
+
+const (
+	// ownerMargin is how long after its upstream deadline the owner of a
+	// claim may still be storing its outcome. A claim's deadline is the
+	// upstream timeout plus this: past it, the owner can no longer reach
+	// the upstream, so another request (or the recoverer) may end the
+	// claim.
+	ownerMargin = 5 * time.Second
+	// ledgerTimeout bounds each ledger call: a database that does not
+	// answer fails the payment with a clear 503 before anything is sent.
+	ledgerTimeout = 3 * time.Second
+	// storeTimeout bounds the credit guard's calls to Redis the same way.
+	storeTimeout = 3 * time.Second
+)
+
+// withLedger runs one ledger call under ledgerTimeout.
+func withLedger[T any](ctx context.Context, call func(context.Context) (T, error)) (T, error) {
+	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+	defer cancel()
+	return call(lctx)
+}
+
+// noLedger is the answer of every part of payments when no ledger is
+// configured.
+func noLedger() *problem.Problem {
+	return problem.New(problem.CodeLedgerUnavailable, "payments are not enabled: no ledger is configured")
+}
