@@ -10,13 +10,13 @@ import (
 
 	"github.com/fintech-bff/bff/internal/ledger"
 	"github.com/fintech-bff/bff/internal/problem"
-	"github.com/fintech-bff/bff/internal/proxy"
 )
 
 // The money path: a money-moving request admitted (admit.go) is claimed in
 // the ledger before anything is sent, then either held for the user's
 // approval (holds.go), sent once by its owner (owner.go), or, when its key
-// was claimed before, answered as a repeat (repeat.go).
+// was claimed before, answered as a repeat (repeat.go); pay.go leads it
+// through. This file is the path's state and its ledger calls.
 
 // ClaimLedger is what the money path needs of the ledger (docs/payments.md,
 // "How it is built"): the claim, the send mark (Sending), the owner's
@@ -54,51 +54,6 @@ type MoneyPath struct {
 	timeout  time.Duration // the upstream timeout: a request's sends end within it
 }
 
-// serve runs a money-moving POST under route, or with change a change of
-// a merchant (held for the user's approval), at most once per key:
-// claimed in the ledger before anything is sent, marked durably just
-// before the one send, never sent again after an end the BFF cannot read.
-func (s *MoneyPath) serve(w http.ResponseWriter, r *http.Request, c proxy.Call, t proxy.Target, route string, change bool) (labels, *problem.Problem) {
-	body, p := s.up.Body(r) // 413 BODY_TOO_LARGE first, as on every route
-	if p != nil {
-		return labels{}, p
-	}
-	m, refused, p := admit(r, body, c, t, route, change)
-	if p != nil {
-		s.observe.MoneyRequest(refused)
-		return labels{}, p
-	}
-	if change || s.holds.wants(route, m.content) {
-		m.req.Held = m.heldForm()
-	}
-	// The payment is detached from the client: a mobile app that loses its
-	// connection mid-payment finds the outcome stored when it retries. Its
-	// deadline starts before the claim, so the claim's deadline (the same
-	// timeout plus ownerMargin, on the database's clock) comes later.
-	bg := context.WithoutCancel(r.Context())
-	ctx, cancel := context.WithTimeout(bg, s.timeout)
-	defer cancel()
-	return s.claimed(ctx, bg, w, m)
-}
-
-// claimed claims m's key and acts on what the ledger answered: a new
-// claim is held (m.req.Held) or sent by its owner; a key claimed before is
-// a repeat.
-func (s *MoneyPath) claimed(ctx, bg context.Context, w http.ResponseWriter, m *moneyCall) (labels, *problem.Problem) {
-	claim, rec, err := s.claim(bg, m.req)
-	switch {
-	case err != nil:
-		return labels{}, s.ledgerFailed(m.call.RequestID, err)
-	case rec != nil:
-		return (&repeat{path: s, ctx: ctx, bg: bg, w: w, m: m}).answer(rec)
-	case m.req.Held != nil:
-		s.observe.MoneyRequest(MoneyHeld)
-		return labels{}, s.holds.required(m.req.UserID, m.req.SessionRef, claim.ID, claim.ClaimedAt.Add(s.holds.policy.HoldFor))
-	}
-	m.claim = claim
-	return (&owner{path: s, ctx: ctx, bg: bg, w: w, m: m}).run()
-}
-
 // claim claims req's key for as long as its owner may act: the upstream
 // timeout plus ownerMargin, or a hold's time.
 func (s *MoneyPath) claim(ctx context.Context, req ledger.Request) (*ledger.Claim, *ledger.Record, error) {
@@ -109,15 +64,6 @@ func (s *MoneyPath) claim(ctx context.Context, req ledger.Request) (*ledger.Clai
 		bound = s.holds.policy.HoldFor
 	}
 	return s.ledger.Claim(lctx, req, bound)
-}
-
-// sendApproved sends an approved hold, whose claim m holds, as its owner
-// (the sender of Holds): the answer is stored, never written to a client.
-func (s *MoneyPath) sendApproved(bg context.Context, m *moneyCall) *problem.Problem {
-	ctx, cancel := context.WithTimeout(bg, s.timeout)
-	defer cancel()
-	_, p := (&owner{path: s, ctx: ctx, bg: bg, w: &recorder{header: http.Header{}}, m: m}).run()
-	return p
 }
 
 // declineLapsed ends a hold that can no longer be approved (ending:

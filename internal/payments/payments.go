@@ -31,9 +31,10 @@
 //	holdrefs.go   the sealed references of holds
 //	records.go    the user's records
 //	holds.go      payments the user approves
-//	money.go      the money path: claim, hold, or hand to the owner or a repeat
+//	money.go      the money path's state and its ledger calls
 //	owner.go      the owner's send, one phase per class of end
 //	repeat.go     a repeat, one transition per ledger state
+//	pay.go        a request led through: admitted, claimed, held, sent or repeated
 //	recoverer.go  the background settler
 //	follower.go   following a payment's status
 //	refresh.go    the refresh under its credit guard
