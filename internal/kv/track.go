@@ -10,13 +10,14 @@
 // drops what it fetched, but nothing confirms the stream is current (an
 // idle half-open connection just stays silent), and its only bound,
 // MaxStaleness, is an age limit per entry, off by default, that at 800 ms
-// would refetch every entry that often: no Lease. Its Cache interface maps
-// a serialized read command (some 70 kinds, not only GET) to the raw reply,
-// with fetch reservations and indexes by Redis key and by connection, which
-// localcache's byte rings keyed by store key lack; its own LocalCache is an
-// approximate LRU of heap entries, bounded by count (10,000 by default) or
-// estimated bytes. So Track stays: one BCAST subscription per instance, on
-// a URL or Sentinel, with a confirmed bound.
+// would refetch every entry that often: nothing like Track's canary
+// confirmations. Its Cache interface maps a serialized read command (some
+// 70 kinds, not only GET) to the raw reply, with fetch reservations and
+// indexes by Redis key and by connection, which localcache's byte rings
+// keyed by store key lack; its own LocalCache is an approximate LRU of
+// heap entries, bounded by count (10,000 by default) or estimated bytes.
+// So Track stays: one BCAST subscription per instance, on a URL or
+// Sentinel, with a confirmed bound (onConfirmed, trusted within LeaseFor).
 package kv
 
 import (
@@ -63,45 +64,12 @@ type Tracker interface {
 	Track(ctx context.Context, prefixes []string, onKey func(string), onReady func(bool), onConfirmed func(time.Time)) error
 }
 
-// Lease turns Track's confirmations into a time bound: a local copy kept
-// under tracking may be trusted only while Fresh, that is while every
-// change made more than For ago is known to have been reported. Safe for
-// concurrent use; the zero value is never fresh.
-type Lease struct {
-	// confirmed is the last confirmed canary write, as the monotonic time
-	// since leaseEpoch plus one (0: none): a wall-clock step cannot make
-	// an old confirmation look recent.
-	confirmed atomic.Int64
-}
-
-// leaseEpoch is the origin of Lease's monotonic times.
-var leaseEpoch = time.Now()
-
-// LeaseFor is how recent the last confirmation must be: a change can go
-// unseen for at most about this long (plus its delivery), within the
-// product's one second for a revocation; canaries come every 200 ms.
+// LeaseFor is how recent Track's last confirmation (onConfirmed) must be
+// for a caller to trust its local copies (the near-cache measures it on
+// its own clock): a change can go unseen for at most about this long (plus
+// its delivery), within the product's one second for a revocation;
+// canaries come every 200 ms.
 const LeaseFor = 800 * time.Millisecond
-
-// Confirmed records a confirmation (Track's onConfirmed); at must come
-// from time.Now in this process.
-func (l *Lease) Confirmed(at time.Time) {
-	n := int64(at.Sub(leaseEpoch)) + 1
-	for {
-		old := l.confirmed.Load()
-		if n <= old || l.confirmed.CompareAndSwap(old, n) {
-			return
-		}
-	}
-}
-
-// Fresh reports whether the last confirmation is within LeaseFor.
-func (l *Lease) Fresh() bool {
-	c := l.confirmed.Load()
-	return c != 0 && time.Since(leaseEpoch)-time.Duration(c-1) < LeaseFor
-}
-
-// Reset forgets every confirmation (the tracking went down).
-func (l *Lease) Reset() { l.confirmed.Store(0) }
 
 var _ Tracker = (*Redis)(nil)
 

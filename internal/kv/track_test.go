@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,14 +19,14 @@ import (
 )
 
 // trackEvents runs Track on r and returns what it reports, in order:
-// "key <key>" and "ready <bool>"; its confirmations go to lease.
-func trackEvents(t *testing.T, r *kv.Redis, lease *kv.Lease, prefixes ...string) <-chan string {
+// "key <key>" and "ready <bool>"; its confirmations go to onConfirmed.
+func trackEvents(t *testing.T, r *kv.Redis, onConfirmed func(time.Time), prefixes ...string) <-chan string {
 	t.Helper()
 	events := make(chan string, 256)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- r.Track(ctx, prefixes, func(k string) { events <- "key " + k }, func(up bool) { events <- fmt.Sprint("ready ", up) }, lease.Confirmed)
+		done <- r.Track(ctx, prefixes, func(k string) { events <- "key " + k }, func(up bool) { events <- fmt.Sprint("ready ", up) }, onConfirmed)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -57,7 +58,7 @@ func TestTrackReportsEveryChange(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = c.Close() })
 	r := kv.NewRedis(c, "app:")
-	events := trackEvents(t, r, &kv.Lease{}, "sess:", "tok:")
+	events := trackEvents(t, r, ignoreConfirmations, "sess:", "tok:")
 	next(t, events, "ready true")
 	ctx := context.Background()
 
@@ -94,7 +95,7 @@ func TestTrackRecoversFromKilledConnections(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = c.Close() })
 	r := kv.NewRedis(c, "app:")
-	events := trackEvents(t, r, &kv.Lease{}, "sess:")
+	events := trackEvents(t, r, ignoreConfirmations, "sess:")
 	next(t, events, "ready true")
 	ctx := context.Background()
 
@@ -154,7 +155,7 @@ func TestTrackSurvivesARestart(t *testing.T) {
 	srv := redistest.StartServer(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = c.Close() })
-	events := trackEvents(t, kv.NewRedis(c, "app:"), &kv.Lease{}, "sess:")
+	events := trackEvents(t, kv.NewRedis(c, "app:"), ignoreConfirmations, "sess:")
 	next(t, events, "ready true")
 	srv.Restart(t)
 	next(t, events, "ready false")
@@ -165,31 +166,56 @@ func TestTrackSurvivesARestart(t *testing.T) {
 	next(t, events, "key sess:after")
 }
 
-// The lease is a time bound on what Track may have missed: confirmations
-// keep it fresh while canary writes come back, and it lapses within
-// kv.LeaseFor once they stop (writes paused here), though the tracking
-// itself still looks healthy; it is fresh again once they resume.
-func TestTrackLeaseLapsesWhenConfirmationsStop(t *testing.T) {
+func ignoreConfirmations(time.Time) {}
+
+// confirmations keeps the latest time Track confirmed (its onConfirmed).
+type confirmations struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+func (c *confirmations) confirmed(at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if at.After(c.last) {
+		c.last = at
+	}
+}
+
+// fresh reports whether the latest confirmation is within kv.LeaseFor,
+// the bound the near-cache trusts its copies by.
+func (c *confirmations) fresh() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.last.IsZero() && time.Since(c.last) < kv.LeaseFor
+}
+
+// Track's confirmations are a time bound on what it may have missed: they
+// keep coming while canary writes come back, the latest is older than
+// kv.LeaseFor soon after they stop (writes paused here), though the
+// tracking itself still looks healthy, and they come again once writes
+// resume. The canaries are never reported as keys.
+func TestTrackConfirmationsStopWhenWritesPause(t *testing.T) {
 	srv := redistest.StartServer(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = c.Close() })
-	var lease kv.Lease
-	events := trackEvents(t, kv.NewRedis(c, "app:"), &lease, "sess:")
+	var conf confirmations
+	events := trackEvents(t, kv.NewRedis(c, "app:"), conf.confirmed, "sess:")
 	next(t, events, "ready true")
-	waitLease(t, &lease, true)
+	waitFresh(t, &conf, true)
 	ctx := context.Background()
 	paused := time.Now()
 	if err := c.Do(ctx, "CLIENT", "PAUSE", 3000, "WRITE").Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitLease(t, &lease, false)
+	waitFresh(t, &conf, false)
 	if took := time.Since(paused); took > kv.LeaseFor+500*time.Millisecond {
-		t.Fatalf("the lease lapsed %v after confirmations stopped, want within %v", took, kv.LeaseFor)
+		t.Fatalf("the last confirmation grew older than kv.LeaseFor %v after confirmations stopped, want within %v", took, kv.LeaseFor+500*time.Millisecond)
 	}
 	if err := c.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitLease(t, &lease, true)
+	waitFresh(t, &conf, true)
 	select {
 	case e := <-events:
 		t.Fatalf("unexpected event %q: the canaries must not be reported, nor the pause end the tracking", e)
@@ -197,9 +223,9 @@ func TestTrackLeaseLapsesWhenConfirmationsStop(t *testing.T) {
 	}
 }
 
-func waitLease(t *testing.T, l *kv.Lease, fresh bool) {
+func waitFresh(t *testing.T, c *confirmations, fresh bool) {
 	t.Helper()
-	if !poll.Within(5*time.Second, func() bool { return l.Fresh() == fresh }) {
-		t.Fatalf("lease fresh %t, want %t within 5s", l.Fresh(), fresh)
+	if !poll.Within(5*time.Second, func() bool { return c.fresh() == fresh }) {
+		t.Fatalf("confirmed within kv.LeaseFor %t, want %t within 5s", c.fresh(), fresh)
 	}
 }
