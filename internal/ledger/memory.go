@@ -36,7 +36,7 @@ type memRecord struct {
 	response   []byte // sealed, like the database's column
 	content    []byte // sealed, likewise
 	held       []byte // sealed, likewise
-	// Following (follow.go): the columns of migration 005.
+	// Following (payments' follower): the columns of migration 005.
 	paymentStatus string
 	statusAt      time.Time
 	seq           int64

@@ -26,7 +26,7 @@ import (
 // Ledger, method for method: the tests of the ledger build without the
 // packages above it), what the metrics read, and a ping.
 type store interface {
-	// The money path (payments.Claims).
+	// The money path (payments.ClaimLedger).
 	Claim(ctx context.Context, req ledger.Request, bound time.Duration) (*ledger.Claim, *ledger.Record, error)
 	Sending(ctx context.Context, c *ledger.Claim, s ledger.SendEvidence) (bool, error)
 	Finish(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
@@ -34,22 +34,22 @@ type store interface {
 	Unknown(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
 	Abandon(ctx context.Context, id int64) (ledger.State, error)
 	Event(ctx context.Context, id int64, req ledger.Request, what string) error
-	// Settling (payments.Settlements).
+	// Settling (payments.EvidenceLedger, RecoveryLedger).
 	Others(ctx context.Context, userID string, except int64, since time.Time, ids []string) ([]ledger.OtherRequest, error)
 	Settle(ctx context.Context, id int64, o ledger.Outcome) (bool, error)
 	GiveBack(ctx context.Context, id int64) (bool, error)
 	Due(ctx context.Context, limit int, lease, maxLease, giveUp time.Duration) ([]*ledger.Record, error)
-	// The user's records and their stream (payments.Entries).
+	// The user's records and their stream (payments.RecordLedger).
 	List(ctx context.Context, userID string, after ledger.Cursor, limit int) ([]ledger.Entry, error)
 	Get(ctx context.Context, userID, key string) (ledger.Entry, bool, error)
 	Changes(ctx context.Context, userID string, after int64, limit int) ([]ledger.Entry, error)
 	Position(ctx context.Context, userID string) (int64, error)
-	// Following (payments.Follower).
+	// Following (payments.FollowLedger).
 	Watches(ctx context.Context, limit int, lease time.Duration) ([]ledger.Watch, error)
 	Watched(ctx context.Context, w ledger.Watch, o ledger.Observed) (ledger.StatusWrite, error)
 	Webhook(ctx context.Context, deliveryID string, u ledger.StatusUpdate, later time.Duration) (ledger.Delivery, ledger.StatusWrite, error)
 	PruneDeliveries(ctx context.Context, age time.Duration) error
-	// Holds (payments.Holds).
+	// Holds (payments.HoldLedger).
 	Record(ctx context.Context, id int64) (*ledger.Record, error)
 	Approve(ctx context.Context, id int64, bound time.Duration) (*ledger.Claim, error)
 	Decline(ctx context.Context, id int64, ending string) (bool, error)

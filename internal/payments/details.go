@@ -32,7 +32,7 @@ func (h heldRequest) method() string {
 }
 
 // isPayeeChange reports whether the held request changes a merchant
-// (payeechange.go) rather than making a payment.
+// rather than making a payment.
 func (h heldRequest) isPayeeChange() bool {
 	return h.Path == merchantsPath || strings.HasPrefix(h.Path, merchantsPath+"/")
 }

@@ -60,7 +60,7 @@ type Record struct {
 	Declined  string `json:"declined,omitempty"`
 	PaymentID string `json:"paymentId,omitempty"`
 	// PaymentStatus is the upstream's latest known status of the payment
-	// (follow.go); null until one is known.
+	// (follower.go); null until one is known.
 	PaymentStatus *string   `json:"paymentStatus"`
 	CreatedAt     time.Time `json:"createdAt"`
 	UpdatedAt     time.Time `json:"updatedAt"`
