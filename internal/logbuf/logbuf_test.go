@@ -6,9 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
-
-	"github.com/fintech-bff/bff/internal/testing/poll"
 )
 
 type countingWriter struct {
@@ -22,6 +21,12 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	defer c.mu.Unlock()
 	c.writes++
 	return c.b.Write(p)
+}
+
+func (c *countingWriter) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.b.String()
 }
 
 func TestBatchesWholeLinesInOrder(t *testing.T) {
@@ -42,31 +47,46 @@ func TestBatchesWholeLinesInOrder(t *testing.T) {
 	}
 }
 
-func TestFlushesOnTickAndWhenFull(t *testing.T) {
-	dst := &countingWriter{}
-	w := New(dst, 10*time.Millisecond)
-	defer w.Close()
-	_, _ = w.Write([]byte("tick\n"))
-	poll.Until(t, 2*time.Second, "flushed by the ticker", func() bool {
-		dst.mu.Lock()
-		defer dst.mu.Unlock()
-		return dst.b.String() == "tick\n"
+// What the ticker flushes is written once its interval has passed, not
+// before: the test's clock is synctest's, so the interval is an hour and
+// no real time goes by.
+func TestFlushesOnTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dst := &countingWriter{}
+		w := New(dst, time.Hour)
+		defer w.Close()
+		_, _ = w.Write([]byte("tick\n"))
+		time.Sleep(time.Hour - time.Nanosecond)
+		synctest.Wait()
+		if got := dst.String(); got != "" {
+			t.Fatalf("got %q written before the interval passed, want nothing", got)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait() // the flusher has written, or is blocked for the next tick
+		if got := dst.String(); got != "tick\n" {
+			t.Fatalf("got %q written once the interval passed, want the line", got)
+		}
 	})
 }
 
+// A full buffer is written at once, without waiting for the tick: no time
+// passes in the bubble.
 func TestFlushesEarlyWhenFull(t *testing.T) {
-	dst := &countingWriter{}
-	w := New(dst, time.Hour)
-	defer w.Close()
-	_, _ = w.Write(bytes.Repeat([]byte("x"), soonAt+10))
-	written := func() int {
-		dst.mu.Lock()
-		defer dst.mu.Unlock()
-		return dst.b.Len()
-	}
-	if !poll.Within(2*time.Second, func() bool { return written() == soonAt+10 }) {
-		t.Fatalf("got %d bytes written, want the full buffer flushed early", written())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		dst := &countingWriter{}
+		w := New(dst, time.Hour)
+		defer w.Close()
+		_, _ = w.Write(bytes.Repeat([]byte("x"), soonAt-1))
+		synctest.Wait()
+		if n := len(dst.String()); n != 0 {
+			t.Fatalf("got %d bytes written before the buffer was full, want none", n)
+		}
+		_, _ = w.Write([]byte("xx"))
+		synctest.Wait()
+		if n := len(dst.String()); n != soonAt+1 {
+			t.Fatalf("got %d bytes written, want the full buffer (%d) flushed early", n, soonAt+1)
+		}
+	})
 }
 
 func TestConcurrentWritesStayWhole(t *testing.T) {

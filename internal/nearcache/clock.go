@@ -17,7 +17,8 @@ import (
 // Two waits are on real time, because what they wait for is: the renewal
 // loop's period (renewEvery), and a revocation waiting for a member that
 // does not answer (the store reports that member's lease left on the
-// store's own clock).
+// store's own clock). The unit tests run those in a testing/synctest
+// bubble, whose clock jumps ahead whenever every goroutine in it waits.
 
 // epoch is the origin of instants.
 var epoch = time.Now()

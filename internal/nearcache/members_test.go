@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fintech-bff/bff/internal/kv"
@@ -60,14 +61,20 @@ func (e *ends) heard(k string) bool {
 }
 
 // groupLayer is a live layer in group "g" on st and clk, with strings
-// that are served untracked for an hour.
+// that are served untracked for an hour. It is called in a synctest
+// bubble: the layer's real-time waits (its renewals' period, an
+// announcement waiting for a silent member) are on synctest's clock, and
+// the layer's own clock, clk, moves only when the test moves it.
 func groupLayer(t *testing.T, st *member, clk *testclock.Clock, e *ends) *nearcache.Layer[string] {
 	t.Helper()
 	o := stringLayer(func(k string) (string, bool) { return k, true })
 	o.Now, o.Group, o.Members, o.OnEnd = clk.Now, "g", st, e.add
 	l := nearcache.New(st, o)
 	run(t, l)
-	waitFor(t, "the layer live, its lease held", func() bool { return l.Live() && l.Member() })
+	synctest.Wait()
+	if !l.Live() || !l.Member() {
+		t.Fatalf("the layer started: live %t, its lease held %t; want both", l.Live(), l.Member())
+	}
 	return l
 }
 
@@ -77,56 +84,66 @@ func groupLayer(t *testing.T, st *member, clk *testclock.Clock, e *ends) *nearca
 // (announcements meanwhile did not wait for this instance) and tells
 // OnEnd so.
 func TestLeaseRunsOutOnTheLayersClock(t *testing.T) {
-	clk := testclock.New(time.Unix(1_700_000_000, 0))
-	st := &member{Memory: kv.NewMemory(clk.Now)}
-	var e ends
-	l := groupLayer(t, st, clk, &e)
-	l.Keep("k", "v", l.BeginRead("k"))
-	if _, ok := l.Serve("k"); !ok {
-		t.Fatal("a fresh copy under a held lease: got no copy, want it served")
-	}
-	st.failRenew.Store(true)
-	clk.Advance(time.Second) // the lease, and the tenth less trusted
-	if l.Member() {
-		t.Fatal("the lease holds a second after the last renewal, want it run out")
-	}
-	if _, ok := l.Serve("k"); ok {
-		t.Fatal("a copy was served after the lease ran out")
-	}
-	st.failRenew.Store(false)
-	waitFor(t, "the lease renewed", l.Member)
-	if n := l.Len(); n != 0 || !e.heard("") {
-		t.Fatalf("after a lapsed lease: %d copies kept, OnEnd heard \"\": %v; want none kept, and heard", n, e.heard(""))
-	}
+	synctest.Test(t, func(t *testing.T) {
+		clk := testclock.New(time.Unix(1_700_000_000, 0))
+		st := &member{Memory: kv.NewMemory(clk.Now)}
+		var e ends
+		l := groupLayer(t, st, clk, &e)
+		l.Keep("k", "v", l.BeginRead("k"))
+		if _, ok := l.Serve("k"); !ok {
+			t.Fatal("a fresh copy under a held lease: got no copy, want it served")
+		}
+		st.failRenew.Store(true)
+		clk.Advance(time.Second) // the lease, and the tenth less trusted
+		if l.Member() {
+			t.Fatal("the lease holds a second after the last renewal, want it run out")
+		}
+		if _, ok := l.Serve("k"); ok {
+			t.Fatal("a copy was served after the lease ran out")
+		}
+		st.failRenew.Store(false)
+		waitFor(t, "the lease renewed", l.Member) // at the next renewal, on synctest's clock
+		if n := l.Len(); n != 0 || !e.heard("") {
+			t.Fatalf("after a lapsed lease: %d copies kept, OnEnd heard \"\": %v; want none kept, and heard", n, e.heard(""))
+		}
+	})
 }
 
 // An announcement returns only once no member can serve the keys: a
 // member that got it forgot them (and OnEnd heard them) before it
-// acknowledged; one that lost the message is waited for until its lease
-// ran out, and its renewal, refused while the announcement is pending,
-// makes it forget every copy first.
+// acknowledged, and the announcement returned without waiting for its
+// lease; one that lost the message is waited for until its lease ran out,
+// and its renewal, refused while the announcement is pending, makes it
+// forget every copy first.
 func TestAnnounceWaitsForEveryMember(t *testing.T) {
-	clk := testclock.New(time.Unix(1_700_000_000, 0))
-	mem := kv.NewMemory(clk.Now)
-	var ea, eb ends
-	a := groupLayer(t, &member{Memory: mem}, clk, &ea)
-	bStore := &member{Memory: mem}
-	b := groupLayer(t, bStore, clk, &eb)
-	ctx := context.Background()
-	for _, lost := range []bool{false, true} {
-		key := map[bool]string{false: "heard", true: "lost"}[lost]
-		b.Keep(key, "v", b.BeginRead(key))
-		bStore.loseInv.Store(lost)
-		a.Forget(key) // the caller's own copy, as it ended the key
-		if err := a.Announce(ctx, []string{key}); err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		clk := testclock.New(time.Unix(1_700_000_000, 0))
+		mem := kv.NewMemory(clk.Now)
+		var ea, eb ends
+		a := groupLayer(t, &member{Memory: mem}, clk, &ea)
+		bStore := &member{Memory: mem}
+		b := groupLayer(t, bStore, clk, &eb)
+		ctx := context.Background()
+		for _, lost := range []bool{false, true} {
+			key := map[bool]string{false: "heard", true: "lost"}[lost]
+			b.Keep(key, "v", b.BeginRead(key))
+			bStore.loseInv.Store(lost)
+			a.Forget(key) // the caller's own copy, as it ended the key
+			start := time.Now()
+			if err := a.Announce(ctx, []string{key}); err != nil {
+				t.Fatal(err)
+			}
+			// synctest's clock: only the announcement's own wait moved it.
+			if took := time.Since(start); lost != (took >= time.Second) {
+				t.Fatalf("message %s: the announcement returned after %v, want the other member's lease (1s) waited for only when the message was lost", key, took)
+			}
+			if _, ok := b.Serve(key); ok {
+				t.Fatalf("message %s: the other member served %q after the announcement returned", key, key)
+			}
+			if want := map[bool]string{false: key, true: ""}[lost]; !eb.heard(want) {
+				t.Fatalf("message %s: the other member's OnEnd did not hear %q", key, want)
+			}
+			waitFor(t, "the other member's lease renewed", b.Member)
 		}
-		if _, ok := b.Serve(key); ok {
-			t.Fatalf("message %s: the other member served %q after the announcement returned", key, key)
-		}
-		if want := map[bool]string{false: key, true: ""}[lost]; !eb.heard(want) {
-			t.Fatalf("message %s: the other member's OnEnd did not hear %q", key, want)
-		}
-		waitFor(t, "the other member's lease renewed", b.Member)
-	}
+	})
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/nearcache/internal/localcache"
-	"github.com/fintech-bff/bff/internal/testing/poll"
+	"github.com/fintech-bff/bff/internal/testing/testclock"
 )
 
 type val struct {
@@ -79,15 +79,21 @@ func TestFarDeadlineKeeps(t *testing.T) {
 	}
 }
 
-// An entry past its Until is not served.
+// An entry is served until its Until, not at it nor after, on the
+// cache's clock (a test's, moved by the test: no sleep).
 func TestEntryGoesAtItsDeadline(t *testing.T) {
-	c := newCache(1<<20, nil)
-	c.Put("soon", val{"x", time.Now().Add(50 * time.Millisecond)})
-	c.Put("late", val{"y", time.Now().Add(time.Hour)})
-	poll.Until(t, 5*time.Second, "the entry past its deadline no longer served", func() bool {
-		_, ok := c.Get("soon")
-		return !ok
-	})
+	clk := testclock.New(time.Unix(1_700_000_000, 0))
+	c := newCache(1<<20, clk.Now)
+	c.Put("soon", val{"x", clk.Now().Add(50 * time.Millisecond)})
+	c.Put("late", val{"y", clk.Now().Add(time.Hour)})
+	clk.Advance(50*time.Millisecond - time.Nanosecond)
+	if _, ok := c.Get("soon"); !ok {
+		t.Fatal("the entry was not served just before its deadline")
+	}
+	clk.Advance(time.Nanosecond)
+	if _, ok := c.Get("soon"); ok {
+		t.Fatal("the entry was served at its deadline")
+	}
 	if _, ok := c.Get("late"); !ok {
 		t.Fatal("the entry with a later deadline went too")
 	}
