@@ -79,17 +79,21 @@ const (
 	EndWithdrawn = "withdrawn"  // held under a step-up policy since turned off: no approval can come
 )
 
-// Events of the audit trail, one per HTTP request on a key.
+// AuditEvent is an event of the audit trail, one per HTTP request on a
+// key: the value stored in money_request_events.what.
+type AuditEvent string
+
+// The audit events.
 const (
-	EventClaimed    = "claimed"
-	EventReplayed   = "replayed"
-	EventInProgress = "in_progress"
-	EventReused     = "key_reused"
-	EventUnknown    = "outcome_unknown"
-	EventSettled    = "settled"
-	EventNotMade    = "not_made" // an unknown outcome proved not made: given back
-	EventHeld       = "held"     // a repeat of a key held for approval
-	EventApproved   = "approved" // the approval released the held request
+	EventClaimed    AuditEvent = "claimed"
+	EventReplayed   AuditEvent = "replayed"
+	EventInProgress AuditEvent = "in_progress"
+	EventReused     AuditEvent = "key_reused"
+	EventUnknown    AuditEvent = "outcome_unknown"
+	EventSettled    AuditEvent = "settled"
+	EventNotMade    AuditEvent = "not_made" // an unknown outcome proved not made: given back
+	EventHeld       AuditEvent = "held"     // a repeat of a key held for approval
+	EventApproved   AuditEvent = "approved" // the approval released the held request
 )
 
 // ErrUnavailable wraps every failure to reach the ledger's database.

@@ -335,7 +335,7 @@ func (m *Memory) Others(_ context.Context, userID string, except int64, since ti
 
 // Event does nothing: the in-process ledger keeps no audit trail (it is
 // for development; the trail is the database's).
-func (m *Memory) Event(context.Context, int64, Request, string) error { return nil }
+func (m *Memory) Event(context.Context, int64, Request, AuditEvent) error { return nil }
 
 // Due is Postgres.Due.
 func (m *Memory) Due(_ context.Context, limit int, lease, maxLease, giveUp time.Duration) ([]*Record, error) {

@@ -382,7 +382,7 @@ WHERE user_id = $1 AND id <> $2 AND (deadline > $3 OR payment_id = ANY($4))`, us
 }
 
 // Event appends one entry to a record's audit trail.
-func (p *Postgres) Event(ctx context.Context, id int64, req Request, what string) error {
+func (p *Postgres) Event(ctx context.Context, id int64, req Request, what AuditEvent) error {
 	_, err := p.pool.Exec(ctx, `
 INSERT INTO money_request_events (money_request, what, session_ref, client_ip, request_id) VALUES ($1, $2, $3, $4, $5)`,
 		id, what, req.SessionRef, req.ClientIP, req.RequestID)

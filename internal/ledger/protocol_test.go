@@ -33,7 +33,7 @@ type store interface {
 	Release(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
 	Unknown(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
 	Abandon(ctx context.Context, id int64) (ledger.State, error)
-	Event(ctx context.Context, id int64, req ledger.Request, what string) error
+	Event(ctx context.Context, id int64, req ledger.Request, what ledger.AuditEvent) error
 	// Settling (payments.EvidenceLedger, RecoveryLedger).
 	Others(ctx context.Context, userID string, except int64, since time.Time, ids []string) ([]ledger.OtherRequest, error)
 	Settle(ctx context.Context, id int64, o ledger.Outcome) (bool, error)

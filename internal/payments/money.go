@@ -31,7 +31,7 @@ type ClaimLedger interface {
 	Unknown(ctx context.Context, c *ledger.Claim, o ledger.Outcome) (bool, error)
 	Abandon(ctx context.Context, id int64) (ledger.State, error)
 	Decline(ctx context.Context, id int64, ending string) (bool, error)
-	Event(ctx context.Context, id int64, req ledger.Request, what string) error
+	Event(ctx context.Context, id int64, req ledger.Request, what ledger.AuditEvent) error
 }
 
 var (
@@ -84,7 +84,7 @@ func (s *MoneyPath) declineLapsed(ctx context.Context, id int64, ending string) 
 }
 
 // event writes a repeat's audit event, and reports it by the same word.
-func (s *MoneyPath) event(bg context.Context, m *moneyCall, id int64, what string) {
+func (s *MoneyPath) event(bg context.Context, m *moneyCall, id int64, what ledger.AuditEvent) {
 	s.observe.MoneyRequest(MoneyResult(what))
 	ectx, cancel := context.WithTimeout(bg, ledgerTimeout)
 	defer cancel()

@@ -158,6 +158,6 @@ func (r *repeat) claimAgain() step {
 }
 
 // event writes the repeat's audit event on rec.
-func (r *repeat) event(rec *ledger.Record, what string) {
+func (r *repeat) event(rec *ledger.Record, what ledger.AuditEvent) {
 	r.path.event(r.bg, r.m, rec.ID, what)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/nearcache"
+	"github.com/fintech-bff/bff/internal/testing/poll"
 )
 
 // BytesPerEntry keeps n copies, made by value, in a layer that holds
@@ -30,13 +31,7 @@ func BytesPerEntry[V any](t testing.TB, o nearcache.Options[V], n int, value fun
 	done := make(chan struct{})
 	go func() { l.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(5 * time.Second)
-	for !l.Live() { // bounded poll: the in-process subscription comes up at once
-		if time.Now().After(deadline) {
-			t.Fatal("the layer did not go live")
-		}
-		time.Sleep(time.Millisecond) // bounded poll for the subscription
-	}
+	poll.Until(t, 5*time.Second, "the layer goes live (the in-process subscription comes up at once)", l.Live)
 	before := heap()
 	for i := range n {
 		key, v := value(i)

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fintech-bff/bff/internal/kv"
+	"github.com/fintech-bff/bff/internal/testing/poll"
 )
 
 // reportWait bounds a wait for a tracking report: Redis sends one within
@@ -68,10 +69,8 @@ func (s *Tracked) Reported(ctx context.Context, key string, write func(context.C
 	if err := write(ctx); err != nil {
 		return err
 	}
-	for deadline := time.Now().Add(reportWait); s.reported(key) < want; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("redistest: %s was reported %d times within %v, want %d", key, s.reported(key), reportWait, want)
-		}
+	if !poll.Within(reportWait, func() bool { return s.reported(key) >= want }) {
+		return fmt.Errorf("redistest: %s was reported %d times within %v, want %d", key, s.reported(key), reportWait, want)
 	}
 	return nil
 }
