@@ -199,13 +199,21 @@ func instanceOf(t *testing.T, e *env) string {
 // once per payment per interval cluster-wide, however many streams are
 // open. The instance polling when it is killed hands the payment to
 // another. A stream reconnected with Last-Event-ID gets what it missed,
-// and nothing twice.
+// and nothing twice. Run against both reply profiles of the simulator:
+// the full one, and the one that sends only what the API documents (no
+// updatedAt on a payment).
 func TestPaymentStatusReachesEveryInstance(t *testing.T) {
+	for _, profile := range []string{upstreamsim.ProfileFull, upstreamsim.ProfileDocumented} {
+		t.Run("profile="+profile, func(t *testing.T) { statusReachesEveryInstance(t, profile) })
+	}
+}
+
+func statusReachesEveryInstance(t *testing.T, profile string) {
 	const interval = 500 * time.Millisecond
 	follow := fmt.Sprintf("payments: { watch_interval: %s, watch_max_interval: %s }", interval, interval)
 	// A streams and does not poll: whichever instance polls can be killed
 	// without ending the stream under test.
-	a := start(t, options{extraYAML: "payments: { watch_interval: 0s }"})
+	a := start(t, options{sim: upstreamsim.Options{ReplyProfile: profile}, extraYAML: "payments: { watch_interval: 0s }"})
 	b, c := a.another(options{extraYAML: follow}), a.another(options{extraYAML: follow})
 	instances := []*env{a, b, c}
 	l := startLB(t, instances)

@@ -1564,6 +1564,17 @@ func (h *mhHistory) hiddenWhenSettled(k *mhKey, id string) bool {
 	if err != nil || !found {
 		return false
 	}
+	read := h.lastRead(k, e.UpdatedAt)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	seen, ok := h.firstSeen[id]
+	return read.IsZero() || !ok || seen.After(read.Add(-h.v.lag))
+}
+
+// lastRead is when the last list read for k (by one of its requests, or
+// by the settler for it) that began at or before settled began; zero when
+// there was none.
+func (h *mhHistory) lastRead(k *mhKey, settled time.Time) time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var read time.Time
@@ -1573,13 +1584,12 @@ func (h *mhHistory) hiddenWhenSettled(k *mhKey, id string) bool {
 			continue
 		}
 		for _, t := range at {
-			if !t.After(e.UpdatedAt) && t.After(read) {
+			if !t.After(settled) && t.After(read) {
 				read = t
 			}
 		}
 	}
-	seen, ok := h.firstSeen[id]
-	return read.IsZero() || !ok || seen.After(read.Add(-h.v.lag))
+	return read
 }
 
 // claimStart is when the request that made rec's claim began ("" when
@@ -1623,7 +1633,9 @@ func (h *mhHistory) assumption(k *mhKey, rec *ledger.Record, id string, listed m
 	if err != nil || !found {
 		return "the key's record cannot be read"
 	}
-	settled := e.UpdatedAt
+	// The last list read that settled it: a payment is in it when it was
+	// made before the read began, and a lagging list's lag before.
+	read := h.lastRead(k, e.UpdatedAt)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if seen, ok := h.firstSeen[id]; ok && !seen.After(start.Add(-h.v.lag)) {
@@ -1636,9 +1648,10 @@ func (h *mhHistory) assumption(k *mhKey, rec *ledger.Record, id string, listed m
 	for other, d := range h.atBank {
 		q := listed[other]
 		// Another equal payment of the bank that was certainly fresh (made
-		// after the send was answered) and listed when the key was settled.
+		// after the send was answered) and listed in the read that settled
+		// the key.
 		if other != id && q != nil && d.content.equal(*k.content) && !end.IsZero() && d.start.After(end) &&
-			d.made.Before(settled) && mhInsideWindow(rec.Send, q.CreatedAt) {
+			!read.IsZero() && d.made.Before(read.Add(-h.v.lag)) && mhInsideWindow(rec.Send, q.CreatedAt) {
 			return "another payment equal to it (" + other + ") was made at the bank inside the window after the send, before the key was settled"
 		}
 	}
