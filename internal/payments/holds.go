@@ -338,7 +338,7 @@ func (s *Holds) Approve(ctx context.Context, ref, userID, sessionRef string, a A
 	}
 	var held heldRequest
 	if json.Unmarshal(rec.Held, &held) != nil {
-		return Record{}, s.ledgerFailed("", ledger.ErrUnreadable)
+		return Record{}, s.ledgerFailed(a.RequestID, ledger.ErrUnreadable)
 	}
 	return s.release(context.WithoutCancel(ctx), rec, held, a)
 }
