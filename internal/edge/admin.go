@@ -109,7 +109,7 @@ func NewAdmin(d AdminDeps) http.Handler {
 		if err := d.Tokens.Invalidate(r.Context(), user); err != nil {
 			d.Logger.Warn("the user's upstream token could not be dropped", slog.String("error", err.Error()))
 		}
-		d.Observe.Revoked("admin", len(ended))
+		d.Observe.Revoked(session.ReasonAdmin, len(ended))
 		d.Logger.Info("operator revoked a user's sessions", slog.String("user", userHash(user)), slog.Int("sessions", len(ended)))
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(struct {

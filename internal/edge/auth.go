@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fintech-bff/bff/internal/dpop"
+	"github.com/fintech-bff/bff/internal/login"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/session"
 )
@@ -221,7 +222,7 @@ func startSession(c echo.Context, d authDeps, n session.New, browser bool) (stri
 		c.SetCookie(ck)
 	}
 	state(c).userHash = userHash(rec.UserID)
-	d.observe.Login(n.Method, "ok")
+	d.observe.Login(sessionMethod(n.Method), login.OutcomeOK)
 	return id, rec, nil
 }
 
@@ -295,7 +296,7 @@ func logoutEverywhere(d authDeps) echo.HandlerFunc {
 		if err != nil {
 			return problem.Wrap(problem.CodeSessionStoreUnavailable, "the sessions could not be ended right now", err)
 		}
-		d.observe.Revoked("user", len(ended))
+		d.observe.Revoked(session.ReasonUser, len(ended))
 		_ = d.tokens.Invalidate(ctx, p.rec.UserID)
 		c.SetCookie(d.cookies.Clear())
 		return c.NoContent(http.StatusNoContent)
@@ -316,7 +317,7 @@ func logout(d authDeps, logoutURL string) echo.HandlerFunc {
 		if err := d.sessions.Delete(ctx, p.id); err != nil {
 			return problem.Wrap(problem.CodeSessionStoreUnavailable, "the session could not be ended right now", err)
 		}
-		d.observe.Revoked("logout", 1)
+		d.observe.Revoked(session.ReasonLogout, 1)
 		dropTokensOfGoneUsers(ctx, d.sessions, d.tokens, []session.Info{{Record: p.rec}})
 		c.SetCookie(d.cookies.Clear())
 		if logoutURL != "" && p.rec.Method != session.MethodDev {

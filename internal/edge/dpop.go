@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fintech-bff/bff/internal/dpop"
+	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/problem"
 )
 
@@ -64,10 +65,12 @@ type nopDPoPObserver struct{}
 func (nopDPoPObserver) Proof(string, string) {}
 func (nopDPoPObserver) NativeSession(string) {}
 
-// The uses of a proof, as DPoPObserver.Proof names them.
+// The uses of a proof, and the result of an accepted one, as
+// DPoPObserver.Proof names them (a refused one's is its dpop.Reason).
 const (
 	proofAtLogin   = "login"
 	proofOnRequest = "request"
+	proofOK        = "ok"
 )
 
 // dpopDetail is the one detail of every refused proof: what was wrong
@@ -124,7 +127,7 @@ func (b *binder) refuse(c echo.Context, use string, reason dpop.Reason) error {
 	b.observe.Proof(use, string(reason))
 	b.refused.write(c.Request().Context(), slog.String("requestId", requestID(c)), slog.String("use", use), slog.String("reason", string(reason)))
 	if b.limits != nil {
-		if over := b.limits.allow(c, "dpop", b.limits.auth, time.Minute,
+		if over := b.limits.allow(c, limits.KindDPoP, b.limits.auth, time.Minute,
 			"too many refused DPoP proofs from this address; retry in %d s"); over != nil {
 			return over
 		}
@@ -172,7 +175,7 @@ func (b *binder) bind(c echo.Context, required bool) (string, error) {
 	if err != nil {
 		return "", b.failed(c, proofAtLogin, err)
 	}
-	b.observe.Proof(proofAtLogin, "ok")
+	b.observe.Proof(proofAtLogin, proofOK)
 	return got.JKT, nil
 }
 
@@ -189,7 +192,7 @@ func (b *binder) check(c echo.Context, token, jkt string) error {
 	if _, err := b.verifier.Verify(r.Context(), proof, dpop.Check{Method: r.Method, URL: b.origin + r.URL.EscapedPath(), Token: token, JKT: jkt}); err != nil {
 		return b.failed(c, proofOnRequest, err)
 	}
-	b.observe.Proof(proofOnRequest, "ok")
+	b.observe.Proof(proofOnRequest, proofOK)
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/login"
+	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/session"
@@ -146,34 +147,37 @@ type Observer interface {
 	// Problem reports an error envelope sent on the public listener, by
 	// its code: one of the BFF's, or an upstream's own error type.
 	Problem(code string)
-	// Login reports how a login ended: method is dev, oidc, mobile or
-	// unknown (a state that names none); result is ok, failed, state,
-	// invalid_grant or code_issued.
-	Login(method, result string)
+	// Login reports how a login, or a step of one, ended: method is dev,
+	// oidc, mobile, step_up or unknown (a state that names none); result
+	// is ok, started, code_issued, failed, state, invalid_grant, approved
+	// or declined (login.Method and login.Outcome name them).
+	Login(method login.Method, result login.Outcome)
 	// Revoked reports n sessions ended before their timeout, by reason:
-	// logout, user, admin or backchannel.
-	Revoked(reason string, n int)
+	// logout, user, admin or backchannel (session.Reason).
+	Revoked(reason session.Reason, n int)
 	// Refused reports a request a limit refused before it reached the
-	// upstream: requests (the session's budget), auth, backchannel or
-	// pending_logins (the per-address budgets), or the open event streams
-	// on this instance: streams (a user's), streams_address (a client
-	// address's) or streams_instance (the instance's bound).
-	Refused(limit string)
+	// upstream: requests (the session's budget), auth, backchannel,
+	// pending_logins or dpop (the per-address budgets), or the open event
+	// streams on this instance: streams (a user's), streams_address (a
+	// client address's) or streams_instance (the instance's bound)
+	// (limits.Kind).
+	Refused(limit limits.Kind)
 	// Webhook reports a verified-or-not webhook answered before anything
-	// was stored: forged, stale or malformed (refused), or ignored (a type
-	// or a payment status the BFF does not read). Payments reports those
-	// that reach the ledger.
-	Webhook(result string)
+	// was stored, by a result of payments' follow metric:
+	// WebhookForged, WebhookStale or WebhookMalformed (refused), or
+	// WebhookIgnored (a type or a payment status the BFF does not read).
+	// Payments reports those that reach the ledger.
+	Webhook(result payments.FollowResult)
 }
 
 type nopObserver struct{}
 
 func (nopObserver) Served(string, string, int, time.Duration) {}
 func (nopObserver) Problem(string)                            {}
-func (nopObserver) Login(string, string)                      {}
-func (nopObserver) Revoked(string, int)                       {}
-func (nopObserver) Refused(string)                            {}
-func (nopObserver) Webhook(string)                            {}
+func (nopObserver) Login(login.Method, login.Outcome)         {}
+func (nopObserver) Revoked(session.Reason, int)               {}
+func (nopObserver) Refused(limits.Kind)                       {}
+func (nopObserver) Webhook(payments.FollowResult)             {}
 
 // SessionBudget spends one request of a session's budget, in process
 // (limits.Budget).

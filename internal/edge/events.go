@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fintech-bff/bff/internal/events"
+	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/session"
 )
@@ -102,13 +103,13 @@ func streamEvents(a *authn, streams StreamOpener, v6Bits int, budget SessionBudg
 func refuseStream(ctx context.Context, err error, streams StreamOpener, observe Observer, full *sparseLog) error {
 	switch {
 	case errors.Is(err, events.ErrTooMany):
-		observe.Refused("streams")
+		observe.Refused(limits.KindStreams)
 		return problem.Later(problem.CodeRateLimited, streamRetryAfter, "this user has too many open event streams on this instance; close one, or retry in %d s")
 	case errors.Is(err, events.ErrTooManyFromAddress):
-		observe.Refused("streams_address")
+		observe.Refused(limits.KindStreamsAddress)
 		return problem.Later(problem.CodeRateLimited, streamRetryAfter, "too many open event streams from this address on this instance; close one, or retry in %d s")
 	case errors.Is(err, events.ErrFull):
-		observe.Refused("streams_instance")
+		observe.Refused(limits.KindStreamsInstance)
 		full.write(ctx, slog.Int("bound", streams.Limits().PerInstance))
 		return problem.Later(problem.CodeUpstreamUnavailable, streamRetryAfter+rand.N(fullJitter), "this instance holds as many event streams as it can; retry in %d s")
 	}

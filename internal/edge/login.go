@@ -17,6 +17,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/login"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/session"
@@ -103,7 +104,7 @@ func loginStart(d loginDeps, mobileURIs []string) echo.HandlerFunc {
 		if err != nil {
 			return loginProblem(err)
 		}
-		if err := d.perAddress.allow(c, "pending_logins", d.perAddress.pendingLogins, login.StateTTL,
+		if err := d.perAddress.allow(c, limits.KindPendingLogins, d.perAddress.pendingLogins, login.StateTTL,
 			"too many logins started from this address and not finished; retry in %d s"); err != nil {
 			return err
 		}
@@ -127,7 +128,7 @@ func loginCallback(d loginDeps) echo.HandlerFunc {
 		c.Response().Header().Set("Cache-Control", "no-store")
 		// The state must be the one this browser started (login CSRF).
 		if len(q.Get("state")) > maxStateLen {
-			d.observe.Login("unknown", "state")
+			d.observe.Login(login.MethodUnknown, login.OutcomeState)
 			return loginProblem(login.ErrState)
 		}
 		binding := d.binding.Named(bindingSuffix(q.Get("state")))
@@ -145,7 +146,7 @@ func loginCallback(d loginDeps) echo.HandlerFunc {
 			bound, _ = d.binding.ID(ck.Value)
 		}
 		if bound == "" || bound != q.Get("state") {
-			d.observe.Login("unknown", "state")
+			d.observe.Login(login.MethodUnknown, login.OutcomeState)
 			return loginProblem(login.ErrState)
 		}
 		res, err := d.prov.Callback(r.Context(), q.Get("state"), q.Get("code"), q.Get("error"))
@@ -157,7 +158,7 @@ func loginCallback(d loginDeps) echo.HandlerFunc {
 			method = session.MethodMobile
 		}
 		if err != nil {
-			d.observe.Login(method, "failed")
+			d.observe.Login(sessionMethod(method), login.OutcomeFailed)
 			d.log.LogAttrs(r.Context(), slog.LevelWarn, "login failed", slog.String("requestId", requestID(c)), slog.String("reason", err.Error()))
 			return loginProblem(err)
 		}
@@ -166,7 +167,7 @@ func loginCallback(d loginDeps) echo.HandlerFunc {
 			if err != nil {
 				return loginProblem(err)
 			}
-			d.observe.Login(method, "code_issued")
+			d.observe.Login(sessionMethod(method), login.OutcomeCodeIssued)
 			return c.Redirect(http.StatusFound, loc)
 		}
 		if _, _, err := startSession(c, d.authDeps, session.New{UserID: res.UserID, Method: method, AuthTime: res.AuthTime, Sub: res.Sub, SID: res.SID}, true); err != nil {
@@ -261,7 +262,7 @@ func mobileToken(d loginDeps) echo.HandlerFunc {
 			err = login.ErrInvalidGrant // an approval's code is not a login
 		}
 		if err != nil {
-			d.observe.Login(session.MethodMobile, "invalid_grant")
+			d.observe.Login(login.MethodMobile, login.OutcomeInvalidGrant)
 			return loginProblem(err)
 		}
 		id, rec, err := startSession(c, d.authDeps, session.New{UserID: res.UserID, Method: session.MethodMobile, AuthTime: res.AuthTime, Sub: res.Sub, SID: res.SID, JKT: jkt}, false)
@@ -306,7 +307,7 @@ func backchannelLogout(d loginDeps) echo.HandlerFunc {
 		sub, sid, err := d.prov.VerifyLogoutToken(r.Context(), form.Get("logout_token"))
 		if err != nil {
 			refusedLog.write(c.Request().Context(), slog.String("reason", err.Error()))
-			if over := d.perAddress.allow(c, "backchannel", d.perAddress.backchannel, time.Minute,
+			if over := d.perAddress.allow(c, limits.KindBackchannel, d.perAddress.backchannel, time.Minute,
 				"too many refused logout requests from this address; retry in %d s"); over != nil {
 				return over
 			}
@@ -316,7 +317,7 @@ func backchannelLogout(d loginDeps) echo.HandlerFunc {
 		if err != nil {
 			return problem.Wrap(problem.CodeSessionStoreUnavailable, "sessions cannot be ended right now", err)
 		}
-		d.observe.Revoked("backchannel", len(ended))
+		d.observe.Revoked(session.ReasonBackchannel, len(ended))
 		dropTokensOfGoneUsers(c.Request().Context(), d.sessions, d.tokens, ended)
 		return c.NoContent(http.StatusOK)
 	}
@@ -391,7 +392,7 @@ func revokeSession(d authDeps) echo.HandlerFunc {
 		if !ok {
 			return problem.New(problem.CodeNotFound, "you have no session with this id")
 		}
-		d.observe.Revoked("user", 1)
+		d.observe.Revoked(session.ReasonUser, 1)
 		dropTokensOfGoneUsers(c.Request().Context(), d.sessions, d.tokens, []session.Info{{Record: p.rec}})
 		if handle == session.Handle(p.id) && p.viaCookie {
 			c.SetCookie(d.cookies.Clear())

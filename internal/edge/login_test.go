@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fintech-bff/bff/internal/login"
 	"github.com/fintech-bff/bff/internal/session"
 )
 
@@ -88,5 +89,18 @@ func TestBindingSuffix(t *testing.T) {
 	}
 	if bindingSuffix("a") == bindingSuffix("b") {
 		t.Error("two states share a suffix")
+	}
+}
+
+// A login that made a session is counted under the session's method, by
+// the same word: the metric's values do not change with the types.
+func TestSessionMethod(t *testing.T) {
+	for _, m := range []string{session.MethodDev, session.MethodOIDC, session.MethodMobile} {
+		if got := sessionMethod(m); string(got) != m {
+			t.Errorf("sessionMethod(%q) = %q, want the same word", m, got)
+		}
+	}
+	if got := sessionMethod("carrier-pigeon"); got != login.MethodUnknown {
+		t.Errorf("an unknown method is counted as %q, want %q", got, login.MethodUnknown)
 	}
 }

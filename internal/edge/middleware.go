@@ -20,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/problem"
 )
 
@@ -246,14 +247,14 @@ type addressLimits struct {
 // refusal is 429 RATE_LIMITED with Retry-After. A store that does not
 // answer lets the request through: the handler then fails closed on its
 // own store.
-func (l *addressLimits) allow(c echo.Context, kind string, n int, per time.Duration, detail string) error {
+func (l *addressLimits) allow(c echo.Context, kind limits.Kind, n int, per time.Duration, detail string) error {
 	if l == nil || l.limiter == nil || n <= 0 {
 		return nil
 	}
 	r := c.Request()
-	d, err := l.limiter.AllowPer(r.Context(), kind+":"+clientKey(c.RealIP(), l.v6Bits), n, per)
+	d, err := l.limiter.AllowPer(r.Context(), string(kind)+":"+clientKey(c.RealIP(), l.v6Bits), n, per)
 	if err != nil {
-		l.log.Warn("a per-address budget could not be checked; letting the request through", slog.String("limit", kind), slog.String("error", err.Error()))
+		l.log.Warn("a per-address budget could not be checked; letting the request through", slog.String("limit", string(kind)), slog.String("error", err.Error()))
 		return nil
 	}
 	if d.Allowed {
@@ -276,7 +277,7 @@ func authLimit(l *addressLimits) echo.MiddlewareFunc {
 			case p == "/auth/methods" && c.Request().Method == http.MethodGet:
 				// Not counted: every page view asks it (docs/endpoints.md).
 			case strings.HasPrefix(p, "/auth/"):
-				err = l.allow(c, "auth", l.auth, time.Minute, "too many login and session requests from this address; retry in %d s")
+				err = l.allow(c, limits.KindAuth, l.auth, time.Minute, "too many login and session requests from this address; retry in %d s")
 			}
 			if err != nil {
 				return err

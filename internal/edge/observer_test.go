@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/fintech-bff/bff/internal/limits"
+	"github.com/fintech-bff/bff/internal/login"
+	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/session"
 )
@@ -40,11 +42,13 @@ func (e *heard) Served(route, method string, status int, took time.Duration) {
 	}
 	e.add("served %s %s %d", method, route, status)
 }
-func (e *heard) Problem(code string)          { e.add("problem %s", code) }
-func (e *heard) Login(method, result string)  { e.add("login %s %s", method, result) }
-func (e *heard) Revoked(reason string, n int) { e.add("revoked %s %d", reason, n) }
-func (e *heard) Refused(limit string)         { e.add("refused %s", limit) }
-func (e *heard) Webhook(result string)        { e.add("webhook %s", result) }
+func (e *heard) Problem(code string) { e.add("problem %s", code) }
+func (e *heard) Login(method login.Method, result login.Outcome) {
+	e.add("login %s %s", method, result)
+}
+func (e *heard) Revoked(reason session.Reason, n int) { e.add("revoked %s %d", reason, n) }
+func (e *heard) Refused(limit limits.Kind)            { e.add("refused %s", limit) }
+func (e *heard) Webhook(result payments.FollowResult) { e.add("webhook %s", result) }
 
 func (e *heard) take() []string {
 	e.mu.Lock()

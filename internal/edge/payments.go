@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/problem"
 )
@@ -36,7 +37,7 @@ func authorized(c echo.Context, a *authn, budget SessionBudget, observe Observer
 	}
 	if budget != nil {
 		if ok, wait := budget.Allow(p.id); !ok {
-			observe.Refused("requests")
+			observe.Refused(limits.KindRequests)
 			return p, problem.Later(problem.CodeRateLimited, wait, "this session is over its request budget; retry in %d s")
 		}
 	}

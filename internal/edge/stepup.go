@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/login"
 	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/problem"
@@ -66,7 +67,7 @@ func stepUpStart(d loginDeps, mobileURIs []string) echo.HandlerFunc {
 			}
 			hint = pr.rec.Sub
 		}
-		if err := d.perAddress.allow(c, "pending_logins", d.perAddress.pendingLogins, login.StateTTL,
+		if err := d.perAddress.allow(c, limits.KindPendingLogins, d.perAddress.pendingLogins, login.StateTTL,
 			"too many logins started from this address and not finished; retry in %d s"); err != nil {
 			return err
 		}
@@ -79,7 +80,7 @@ func stepUpStart(d loginDeps, mobileURIs []string) echo.HandlerFunc {
 		if err := bindLogin(c, d, state); err != nil {
 			return err
 		}
-		d.observe.Login("step_up", "started")
+		d.observe.Login(login.MethodStepUp, login.OutcomeStarted)
 		return c.Redirect(http.StatusFound, authURL)
 	}
 }
@@ -95,7 +96,7 @@ func stepUpCallback(c echo.Context, d loginDeps, res login.Result, err error, pr
 		return problem.New(problem.CodeNotFound, "payments are not held for approval here")
 	}
 	if err != nil {
-		d.observe.Login("step_up", "failed")
+		d.observe.Login(login.MethodStepUp, login.OutcomeFailed)
 		d.log.LogAttrs(r.Context(), slog.LevelWarn, "a payment approval did not complete", slog.String("requestId", requestID(c)), slog.String("reason", err.Error()))
 		if !errors.Is(err, login.ErrProvider) || !providerRefused {
 			// Not the provider's refusal (an exchange or a token that
@@ -115,20 +116,20 @@ func stepUpCallback(c echo.Context, d loginDeps, res login.Result, err error, pr
 			}
 			return c.Redirect(http.StatusFound, withQuery(loc, url.Values{"error": {"access_denied"}}))
 		}
-		outcome := "failed"
+		outcome := login.OutcomeFailed
 		if pr, perr := d.a.resolve(c); perr == nil {
 			if _, failed := holds.DeclineHold(r.Context(), su.Ref, pr.rec.UserID, session.Handle(pr.id)); failed == nil {
-				outcome = "declined"
+				outcome = login.OutcomeDeclined
 			}
 		}
-		return c.Redirect(http.StatusFound, withQuery(res.ReturnTo, url.Values{"stepUp": {outcome}}))
+		return c.Redirect(http.StatusFound, withQuery(res.ReturnTo, url.Values{"stepUp": {string(outcome)}}))
 	}
 	if res.Mobile != nil {
 		loc, err := d.prov.IssueMobileCode(r.Context(), res)
 		if err != nil {
 			return loginProblem(err)
 		}
-		d.observe.Login("step_up", "code_issued")
+		d.observe.Login(login.MethodStepUp, login.OutcomeCodeIssued)
 		return c.Redirect(http.StatusFound, loc)
 	}
 	pr, perr := d.a.resolve(c)
@@ -136,8 +137,9 @@ func stepUpCallback(c echo.Context, d loginDeps, res login.Result, err error, pr
 		return perr
 	}
 	rec, p := holds.Approve(r.Context(), su.Ref, pr.rec.UserID, session.Handle(pr.id), approval(c, res))
-	d.observe.Login("step_up", stepUpOutcome(p))
-	v := url.Values{"stepUp": {stepUpOutcome(p)}}
+	outcome := stepUpOutcome(p)
+	d.observe.Login(login.MethodStepUp, outcome)
+	v := url.Values{"stepUp": {string(outcome)}}
 	if p == nil {
 		v.Set("payment", rec.Key)
 	}
@@ -165,21 +167,21 @@ func stepUpToken(d loginDeps) echo.HandlerFunc {
 			err = login.ErrInvalidGrant // a login's code is not an approval
 		}
 		if err != nil {
-			d.observe.Login("step_up", "invalid_grant")
+			d.observe.Login(login.MethodStepUp, login.OutcomeInvalidGrant)
 			return loginProblem(err)
 		}
 		if res.StepUp.Refused {
 			// The user cancelled: the payment is declined, in its session.
 			declined, failed := d.holds.DeclineHold(c.Request().Context(), res.StepUp.Ref, pr.rec.UserID, session.Handle(pr.id))
 			if failed != nil {
-				d.observe.Login("step_up", "failed")
+				d.observe.Login(login.MethodStepUp, login.OutcomeFailed)
 				return failed
 			}
-			d.observe.Login("step_up", "declined")
+			d.observe.Login(login.MethodStepUp, login.OutcomeDeclined)
 			return declined // the refusal is this answer: 403 STEP_UP_DECLINED
 		}
 		rec, p := d.holds.Approve(c.Request().Context(), res.StepUp.Ref, pr.rec.UserID, session.Handle(pr.id), approval(c, res))
-		d.observe.Login("step_up", stepUpOutcome(p))
+		d.observe.Login(login.MethodStepUp, stepUpOutcome(p))
 		if p != nil {
 			return p
 		}
@@ -195,15 +197,16 @@ func approval(c echo.Context, res login.Result) payments.Approval {
 		RequestID: requestID(c), ClientIP: c.RealIP()}
 }
 
-// stepUpOutcome names an approval's end for the app and the metrics.
-func stepUpOutcome(p *problem.Problem) string {
+// stepUpOutcome names an approval's end for the app (the callback's
+// stepUp parameter) and the metrics, by the same words.
+func stepUpOutcome(p *problem.Problem) login.Outcome {
 	switch {
 	case p == nil:
-		return "approved"
+		return login.OutcomeApproved
 	case p.Code == problem.CodeStepUpDeclined:
-		return "declined"
+		return login.OutcomeDeclined
 	}
-	return "failed"
+	return login.OutcomeFailed
 }
 
 // withQuery adds v to a same-origin path (returnTo).

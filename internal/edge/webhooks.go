@@ -51,28 +51,28 @@ func receiveWebhook(wh Webhooks, observe Observer) echo.HandlerFunc {
 		r := c.Request()
 		body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, maxWebhookBody))
 		if err != nil {
-			observe.Webhook("malformed")
+			observe.Webhook(WebhookMalformed)
 			return problem.New(problem.CodeBadRequest, "the webhook's body is unreadable or over 64 KiB")
 		}
 		msg, err := wh.Verifier.Verify(r.Header, body, wh.Now())
 		switch {
 		case errors.Is(err, webhooks.ErrForged):
-			observe.Webhook("forged")
+			observe.Webhook(WebhookForged)
 			return problem.New(problem.CodeForbidden, "the webhook's signature does not verify under payments.webhook_secrets")
 		case errors.Is(err, webhooks.ErrStale):
-			observe.Webhook("stale")
+			observe.Webhook(WebhookStale)
 			return problem.New(problem.CodeBadRequest, "the webhook's timestamp is more than 5 minutes from this server's clock")
 		case err != nil:
-			observe.Webhook("malformed")
+			observe.Webhook(WebhookMalformed)
 			return problem.New(problem.CodeBadRequest, "the webhook lacks a readable webhook-id, webhook-timestamp or webhook-signature")
 		}
 		st, err := webhooks.ParsePaymentStatus(body)
 		switch {
 		case errors.Is(err, webhooks.ErrUnknownType), errors.Is(err, webhooks.ErrUnknownStatus):
-			observe.Webhook("ignored")
+			observe.Webhook(WebhookIgnored)
 			return c.NoContent(http.StatusNoContent)
 		case err != nil:
-			observe.Webhook("malformed")
+			observe.Webhook(WebhookMalformed)
 			return problem.New(problem.CodeBadRequest, "the webhook is not a payment.status_changed event with data.id, data.status and data.updatedAt")
 		}
 		// A replay is answered as the first delivery was.

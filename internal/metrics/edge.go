@@ -9,7 +9,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/fintech-bff/bff/internal/limits"
+	"github.com/fintech-bff/bff/internal/login"
+	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/problem"
+	"github.com/fintech-bff/bff/internal/session"
 )
 
 // Edge is the HTTP edge's edge.Observer, on the public and the admin
@@ -94,19 +98,23 @@ func (m *Edge) Problem(code string) {
 }
 
 // Login implements edge.Observer.
-func (m *Edge) Login(method, result string) { m.logins.WithLabelValues(method, result).Inc() }
+func (m *Edge) Login(method login.Method, result login.Outcome) {
+	m.logins.WithLabelValues(string(method), string(result)).Inc()
+}
 
 // Revoked implements edge.Observer.
-func (m *Edge) Revoked(reason string, n int) {
-	m.revocations.WithLabelValues(reason).Add(float64(n))
+func (m *Edge) Revoked(reason session.Reason, n int) {
+	m.revocations.WithLabelValues(string(reason)).Add(float64(n))
 }
 
 // Refused implements edge.Observer.
-func (m *Edge) Refused(limit string) { m.refusals.WithLabelValues(limit).Inc() }
+func (m *Edge) Refused(limit limits.Kind) { m.refusals.WithLabelValues(string(limit)).Inc() }
 
 // Webhook implements edge.Observer: bff_payment_follow_total's
 // webhook_forged, webhook_stale, webhook_malformed and webhook_ignored.
-func (m *Edge) Webhook(result string) { m.followed.WithLabelValues("webhook_" + result).Inc() }
+func (m *Edge) Webhook(result payments.FollowResult) {
+	m.followed.WithLabelValues(string(result)).Inc()
+}
 
 // methodLabel bounds the method label: the methods the BFF serves, else
 // OTHER.

@@ -95,15 +95,15 @@ func TestTokens(t *testing.T) {
 		`bff_token_cache_requests_total{result="miss"}`: 0,
 		`bff_token_mint_duration_seconds_count`:         0,
 	})
-	o.CacheLookup("local")
-	o.CacheLookup("local")
-	o.CacheLookup("redis")
-	o.CacheLookup("miss")
+	o.CacheLookup(tokens.LookupLocal)
+	o.CacheLookup(tokens.LookupLocal)
+	o.CacheLookup(tokens.LookupRedis)
+	o.CacheLookup(tokens.LookupMiss)
 	o.Minted(nil, time.Millisecond)
 	o.Minted(fmt.Errorf("minting: %w", &tokens.MintError{Kind: tokens.KindAuth}), time.Millisecond)
 	o.Minted(errors.New("store down"), time.Millisecond)
-	o.LockWait("notified", time.Millisecond)
-	o.LockWait("timeout", time.Second)
+	o.LockWait(tokens.WaitNotified, time.Millisecond)
+	o.LockWait(tokens.WaitTimeout, time.Second)
 	o.Refreshed(nil)
 	o.Refreshed(errors.New("x"))
 	wantSamples(t, reg, "bff_token_", map[string]float64{
@@ -160,14 +160,14 @@ func TestPayments(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg)
 	var o payments.Observer = m.Payments
-	o.MoneyRequest("answered")
-	o.MoneyRequest("answered")
-	o.MoneyRequest("key_required")
-	o.Refused("refresh")
-	m.Edge.Refused("requests")
-	o.Followed("changed")
-	o.Followed("webhook_applied")
-	m.Edge.Webhook("forged") // answered by the edge alone: the same metric
+	o.MoneyRequest(payments.MoneyAnswered)
+	o.MoneyRequest(payments.MoneyAnswered)
+	o.MoneyRequest(payments.MoneyKeyRequired)
+	o.Refused("refresh") // payments' Observer takes the word (limits.KindRefresh's)
+	m.Edge.Refused(limits.KindRequests)
+	o.Followed(payments.FollowChanged)
+	o.Followed(payments.FollowWebhookApplied)
+	m.Edge.Webhook(edge.WebhookForged) // answered by the edge alone: the same metric
 	wantSamples(t, reg, "bff_payment_follow_", map[string]float64{
 		`bff_payment_follow_total{result="changed"}`:         1,
 		`bff_payment_follow_total{result="webhook_applied"}`: 1,
@@ -210,7 +210,7 @@ func TestStreams(t *testing.T) {
 	m := metrics.New(reg)
 	open := 3
 	m.Probe(metrics.Probes{Streams: func() int { return open }, StreamsLimit: func() int { return 512 }})
-	for _, limit := range []string{"streams", "streams_address", "streams_address", "streams_instance"} {
+	for _, limit := range []limits.Kind{limits.KindStreams, limits.KindStreamsAddress, limits.KindStreamsAddress, limits.KindStreamsInstance} {
 		m.Edge.Refused(limit)
 	}
 	wantSamples(t, reg, "bff_event_streams", map[string]float64{"bff_event_streams": 3, "bff_event_streams_limit": 512})
@@ -285,13 +285,13 @@ func TestEdge(t *testing.T) {
 	o.Problem("METHOD_NOT_ALLOWED")
 	o.Problem("SOME_UPSTREAM_TYPE") // not the BFF's: UPSTREAM_OTHER
 	o.Problem("ANOTHER_ONE")
-	o.Login("dev", "ok")
-	o.Login("unknown", "state")
-	o.Revoked("admin", 3)
-	o.Revoked("logout", 1)
-	o.Refused("auth")
-	o.Webhook("stale")
-	o.Webhook("ignored")
+	o.Login(login.MethodDev, login.OutcomeOK)
+	o.Login(login.MethodUnknown, login.OutcomeState)
+	o.Revoked(session.ReasonAdmin, 3)
+	o.Revoked(session.ReasonLogout, 1)
+	o.Refused(limits.KindAuth)
+	o.Webhook(edge.WebhookStale)
+	o.Webhook(edge.WebhookIgnored)
 	wantSamples(t, reg, "bff_http_", map[string]float64{
 		`bff_http_requests_total{code="200",method="GET",route="/api/v2/payments"}`:      2,
 		`bff_http_requests_total{code="502",method="GET",route="/api/v2/payments"}`:      1,

@@ -58,14 +58,15 @@ func newTokens(reg prometheus.Registerer) *Tokens {
 	return m
 }
 
-// CacheLookup implements tokens.Observer.
-func (m *Tokens) CacheLookup(result string) {
-	if result == "miss" {
+// CacheLookup implements tokens.Observer: a miss is the lookups' miss, a
+// hit of either layer their hit and that layer's.
+func (m *Tokens) CacheLookup(result tokens.Lookup) {
+	if result == tokens.LookupMiss {
 		m.lookups.WithLabelValues("miss").Inc()
 		return
 	}
 	m.lookups.WithLabelValues("hit").Inc()
-	m.layers.WithLabelValues(result).Inc()
+	m.layers.WithLabelValues(string(result)).Inc()
 }
 
 // Minted implements tokens.Observer.
@@ -75,8 +76,8 @@ func (m *Tokens) Minted(err error, took time.Duration) {
 }
 
 // LockWait implements tokens.Observer.
-func (m *Tokens) LockWait(result string, took time.Duration) {
-	m.lockWaits.WithLabelValues(result).Observe(took.Seconds())
+func (m *Tokens) LockWait(result tokens.Wait, took time.Duration) {
+	m.lockWaits.WithLabelValues(string(result)).Observe(took.Seconds())
 }
 
 // Refreshed implements tokens.Observer.

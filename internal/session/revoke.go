@@ -8,6 +8,19 @@ import (
 // Listing and ending sessions: logout, logout everywhere, the operator's
 // and the back-channel revocations.
 
+// Reason is why sessions were ended before their timeout: the value of
+// bff_session_revocations_total{reason}, named once here rather than
+// spelled at each call.
+type Reason string
+
+// The reasons.
+const (
+	ReasonLogout      Reason = "logout"      // the session's own logout
+	ReasonUser        Reason = "user"        // the user ended one of their sessions, or all of them
+	ReasonAdmin       Reason = "admin"       // the operator revoked a user's sessions
+	ReasonBackchannel Reason = "backchannel" // the provider's back-channel logout
+)
+
 // Delete ends the session named by id everywhere. It returns once no
 // instance can serve it (nearcache's Announce).
 func (m *Manager) Delete(ctx context.Context, id string) error {

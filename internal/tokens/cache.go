@@ -86,21 +86,23 @@ type CacheOptions struct {
 // Observer receives the cache's events. Implementations must be cheap and
 // safe for concurrent use.
 type Observer interface {
-	// CacheLookup: result is "local", "redis" (hits of either layer) or "miss".
-	CacheLookup(result string)
+	// CacheLookup reports where a lookup found the token: a hit of
+	// either layer, or a miss (labels.go names them).
+	CacheLookup(result Lookup)
 	Minted(err error, took time.Duration)
-	// LockWait: result is "notified", "polled" or "timeout".
-	LockWait(result string, took time.Duration)
+	// LockWait reports how one step of a wait for another instance's
+	// mint ended, and how long the wait had taken.
+	LockWait(result Wait, took time.Duration)
 	// Refreshed reports a background refresh-ahead mint.
 	Refreshed(err error)
 }
 
 type nopObserver struct{}
 
-func (nopObserver) CacheLookup(string)             {}
-func (nopObserver) Minted(error, time.Duration)    {}
-func (nopObserver) LockWait(string, time.Duration) {}
-func (nopObserver) Refreshed(error)                {}
+func (nopObserver) CacheLookup(Lookup)           {}
+func (nopObserver) Minted(error, time.Duration)  {}
+func (nopObserver) LockWait(Wait, time.Duration) {}
+func (nopObserver) Refreshed(error)              {}
 
 // Cache is the token manager: each user's upstream token from an
 // in-process copy (nearcache), else the shared store (AES-256-GCM encrypted, the user id
@@ -228,7 +230,7 @@ func (c *Cache) Token(ctx context.Context, userID string) (_ Token, err error) {
 		now := c.now()
 		tok := c.tokKey(userID, *gen)
 		if e, ok := c.local.Serve(tok); ok {
-			c.observe.CacheLookup("local")
+			c.observe.CacheLookup(LookupLocal)
 			if now.UnixNano() >= e.refreshAt {
 				c.refreshAhead(userID, gen, tok)
 			}
@@ -241,14 +243,14 @@ func (c *Cache) Token(ctx context.Context, userID string) (_ Token, err error) {
 		}
 		if ok {
 			source = "store"
-			c.observe.CacheLookup("redis")
+			c.observe.CacheLookup(LookupRedis)
 			c.remember(k.tok, v)
 			if !now.Before(v.refreshAt) {
 				c.refreshAhead(userID, gen, k.tok)
 			}
 			return v.tok, nil
 		}
-		c.observe.CacheLookup("miss")
+		c.observe.CacheLookup(LookupMiss)
 		source = "mint"
 		sctx, sf := telemetry.Start(ctx, tracer, "tokens.singleflight")
 		res, err, shared := c.group.Do(k.tok, func() (any, error) {

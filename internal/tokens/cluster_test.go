@@ -32,14 +32,14 @@ type countingObserver struct {
 	storeHits atomic.Int64
 }
 
-func (o *countingObserver) CacheLookup(r string) {
-	if r == "redis" {
+func (o *countingObserver) CacheLookup(r tokens.Lookup) {
+	if r == tokens.LookupRedis {
 		o.storeHits.Add(1)
 	}
 }
 func (o *countingObserver) Minted(error, time.Duration) {}
-func (o *countingObserver) LockWait(r string, _ time.Duration) {
-	if r == "timeout" {
+func (o *countingObserver) LockWait(r tokens.Wait, _ time.Duration) {
+	if r == tokens.WaitTimeout {
 		o.timeouts.Add(1)
 	}
 }

@@ -63,12 +63,12 @@ func (c *Cache) mintShared(ctx context.Context, userID string, gen *string, k ke
 		select {
 		case <-wake:
 			t.Stop()
-			c.observe.LockWait("notified", time.Since(waitStart))
+			c.observe.LockWait(WaitNotified, time.Since(waitStart))
 		case <-t.C:
-			c.observe.LockWait("polled", time.Since(waitStart))
+			c.observe.LockWait(WaitPolled, time.Since(waitStart))
 		}
 		if time.Now().After(deadline) {
-			c.observe.LockWait("timeout", time.Since(waitStart))
+			c.observe.LockWait(WaitTimeout, time.Since(waitStart))
 			return Token{}, ErrLockTimeout
 		}
 	}
