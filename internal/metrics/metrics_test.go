@@ -163,7 +163,7 @@ func TestPayments(t *testing.T) {
 	o.MoneyRequest(payments.MoneyAnswered)
 	o.MoneyRequest(payments.MoneyAnswered)
 	o.MoneyRequest(payments.MoneyKeyRequired)
-	o.Refused("refresh") // payments' Observer takes the word (limits.KindRefresh's)
+	o.Refused(limits.KindRefresh)
 	m.Edge.Refused(limits.KindRequests)
 	o.Followed(payments.FollowChanged)
 	o.Followed(payments.FollowWebhookApplied)

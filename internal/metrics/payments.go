@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/payments"
 )
 
@@ -40,7 +41,7 @@ func (m *Payments) Followed(result payments.FollowResult) {
 }
 
 // Refused implements payments.Observer.
-func (m *Payments) Refused(limit string) { m.refusals.WithLabelValues(limit).Inc() }
+func (m *Payments) Refused(limit limits.Kind) { m.refusals.WithLabelValues(string(limit)).Inc() }
 
 // unknownGauges registers the gauges of the payments whose outcome is
 // unknown, read from the ledger (unknowns) at scrape time.

@@ -42,13 +42,13 @@ type Observer interface {
 	Followed(result FollowResult)
 	// Refused reports a request a limit refused before it reached the
 	// upstream: limit is "refresh" (the credit guard).
-	Refused(limit string)
+	Refused(limit limits.Kind)
 }
 
 type nopObserver struct{}
 
 func (nopObserver) MoneyRequest(MoneyResult) {}
-func (nopObserver) Refused(string)           {}
+func (nopObserver) Refused(limits.Kind)      {}
 func (nopObserver) Followed(FollowResult)    {}
 
 // base is what every part holds: the upstream, the observer and the log.

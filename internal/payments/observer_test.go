@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/payments"
 )
 
@@ -20,7 +21,7 @@ type events struct {
 }
 
 func (e *events) MoneyRequest(result payments.MoneyResult) { e.add(&e.money, string(result)) }
-func (e *events) Refused(limit string)                     { e.add(&e.refused, limit) }
+func (e *events) Refused(limit limits.Kind)                { e.add(&e.refused, string(limit)) }
 func (e *events) Followed(result payments.FollowResult)    { e.add(&e.followed, string(result)) }
 
 func (e *events) add(m *map[string]int, k string) {

@@ -51,7 +51,7 @@ func (s *refresher) serve(w http.ResponseWriter, r *http.Request, c proxy.Call, 
 			return 0, problem.Wrap(problem.CodeSessionStoreUnavailable, "the refresh allowance cannot be checked right now", err)
 		}
 		if !d.Allowed {
-			s.observe.Refused("refresh")
+			s.observe.Refused(limits.KindRefresh)
 			return 0, problem.Later(problem.CodeRefreshTooSoon, d.RetryAfter, "data was refreshed less than %s ago; the next refresh is allowed in %d s", s.every)
 		}
 	}
