@@ -16,7 +16,7 @@ PKGS     := ./...
 # leaves it out, so they are not compiled and nothing reports them passed.
 TAGS     := integration
 
-.PHONY: all build run test test-unit test-deps test-client client-pack test-chart manifests lint bench bench-streams bench-dpop bench-micro chaos fuzz check-config clean mutants
+.PHONY: all build run test test-unit test-deps test-client client-pack test-chart manifests lint bench bench-payments bench-streams bench-dpop bench-micro chaos fuzz check-config clean mutants
 
 all: lint test
 
@@ -107,13 +107,29 @@ lint:
 
 ## bench: the end-to-end load benchmark (BFF against a bare ReverseProxy, wrk);
 ## writes BENCHMARKS.md and bench/latency.svg. BENCHFLAGS passes flags to it.
-## Then bench-streams and bench-dpop.
+## Then bench-payments (its section of BENCHMARKS.md, which the full run
+## keeps as it stands), bench-streams and bench-dpop.
 bench: build
 	@command -v wrk >/dev/null 2>&1 || apt-get install -y wrk || { apt-get update && apt-get install -y wrk; }
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/bffbench ./bench
 	./scripts/with-redis.sh ./$(BIN)/bffbench -bff $(BIN)/bff -out BENCHMARKS.md -svg bench/latency.svg $(BENCHFLAGS)
+	$(MAKE) bench-payments
 	$(MAKE) bench-streams
 	$(MAKE) bench-dpop
+
+## bench-payments: keyed payment creations through one BFF with the
+## PostgreSQL ledger (a fresh database, dropped after) and Redis, against
+## the bare proxy's plain POST, in one run: payments/s at saturation, then
+## p50/p99/p99.9 at 25, 50 and 90% of it, CPU, ledger transactions and
+## Redis commands per payment, and the same for a repeat of a key; a CPU
+## profile of the BFF at saturation. About 3 minutes. Replaces the payments
+## section of BENCHMARKS.md (the rest stays as make bench wrote it); every
+## run and the profile go to bench/payments.txt. PAYFLAGS passes flags.
+bench-payments: build
+	@command -v wrk >/dev/null 2>&1 || apt-get install -y wrk || { apt-get update && apt-get install -y wrk; }
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/bffbench ./bench
+	./scripts/with-postgres.sh ./scripts/with-redis.sh ./$(BIN)/bffbench -bff $(BIN)/bff -only payments -profile payments \
+	  -out BENCHMARKS.md -pay-out bench/payments.txt $(PAYFLAGS)
 
 ## bench-dpop: a device-bound (DPoP) session's request against a Bearer one
 ## and the cookie path, in one run (CPU, time, allocations and Redis
@@ -147,12 +163,17 @@ bench-micro:
 ## operations (make test: 240): the histories explored and the invariants
 ## held go to bench/histories.txt. The hold checker (payments the user
 ## approves, internal/payments) runs HOLD_OPS operations per history (make
-## test: 300) into bench/holds.txt.
+## test: 300) into bench/holds.txt. Last, the ledger's database frozen for
+## LEDGER_PAUSE under PAUSE_RATE payments a second from retrying clients on
+## three instances (e2e/ledgerpause_test.go; make test: 60/s, 3 s, looser
+## bounds): the first 201 within 1 s of the resume, every instance within
+## 3 s, into bench/ledger-pause.txt.
 HISTORY_OPS    ?= 10000
 HOLD_OPS       ?= 3000
 CHAOS_DURATION ?= 3m
 CHAOS_USERS    ?= 200
 LEDGER_PAUSE   ?= 10s
+PAUSE_RATE     ?= 400
 chaos: test-deps
 	rm -f bench/ledger-faults.txt
 	BFF_LEDGER_PAUSE=$(LEDGER_PAUSE) BFF_LEDGER_FAULTS_REPORT=$(CURDIR)/bench/ledger-faults.txt \
@@ -163,6 +184,8 @@ chaos: test-deps
 	rm -f bench/histories.txt
 	BFF_HISTORY_OPS=$(HISTORY_OPS) BFF_HISTORY_REPORT=$(CURDIR)/bench/histories.txt ./scripts/with-postgres.sh ./scripts/with-redis.sh \
 	  $(GO) test -tags $(TAGS) -count=1 -timeout 60m -run '^TestPaymentHistories$$' -v ./e2e
+	BFF_PAUSE_STRICT=1 BFF_PAUSE_RATE=$(PAUSE_RATE) BFF_LEDGER_PAUSE=$(LEDGER_PAUSE) BFF_PAUSE_REPORT=$(CURDIR)/bench/ledger-pause.txt \
+	  ./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -tags $(TAGS) -count=1 -timeout 10m -run '^TestLedgerPauseRecovery$$' -v ./e2e
 	BFF_CHAOS_DURATION=$(CHAOS_DURATION) BFF_CHAOS_USERS=$(CHAOS_USERS) BFF_CHAOS_REPORT=$(CURDIR)/bench/chaos.txt \
 	  ./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -tags $(TAGS) -count=1 -timeout 40m -run '^TestPaymentsUnderFaults$$' -v ./e2e
 

@@ -309,8 +309,12 @@ func (p *parts) money(ctx context.Context, a *app) error {
 		},
 		Logger: log, Observe: p.obs.Upstream,
 	})
+	var background payments.Ledger = led
+	if pg, ok := led.(*ledger.Postgres); ok {
+		background = pg.Background() // the loops' own connections
+	}
 	p.pay = payments.New(payments.Options{
-		Upstream: p.fwd, Timeout: cfg.Upstream.Timeout, MoneyRoutes: cfg.Upstream.MoneyRoutes, Ledger: led,
+		Upstream: p.fwd, Timeout: cfg.Upstream.Timeout, MoneyRoutes: cfg.Upstream.MoneyRoutes, Ledger: led, Background: background,
 		Refresh: a.limits, RefreshEvery: cfg.Limits.RefreshInterval,
 		Logger: log, Observe: p.obs.Payments,
 		Instance: instance, EncryptionKey: p.keys.enc, DecryptionKeys: p.keys.dec,

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/tern/v2/migrate"
 )
@@ -21,10 +23,37 @@ const versionTable = "bff_schema_version"
 
 // Postgres is the ledger in PostgreSQL. Safe for concurrent use; every
 // method is one round trip (Claim's losing path two).
+//
+// Under a database that is slow or frozen, the ledger sheds new payments
+// rather than queue them, in three pools of connections:
+//
+//   - New claims have their own connections (half of max_conns, at least
+//     two), and a Claim waits at most claimWait for one that others hold,
+//     then fails with ErrUnavailable (the caller's 503 with a
+//     Retry-After): no queue of claims builds up that would still be
+//     draining, call by call, after the database answers again.
+//   - The calls of payments already claimed (the send mark, the outcome,
+//     settling, a repeat's reads) have max_conns connections of their
+//     own, never queued behind new claims, and keep their whole budget.
+//   - The loops in the background (the recoverer, the follower:
+//     Background) have two, so they never take a payment's.
+//
+// A call whose context ends gives up its connection without sending the
+// database a cancel request (one more connection to a frozen server).
 type Postgres struct {
-	pool *pgxpool.Pool
+	pool   *pgxpool.Pool // the calls of payments already claimed, and reads
+	claims *pgxpool.Pool // new claims
+	// bg is the background loops' pool (Background); nil in the
+	// background's own view.
+	bg *pgxpool.Pool
 	sealer
 }
+
+// claimWait bounds how long a Claim waits for a connection.
+const claimWait = 250 * time.Millisecond
+
+// backgroundConns is the size of the background loops' pool.
+const backgroundConns = 2
 
 // Options configures Open.
 type Options struct {
@@ -58,8 +87,13 @@ func Open(ctx context.Context, o Options) (*Postgres, error) {
 		cfg.MaxConns = o.MaxConns
 	}
 	// A dead database must fail a payment fast with a clear 503, not hang
-	// it: connecting is bounded here, and each call by its context.
+	// it: connecting is bounded here, and each call by its context. A
+	// call whose context ends closes its connection (a deadline on the
+	// socket) instead of opening another to send a cancel request.
 	cfg.ConnConfig.ConnectTimeout = 3 * time.Second
+	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, unavailable(err)
@@ -68,7 +102,31 @@ func Open(ctx context.Context, o Options) (*Postgres, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &Postgres{pool: pool, sealer: s}, nil
+	claimsCfg := cfg.Copy()
+	claimsCfg.MaxConns, claimsCfg.MinConns = max(2, cfg.MaxConns/2), 0
+	bgCfg := cfg.Copy()
+	bgCfg.MaxConns, bgCfg.MinConns = backgroundConns, 0
+	claims, err := pgxpool.NewWithConfig(ctx, claimsCfg)
+	if err != nil {
+		pool.Close()
+		return nil, unavailable(err)
+	}
+	bg, err := pgxpool.NewWithConfig(ctx, bgCfg)
+	if err != nil {
+		pool.Close()
+		claims.Close()
+		return nil, unavailable(err)
+	}
+	return &Postgres{pool: pool, claims: claims, bg: bg, sealer: s}, nil
+}
+
+// Background is the ledger as the loops in the background use it: the
+// same database, through their own small pool.
+func (p *Postgres) Background() *Postgres {
+	if p.bg == nil {
+		return p
+	}
+	return &Postgres{pool: p.bg, claims: p.bg, sealer: p.sealer}
 }
 
 func migrateUp(ctx context.Context, pool *pgxpool.Pool) error {
@@ -92,10 +150,17 @@ func migrateUp(ctx context.Context, pool *pgxpool.Pool) error {
 }
 
 // Close closes the pool.
-func (p *Postgres) Close() { p.pool.Close() }
+func (p *Postgres) Close() {
+	p.pool.Close()
+	if p.bg != nil { // the background's view closes nothing of its own
+		p.claims.Close()
+		p.bg.Close()
+	}
+}
 
-// Ping reports whether the database answers.
-func (p *Postgres) Ping(ctx context.Context) error { return unavailable(p.pool.Ping(ctx)) }
+// Ping reports whether the database answers a new claim's connection:
+// while new payments are being shed (bff_ledger_up), it does not.
+func (p *Postgres) Ping(ctx context.Context) error { return unavailable(p.claims.Ping(ctx)) }
 
 // Claim claims req's key for one upstream call that ends within bound. It
 // returns the claim when this request won (a new key, or a released one
@@ -104,9 +169,22 @@ func (p *Postgres) Claim(ctx context.Context, req Request, bound time.Duration) 
 	if err := checkBound(bound); err != nil {
 		return nil, nil, err
 	}
+	// New work waits only briefly for a connection that others hold (see
+	// Postgres); opening one of its own, when the pool has room, takes
+	// what it takes within ctx.
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if st := p.claims.Stat(); st.AcquiredConns()+st.ConstructingConns() >= st.MaxConns() {
+		actx, cancel = context.WithTimeout(ctx, claimWait)
+	}
+	conn, err := p.claims.Acquire(actx)
+	cancel()
+	if err != nil {
+		return nil, nil, unavailable(fmt.Errorf("no connection for a new claim within %v: %w", claimWait, err))
+	}
+	defer conn.Release()
 	owner := newOwner()
 	var c Claim
-	err := p.pool.QueryRow(ctx, `
+	err = conn.QueryRow(ctx, `
 WITH c AS (
   INSERT INTO money_requests AS m
     (user_id, route, idem_key, fingerprint, session_ref, client_ip, request_id, state, owner, deadline, content, held)
@@ -135,7 +213,7 @@ SELECT id, claimed_at FROM c`,
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, unavailable(err)
 	}
-	rec, err := p.lookup(ctx, req)
+	rec, err := p.lookup(ctx, conn, req)
 	return nil, rec, err
 }
 
@@ -194,8 +272,8 @@ func (p *Postgres) scanRecord(row pgx.Row) (*Record, error) {
 	return &r, nil
 }
 
-func (p *Postgres) lookup(ctx context.Context, req Request) (*Record, error) {
-	r, err := p.scanRecord(p.pool.QueryRow(ctx, `SELECT `+recordColumns+`
+func (p *Postgres) lookup(ctx context.Context, conn *pgxpool.Conn, req Request) (*Record, error) {
+	r, err := p.scanRecord(conn.QueryRow(ctx, `SELECT `+recordColumns+`
 FROM money_requests WHERE user_id = $1 AND route = $2 AND idem_key = $3`, req.UserID, req.Route, req.Key))
 	if err != nil {
 		// No row: the key was claimed and then removed, which nothing does;

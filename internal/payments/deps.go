@@ -66,7 +66,9 @@ func (b base) ledgerFailed(requestID string, err error) *problem.Problem {
 	if errors.Is(err, ledger.ErrUnreadable) {
 		detail = "this payment's stored answer cannot be read right now; nothing was sent again"
 	}
-	return problem.Wrap(problem.CodeLedgerUnavailable, detail, err)
+	p := problem.Wrap(problem.CodeLedgerUnavailable, detail, err)
+	p.RetryAfter = "1" // the ledger sheds load at once: a retry a second later finds it again
+	return p
 }
 
 // The endpoints of the upstream that payments reads or sends to.

@@ -88,7 +88,9 @@ func (o *owner) mark(ctx context.Context) error {
 	})
 	if err != nil {
 		o.path.observe.MoneyRequest(MoneyLedgerUnavailable)
-		return problem.Wrap(problem.CodeLedgerUnavailable, "payments cannot be recorded right now; nothing was sent, retry with the same Idempotency-Key", err)
+		p := problem.Wrap(problem.CodeLedgerUnavailable, "payments cannot be recorded right now; nothing was sent, retry with the same Idempotency-Key", err)
+		p.RetryAfter = "1"
+		return p
 	}
 	if !ok {
 		p := problem.Wrap(problem.CodeLedgerUnavailable, "this payment's claim ran out before it could be sent; nothing was sent, retry with the same Idempotency-Key", errClaimLost)

@@ -82,6 +82,10 @@ type Options struct {
 	// recorded in Ledger. A money POST with no Ledger is refused.
 	MoneyRoutes []string
 	Ledger      Ledger
+	// Background is the ledger the loops in the background (the
+	// recoverer, the follower) use, so that they never take a payment's
+	// connection (ledger.Postgres.Background); Ledger when nil.
+	Background Ledger
 	// Refresh, when set with RefreshEvery > 0, is the credit guard: at most
 	// one POST under RefreshPath per user per RefreshEvery. Without it the
 	// refresh is still sent once (never resent after a 401).
@@ -154,8 +158,12 @@ func New(o Options) *Service {
 			send: s.money, timeout: o.Timeout}
 		s.money.holds = s.holds
 	}
-	s.recoverer = &Recoverer{base: b, ledger: o.Ledger, evidence: ev, pace: defaultPace}
-	s.follower = &Follower{base: b, ledger: o.Ledger, follow: o.Follow, instance: o.Instance}
+	bg := o.Background
+	if bg == nil {
+		bg = o.Ledger
+	}
+	s.recoverer = &Recoverer{base: b, ledger: bg, evidence: &evidence{base: b, ledger: bg, listLag: o.ListLag}, pace: defaultPace}
+	s.follower = &Follower{base: b, ledger: bg, follow: o.Follow, instance: o.Instance}
 	return s
 }
 
