@@ -162,8 +162,17 @@ func (s *evidence) settle(ctx context.Context, c proxy.Call, r subject) Result {
 			ids = append(ids, p.ID)
 		}
 	}
+	// The others are the requests that could still act after this one's
+	// claim: a payment they made before it is in the snapshot, so it is
+	// never fresh. A lagging list shows a payment only lag after it was
+	// made, so the snapshot may miss one made up to lag before it: the
+	// requests that could act then are others too.
+	since := r.claimedAt
+	if lag > 0 {
+		since = since.Add(-lag - dateSlack)
+	}
 	lctx, lcancel := context.WithTimeout(ctx, ledgerTimeout)
-	others, err := s.ledger.Others(lctx, c.UserID, r.id, r.claimedAt, ids)
+	others, err := s.ledger.Others(lctx, c.UserID, r.id, since, ids)
 	lcancel()
 	if err != nil {
 		return unknownBecause("the ledger could not be read")
