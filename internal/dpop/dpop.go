@@ -13,22 +13,40 @@
 // does: a proof replayed within the window, on the same instance or
 // another, still passes, so "a reused proof is refused" needs the jti
 // cache either way, and a nonce would add a 401 round trip for every app
-// at each rotation on top. Measured on the development machine (2 shared
-// cores; docs/operations.md, "Device-bound sessions (DPoP)", has the
-// figures and how they were taken): checking an ES256 proof costs 120 to
-// 256 µs of CPU (PS256 86 µs), the jti claim one Redis command (EVALSHA,
-// 46 to 69 µs on a local Redis), a window nonce's HMAC 2 to 4 µs; through
-// the whole edge a bound request costs 3.9 times a Bearer one's CPU.
+// at each rotation on top. docs/operations.md, "Device-bound sessions
+// (DPoP)", has the measured costs.
 //
-// The JOSE work (parsing the JWS, checking its signature, the key's
-// thumbprint) is go-jose's; what is the package's own is the checks RFC
-// 9449 adds on top. The Go DPoP packages there are (open-rails/authkit's
-// dpop, ES256 only; fapigo's, an internal package; a few proofs of
-// concept) are young, single-maintainer or not importable, and none checks
-// against a configured public URL with a shared replay store as the BFF
-// needs; the evidence that these checks hold is dpop_test.go (every
-// refusal, the window's edges, replays across two store clients) and
-// FuzzVerify (only a proof signed by the bound key passes).
+// Reading a proof is the package's own (jws.go), not a general JOSE
+// parse: the three base64url parts decoded into a buffer on the stack, the
+// header and the claims checked as JSON by encoding/json and then read
+// member by member, strictly (a name twice, crit, b64, x5c, x5u or jku is
+// refused; names compare exactly). The key is go-jose's to read, once per
+// jwk: the key cache (keys.go) keeps, by the exact bytes of a jwk whose
+// proof verified, the key and its thumbprint, so a bound session's
+// proofs, which carry the same jwk every time, cost a map lookup, a
+// comparison of the thumbprint with the session's and one signature check
+// (crypto/ecdsa, crypto/ed25519 or crypto/rsa, called as go-jose calls
+// them). Why: go-jose's parse of every proof, with the jwk's point decoded
+// and its thumbprint hashed each time, cost an ES256 proof 230 allocations
+// (16 KB) and 1.4 to 1.9 times the CPU of reading it here (15 allocations,
+// 10 of them crypto/ecdsa's), which is the ECDSA check and little more
+// (BenchmarkVerify, BenchmarkVerifyFirstProof and BenchmarkVerifyGoJOSE
+// against BenchmarkECDSAVerify; docs/operations.md has the figures). The
+// evidence that it reads what go-jose read is FuzzVerifyMatchesGoJOSE (the
+// same proofs accepted as by the go-jose verifier it replaced, kept in
+// reference_test.go, with the bound key cached and at a login), FuzzObject
+// (each JSON object read as encoding/json reads it),
+// TestVerifyKeyChecksWithAndWithoutTheKeyCache, and dpop_test.go and
+// FuzzVerify as they were before it.
+//
+// What is the package's own besides is the checks RFC 9449 adds on top of
+// a JWS. The Go DPoP packages there are (open-rails/authkit's dpop, ES256
+// only; fapigo's, an internal package; a few proofs of concept) are young,
+// single-maintainer or not importable, and none checks against a
+// configured public URL with a shared replay store as the BFF needs; the
+// evidence that these checks hold is dpop_test.go (every refusal, the
+// window's edges, replays across two store clients) and FuzzVerify (only a
+// proof signed by the bound key passes).
 //
 // The package is plain Go: no HTTP framework, no store of its own.
 package dpop
@@ -37,18 +55,13 @@ import (
 	"bytes"
 	"context"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -69,15 +82,16 @@ const (
 	// unbound one as DPoP (the edge's).
 	ReasonScheme Reason = "scheme"
 	// ReasonMalformed: not a compact JWS with a JSON header and claims of
-	// the right types, or over MaxProofBytes.
+	// the right types, a member of either twice, a crit, b64, x5c, x5u or
+	// jku header, or over MaxProofBytes.
 	ReasonMalformed Reason = "malformed"
 	// ReasonAlg: none, a symmetric algorithm (HS*), or one not allowed.
 	ReasonAlg Reason = "alg"
 	// ReasonTyp: typ is not dpop+jwt.
 	ReasonTyp Reason = "typ"
-	// ReasonJWK: no jwk header, or one with private or symmetric parts, an
-	// unknown key type, a curve that is not alg's, or an RSA key under
-	// 2048 bits.
+	// ReasonJWK: no jwk header, or one with private or symmetric parts, a
+	// member twice, an unknown key type or one that does not parse as a
+	// key, a curve that is not alg's, or an RSA key under 2048 bits.
 	ReasonJWK Reason = "jwk"
 	// ReasonSignature: the signature does not verify with the header's jwk.
 	ReasonSignature Reason = "signature"
@@ -170,6 +184,12 @@ type Options struct {
 	// MaxAge + MaxAhead and a margin: shared by every instance, so that a
 	// proof is accepted once across all of them. Required.
 	Replay ReplayStore
+	// KeyCache is how many keys of recent proofs the verifier keeps read,
+	// by the bytes of their jwk (DefaultKeyCache when zero; up to twice as
+	// many are held; negative keeps none): a bound session's proofs carry
+	// the same jwk every time, and a key kept is not parsed, decoded and
+	// hashed again for each.
+	KeyCache int
 }
 
 // Verifier checks proofs. It is safe for concurrent use.
@@ -181,6 +201,7 @@ type Verifier struct {
 	now       func() time.Time
 	replay    ReplayStore
 	replayTTL time.Duration
+	keys      *keyCache
 }
 
 // NewVerifier returns a Verifier, or an error when o names an algorithm
@@ -210,6 +231,10 @@ func NewVerifier(o Options) (*Verifier, error) {
 		v.now = time.Now
 	}
 	v.replayTTL = v.maxAge + v.maxAhead + replayMargin
+	if o.KeyCache == 0 {
+		o.KeyCache = DefaultKeyCache
+	}
+	v.keys = newKeyCache(o.KeyCache)
 	return v, nil
 }
 
@@ -249,26 +274,14 @@ type Proof struct {
 	JKT string
 }
 
-// header is the part of the JOSE header read before go-jose parses the
-// proof, so that each refusal gets its reason.
-type header struct {
-	Alg string                     `json:"alg"`
-	Typ *string                    `json:"typ"`
-	JWK map[string]json.RawMessage `json:"jwk"`
-}
-
-// claims are a proof's claims. The times are JSON numbers (NumericDate).
-type claims struct {
-	JTI *string  `json:"jti"`
-	HTM *string  `json:"htm"`
-	HTU *string  `json:"htu"`
-	IAT *float64 `json:"iat"`
-	ATH *string  `json:"ath"`
-}
-
 // privateParams are the JWK members that only a private or symmetric key
 // has (RFC 7518 section 6).
 var privateParams = []string{"d", "p", "q", "dp", "dq", "qi", "oth", "k"}
+
+// maxDecoded is what a usual proof's three parts decode to at most (an
+// ES256 proof: about 230 + 200 + 64 bytes): Verify decodes them into a
+// buffer of this size on its stack, a larger proof's on the heap.
+const maxDecoded = 1536
 
 // Verify checks proof against c and, when it passes, remembers its jti so
 // that it is never accepted again (on any instance sharing the store). A
@@ -279,103 +292,113 @@ var privateParams = []string{"d", "p", "q", "dp", "dq", "qi", "oth", "k"}
 // an allowed asymmetric alg, a public jwk (of c.JKT when set), a signature
 // that verifies with it, htm and htu matching, iat within the window, a
 // jti, ath the token's hash; the key is checked before the signature so
-// that a proof of another key costs no signature check.
+// that a proof of another key costs no signature check. A jwk seen before
+// (the same bytes: a bound session's every proof) is not read again: its
+// key and thumbprint come from the key cache.
 func (v *Verifier) Verify(ctx context.Context, proof string, c Check) (Proof, error) {
 	if len(proof) > MaxProofBytes || strings.Count(proof, ".") != 2 {
 		return Proof{}, refused(ReasonMalformed)
 	}
-	h, err := readHeader(proof[:strings.IndexByte(proof, '.')])
-	if err != nil {
+	dot1 := strings.IndexByte(proof, '.')
+	dot2 := dot1 + 1 + strings.IndexByte(proof[dot1+1:], '.')
+	var buf [maxDecoded]byte
+	dec := buf[:0]
+	if n := base64.RawURLEncoding.DecodedLen(len(proof)); n > len(buf) {
+		dec = make([]byte, 0, n)
+	}
+	var (
+		hdr, payload, sig []byte
+		ok                bool
+		h                 header
+	)
+	if dec, hdr, ok = appendDecoded(dec, proof[:dot1]); !ok {
 		return Proof{}, refused(ReasonMalformed)
 	}
-	if !slices.Contains(v.algs, jose.SignatureAlgorithm(h.Alg)) {
+	if h, ok = readHeader(hdr); !ok {
+		return Proof{}, refused(ReasonMalformed)
+	}
+	alg, ok := v.allowed(h.alg)
+	if !ok {
 		return Proof{}, refused(ReasonAlg)
 	}
-	if h.Typ == nil || !strings.EqualFold(*h.Typ, "dpop+jwt") {
+	if h.typ == nil || !bytes.EqualFold(h.typ, []byte("dpop+jwt")) {
 		return Proof{}, refused(ReasonTyp)
 	}
-	if h.JWK == nil || slices.ContainsFunc(privateParams, func(p string) bool { _, ok := h.JWK[p]; return ok }) {
+	if h.jwk == nil {
 		return Proof{}, refused(ReasonJWK)
 	}
-	jws, err := jose.ParseSignedCompact(proof, v.algs)
-	if err != nil || len(jws.Signatures) != 1 {
+	if h.other {
 		return Proof{}, refused(ReasonMalformed)
 	}
-	jwk := jws.Signatures[0].Header.JSONWebKey
-	if jwk == nil || !jwk.Valid() || !jwk.IsPublic() || !fits(jwk.Key, h.Alg) {
+	if dec, payload, ok = appendDecoded(dec, proof[dot1+1:dot2]); !ok {
+		return Proof{}, refused(ReasonMalformed)
+	}
+	if _, sig, ok = appendDecoded(dec, proof[dot2+1:]); !ok {
+		return Proof{}, refused(ReasonMalformed)
+	}
+	key := v.keys.get(h.jwk)
+	cached := key != nil
+	if !cached {
+		if key = parseKey(h.jwk); key == nil {
+			return Proof{}, refused(ReasonJWK)
+		}
+	}
+	if !key.fits(alg) {
 		return Proof{}, refused(ReasonJWK)
 	}
-	sum, err := jwk.Thumbprint(crypto.SHA256)
-	if err != nil {
-		return Proof{}, refused(ReasonJWK)
-	}
-	jkt := base64.RawURLEncoding.EncodeToString(sum)
-	if c.JKT != "" && subtle.ConstantTimeCompare([]byte(jkt), []byte(c.JKT)) != 1 {
+	if c.JKT != "" && subtle.ConstantTimeCompare([]byte(key.jkt), []byte(c.JKT)) != 1 {
 		return Proof{}, refused(ReasonKey)
 	}
-	payload, err := jws.Verify(jwk)
-	if err != nil {
+	if !key.verify(alg, proof[:dot2], sig) {
 		return Proof{}, refused(ReasonSignature)
 	}
-	var cl claims
-	if err := json.Unmarshal(payload, &cl); err != nil {
+	if !cached {
+		v.keys.put(h.jwk, key)
+	}
+	cl, ok := readClaims(payload)
+	if !ok {
 		return Proof{}, refused(ReasonMalformed)
 	}
-	if cl.HTM == nil || *cl.HTM != c.Method {
+	if cl.htm == nil || string(cl.htm) != c.Method {
 		return Proof{}, refused(ReasonHTM)
 	}
-	if cl.HTU == nil || !SameURL(*cl.HTU, c.URL) {
+	if cl.htu == nil || !sameURL(cl.htu, c.URL) {
 		return Proof{}, refused(ReasonHTU)
 	}
 	now := v.now()
-	if cl.IAT == nil || !v.fresh(*cl.IAT, now) {
+	if !cl.hasIAT || !v.fresh(cl.iat, now) {
 		return Proof{}, refused(ReasonIAT)
 	}
 	if c.Token == "" {
-		if cl.ATH != nil {
+		if cl.ath != nil {
 			return Proof{}, refused(ReasonATH)
 		}
-	} else if cl.ATH == nil || subtle.ConstantTimeCompare([]byte(*cl.ATH), []byte(TokenHash(c.Token))) != 1 {
+	} else if cl.ath == nil || !tokenHashIs(c.Token, cl.ath) {
 		return Proof{}, refused(ReasonATH)
 	}
-	if cl.JTI == nil || *cl.JTI == "" || len(*cl.JTI) > MaxJTILen {
+	if len(cl.jti) == 0 || len(cl.jti) > MaxJTILen {
 		return Proof{}, refused(ReasonJTI)
 	}
 	var claim [16]byte
 	_, _ = rand.Read(claim[:]) // unique to this check: a re-sent SET finds its own claim
-	fresh, err := v.replay.SetNX(ctx, replayKey(jkt, *cl.JTI), claim[:], v.replayTTL)
+	fresh, err := v.replay.SetNX(ctx, replayKeyOf(key.jkt, cl.jti), claim[:], v.replayTTL)
 	if err != nil {
 		return Proof{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if !fresh {
 		return Proof{}, refused(ReasonReplay)
 	}
-	return Proof{JKT: jkt}, nil
+	return Proof{JKT: key.jkt}, nil
 }
 
-// readHeader decodes a compact JWS's header part.
-func readHeader(part string) (header, error) {
-	var h header
-	b, err := base64.RawURLEncoding.DecodeString(part)
-	if err != nil {
-		return h, err
+// allowed is alg when it is one of the verifier's algorithms.
+func (v *Verifier) allowed(alg []byte) (string, bool) {
+	for _, a := range v.algs {
+		if string(alg) == string(a) {
+			return string(a), true
+		}
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	return h, dec.Decode(&h)
-}
-
-// fits reports whether key is of the kind alg signs with: the curve of an
-// ES algorithm, RSA of 2048 bits or more for RS and PS, Ed25519 for EdDSA
-// (go-jose checks that last one itself).
-func fits(key any, alg string) bool {
-	switch k := key.(type) {
-	case *ecdsa.PublicKey:
-		want := map[string]elliptic.Curve{"ES256": elliptic.P256(), "ES384": elliptic.P384(), "ES512": elliptic.P521()}[alg]
-		return want != nil && k.Curve == want
-	case *rsa.PublicKey:
-		return (strings.HasPrefix(alg, "RS") || strings.HasPrefix(alg, "PS")) && k.N.BitLen() >= 2048
-	}
-	return alg == string(jose.EdDSA)
+	return "", false
 }
 
 // fresh reports whether iat (seconds since the epoch) lies within
@@ -391,15 +414,37 @@ func (v *Verifier) fresh(iat float64, now time.Time) bool {
 // replayKey names a proof in the replay store: a hash of its key's
 // thumbprint and its jti, so that the store holds neither, and one key's
 // jti never collides with another's.
-func replayKey(jkt, jti string) string {
-	sum := sha256.Sum256([]byte(jkt + "\x00" + jti))
-	return "dpop:jti:" + base64.RawURLEncoding.EncodeToString(sum[:18])
+func replayKey(jkt, jti string) string { return replayKeyOf(jkt, []byte(jti)) }
+
+func replayKeyOf(jkt string, jti []byte) string {
+	var stack [64 + MaxJTILen]byte // a jkt is 43 bytes
+	in := append(append(append(stack[:0], jkt...), 0), jti...)
+	sum := sha256.Sum256(in)
+	var key [len("dpop:jti:") + 24]byte
+	copy(key[:], "dpop:jti:")
+	base64.RawURLEncoding.Encode(key[len("dpop:jti:"):], sum[:18])
+	return string(key[:])
 }
 
 // TokenHash is ath for token: the base64url SHA-256 of its ASCII bytes.
 func TokenHash(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// tokenHashIs reports, in constant time, whether ath is TokenHash(token).
+func tokenHashIs(token string, ath []byte) bool {
+	var stack [256]byte
+	var in []byte
+	if len(token) <= len(stack) {
+		in = stack[:copy(stack[:], token)]
+	} else {
+		in = []byte(token)
+	}
+	sum := sha256.Sum256(in)
+	var want [43]byte // base64url of 32 bytes, unpadded
+	base64.RawURLEncoding.Encode(want[:], sum[:])
+	return subtle.ConstantTimeCompare(want[:], ath) == 1
 }
 
 // Thumbprint is the jkt of a public JWK: the base64url SHA-256 JWK

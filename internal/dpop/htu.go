@@ -21,6 +21,17 @@ func SameURL(htu, want string) bool {
 	return ok && a == b
 }
 
+// sameURL is SameURL(string(htu), want), with one normalization instead
+// of two when htu is want exactly (an app signs the public URL as the edge
+// names it).
+func sameURL(htu []byte, want string) bool {
+	if string(htu) == want {
+		_, ok := normalURL(want)
+		return ok
+	}
+	return SameURL(string(htu), want)
+}
+
 // normalURL is u normalized as SameURL compares it, without query and
 // fragment; false when u is not an absolute http(s) URL with a host.
 func normalURL(u string) (string, bool) {
@@ -51,6 +62,9 @@ func normalURL(u string) (string, bool) {
 // unreserved characters decoded) and removes its dot segments (RFC 3986
 // section 5.2.4); "" is "/".
 func normalPath(p string) (string, bool) {
+	if strings.IndexByte(p, '%') < 0 { // no percent-encoding to normalize
+		return nonEmpty(removeDotSegments(p)), true
+	}
 	var b strings.Builder
 	b.Grow(len(p))
 	for i := 0; i < len(p); i++ {
@@ -71,15 +85,21 @@ func normalPath(p string) (string, bool) {
 		}
 		i += 2
 	}
-	out := removeDotSegments(b.String())
-	if out == "" {
-		out = "/"
+	return nonEmpty(removeDotSegments(b.String())), true
+}
+
+func nonEmpty(path string) string {
+	if path == "" {
+		return "/"
 	}
-	return out, true
+	return path
 }
 
 // removeDotSegments is RFC 3986 section 5.2.4's algorithm.
 func removeDotSegments(in string) string {
+	if !strings.HasPrefix(in, ".") && !strings.Contains(in, "/.") {
+		return in // no segment is . or ..: the algorithm would copy it
+	}
 	var out []string // output segments, each with its leading "/"
 	for in != "" {
 		switch {
