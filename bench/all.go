@@ -15,19 +15,28 @@ type results struct {
 	revocation revocationResult
 	storm      stormResult
 	tracing    tracingResult
-	users      int           // distinct users of scenario (e)
-	afterPause []roundResult // paced rounds of (e)'s users after -pause
-	scaleSweep []sweepPoint  // scenario (e) at constant rates
-	machine    machine
-	command    string
-	redisDesc  string
-	elapsed    time.Duration
+	users      int             // distinct users of scenario (e)
+	afterPause []roundResult   // paced rounds of (e)'s users after -pause
+	scaleSweep []sweepPoint    // scenario (e) at constant rates
+	payments   *paymentsResult // -only payments (nil when not run)
+	// paymentsBlock is the payments section of the report: this run's,
+	// or the one the report file holds.
+	paymentsBlock string
+	machine       machine
+	command       string
+	redisDesc     string
+	elapsed       time.Duration
 }
 
 func (e *env) measureAll() (*results, error) {
 	res := &results{date: time.Now().UTC(), users: e.opt.users}
-	scs := e.scenarios()
 	var err error
+	if e.onlyPayments() {
+		step("payments")
+		res.payments, err = e.payments()
+		return res, err
+	}
+	scs := e.scenarios()
 	if err := e.warmUp(scs[0]); err != nil {
 		return nil, err
 	}
@@ -78,13 +87,29 @@ func (e *env) measureAll() (*results, error) {
 			return nil, fmt.Errorf("revocation: %w", err)
 		}
 	}
+	if e.selected("payments") {
+		step("payments")
+		if res.payments, err = e.payments(); err != nil {
+			return nil, fmt.Errorf("payments: %w", err)
+		}
+	}
 	return res, nil
 }
 
-// selected reports whether -only names the part (or is empty).
+// selected reports whether -only names the part (or is empty). The
+// payments section runs only when named: make bench runs it on its own
+// (make bench-payments), and the full run keeps its section as it stands.
 func (e *env) selected(part string) bool {
-	return e.opt.only == "" || slices.Contains(strings.Split(e.opt.only, ","), part)
+	named := slices.Contains(strings.Split(e.opt.only, ","), part)
+	if part == "payments" {
+		return named
+	}
+	return e.opt.only == "" || named
 }
+
+// onlyPayments reports -only payments: the section alone, written into
+// the report as a block of its own.
+func (e *env) onlyPayments() bool { return e.opt.only == "payments" }
 
 // warmUp sends one short unrecorded run through each proxy so that
 // connection pools and caches are in place.

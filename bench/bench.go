@@ -38,6 +38,19 @@ type options struct {
 	pacedRounds       int
 	roundEvery        time.Duration
 	idleTimeout       time.Duration
+	pay               payOptions
+}
+
+// payOptions are the payments section's knobs (-only payments).
+type payOptions struct {
+	postgres     string
+	out          string
+	users        int
+	rounds       int
+	dur, rateDur time.Duration
+	settle       time.Duration
+	fractions    []float64
+	maxConns     int
 }
 
 func parseOptions(args []string) (options, error) {
@@ -61,13 +74,22 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.revocations, "revocations", 20, "logout-to-401 measurements across two instances")
 	rates := fs.String("rates", "1000,2000,4000,6000,8000,10000,12000", "offered loads of the sweep, req/s")
 	scaleRates := fs.String("scale-rates", "3000,6000", "offered loads of scenario (e) at constant rates, req/s; empty: none")
-	fs.StringVar(&o.only, "only", "", "run only these scenarios, e.g. a,e (and skip the sweep, storm, tracing and revocation unless named: sweep, storm, tracing, revocation)")
-	fs.StringVar(&o.profile, "profile", "", "profile the BFF's CPU over the last round of these scenarios, e.g. e: the top functions go to the log, the profile to the work directory (with -keep)")
+	fs.StringVar(&o.only, "only", "", "run only these scenarios, e.g. a,e (and skip the sweep, storm, tracing and revocation unless named: sweep, storm, tracing, revocation); payments (never in the default run: make bench-payments) alone writes its section into -out and its figures to -pay-out")
+	fs.StringVar(&o.profile, "profile", "", "profile the BFF's CPU over the last round of these scenarios, e.g. e: the top functions go to the log, the profile to the work directory (with -keep); payments: an extra run of creations at saturation, its top functions in -pay-out")
 	fs.BoolVar(&o.keepDir, "keep", false, "keep the work directory (configs, logs, scripts)")
 	fs.DurationVar(&o.pause, "pause", 0, "an idle pause after scenario (e)'s users are primed, before its rounds: what the first round after a quiet spell costs")
 	fs.IntVar(&o.pacedRounds, "paced-rounds", 3, "with -pause: paced rounds of scenario (e)'s users after the pause, each user once per round, with the Redis commands of each round by command")
 	fs.DurationVar(&o.roundEvery, "round-every", 8*time.Second, "with -pause: the length of a paced round (each user seen once per this)")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 0, "session.idle_timeout of the BFF (0: its default, 30m); a session is written back once per a quarter of it (at most 15m), which a short one shows within a run")
+	fs.StringVar(&o.pay.postgres, "postgres", defaultPostgresURL(), "payments: a PostgreSQL server URL where the user may create databases (a fresh bffbench_<pid> is made and dropped)")
+	fs.StringVar(&o.pay.out, "pay-out", "bench/payments.txt", "payments: the section's figures, profile and raw runs; empty: none")
+	fs.IntVar(&o.pay.users, "pay-users", 1000, "payments: distinct users the payments rotate over (each payment from the next)")
+	fs.IntVar(&o.pay.rounds, "pay-rounds", 3, "payments: rounds at saturation (creations: baseline and BFF interleaved)")
+	fs.DurationVar(&o.pay.dur, "pay-dur", 5*time.Second, "payments: duration of one run at saturation")
+	fs.DurationVar(&o.pay.rateDur, "pay-rate-dur", 6*time.Second, "payments: duration of one constant-rate run")
+	fs.DurationVar(&o.pay.settle, "pay-settle", 11*time.Second, "payments: the wait before PostgreSQL's counters are read (an idle server process flushes them up to 10 s late)")
+	fractions := fs.String("pay-fractions", "0.25,0.5,0.9", "payments: the constant rates, as fractions of the saturation rate")
+	fs.IntVar(&o.pay.maxConns, "pay-max-conns", 0, "payments: the BFF's ledger.max_conns (0: its default, pgx's: the larger of 4 and the CPU count)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -77,6 +99,14 @@ func parseOptions(args []string) (options, error) {
 	}
 	if o.scaleRates, err = parseRates("-scale-rates", *scaleRates); err != nil {
 		return o, err
+	}
+	if o.pay.fractions, err = parseRates("-pay-fractions", *fractions); err != nil {
+		return o, err
+	}
+	for _, f := range o.pay.fractions {
+		if f > 1 {
+			return o, fmt.Errorf("-pay-fractions: %g is more than the saturation rate", f)
+		}
 	}
 	if o.svg != "" && o.out != "" {
 		if rel, err := filepath.Rel(filepath.Dir(o.out), o.svg); err == nil {

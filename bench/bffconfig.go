@@ -14,6 +14,10 @@ type bffConfig struct {
 	keyPrefix     string
 	pprof         bool          // serve /debug/pprof/ on the admin listener
 	idleTimeout   time.Duration // session.idle_timeout; 0: the default
+	// ledgerURL is ledger.postgres_url (the payments section); empty: the
+	// in-process ledger of development, as every other scenario runs.
+	ledgerURL      string
+	ledgerMaxConns int // ledger.max_conns; 0: pgx's default
 }
 
 // Fixed keys: base64 of 32 bytes each. For the benchmark only.
@@ -52,7 +56,24 @@ limits:
   auth_per_minute: 0
   requests_per_second: 1000000
   burst: 1000000
-`, c.listen, c.admin, c.listen, c.pprof, c.upstream, c.redisAddr, c.keyPrefix, benchEncryptionKey, benchSessionKey, idleLine(c.idleTimeout))
+`, c.listen, c.admin, c.listen, c.pprof, c.upstream, c.redisAddr, c.keyPrefix, benchEncryptionKey, benchSessionKey, idleLine(c.idleTimeout)) + c.ledgerYAML()
+}
+
+// ledgerYAML is the payments section's ledger: PostgreSQL, the money
+// routes at their default (/v2/payments, /v2/pay), step-up off (its
+// default), and following off (payments.watch_interval: 0): a payment's
+// status polls come seconds after its answer, and are not what the
+// section measures.
+func (c bffConfig) ledgerYAML() string {
+	if c.ledgerURL == "" {
+		return ""
+	}
+	return fmt.Sprintf(`ledger:
+  postgres_url: %q
+  max_conns: %d
+payments:
+  watch_interval: 0s
+`, c.ledgerURL, c.ledgerMaxConns)
 }
 
 func idleLine(d time.Duration) string {

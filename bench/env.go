@@ -38,6 +38,11 @@ type env struct {
 	manyFile   string    // Cookie values of many
 	freshFile  string    // Cookie values of fresh
 	selfBinary string
+
+	payDB *benchDB // the payments section's ledger database, dropped at the end
+	// runTail is a wait after each wrk run before its readings, for the
+	// requests it left in flight (the payments section); 0: none.
+	runTail time.Duration
 }
 
 func (e *env) setUp() error {
@@ -58,6 +63,10 @@ func (e *env) setUp() error {
 	if err := e.startBaseline(); err != nil {
 		return err
 	}
+	if e.onlyPayments() {
+		// The payments section starts its own BFF, with the ledger.
+		return nil
+	}
 	step("BFF")
 	if e.bff, err = e.startBFF("bff-a"); err != nil {
 		return err
@@ -69,6 +78,9 @@ func (e *env) setUp() error {
 // removes the work directory (unless -keep).
 func (e *env) cleanUp() {
 	e.ps.stopAll()
+	if e.payDB != nil {
+		e.payDB.drop()
+	}
 	if e.redis != nil {
 		if !e.redis.private {
 			e.redis.dropPrefix(e.keyPrefix)
@@ -121,6 +133,12 @@ func (e *env) startBFF(name string) (target, error) { return e.startBFFEnv(name,
 
 // startBFFEnv is startBFF with more environment variables (OTEL_*).
 func (e *env) startBFFEnv(name string, env []string) (target, error) {
+	return e.startBFFWith(name, env, nil)
+}
+
+// startBFFWith is startBFFEnv with its configuration changed by tweak
+// (the payments section's ledger).
+func (e *env) startBFFWith(name string, env []string, tweak func(*bffConfig)) (target, error) {
 	listen, err := freeAddr()
 	if err != nil {
 		return target{}, err
@@ -130,6 +148,9 @@ func (e *env) startBFFEnv(name string, env []string) (target, error) {
 		return target{}, err
 	}
 	cfg := bffConfig{listen: listen, admin: admin, upstream: e.stubURL, redisAddr: e.redis.addr, keyPrefix: e.keyPrefix, pprof: e.opt.profile != "", idleTimeout: e.opt.idleTimeout}
+	if tweak != nil {
+		tweak(&cfg)
+	}
 	cfgPath := filepath.Join(e.dir, name+".yaml")
 	if err := cfg.write(cfgPath); err != nil {
 		return target{}, err

@@ -57,23 +57,36 @@ end
 `
 
 // request is what a scenario sends: method, path, fixed headers, body, and
-// optionally one header whose value rotates over the lines of a file.
+// optionally one header whose value rotates over the lines of a file, and
+// a header with a value of its own per request (an Idempotency-Key).
 type request struct {
 	method  string
 	path    string
 	headers map[string]string
 	body    string
 	rotate  *rotation
+	fresh   *freshKey
 }
 
 // rotation sends header: prefix+line, line start+i of file (modulo its
 // length) for request i (threads interleave so that no two threads send
-// the same line).
+// the same line). With second set, each line is two fields split by a tab,
+// and the second goes in that header (the payments' repeat: each user's
+// cookie and that user's own Idempotency-Key).
 type rotation struct {
 	header string
 	prefix string
 	file   string
 	start  int64
+	second string
+}
+
+// freshKey sends header: prefix + the thread's number + "-" + a count,
+// a value no other request of the run (nor of another run, by its prefix)
+// carries: a new payment each time.
+type freshKey struct {
+	header string
+	prefix string
 }
 
 // luaScript renders the wrk script of req; rate > 0 paces each connection
@@ -88,11 +101,36 @@ func luaScript(req request, conns int, rate float64, threads int) string {
 	for k, v := range req.headers {
 		fmt.Fprintf(&b, "wrk.headers[%q] = %q\n", k, v)
 	}
-	if r := req.rotate; r != nil {
+	if req.rotate != nil || req.fresh != nil {
+		b.WriteString(dynamicRequest(req, threads))
+	}
+	if rate > 0 {
+		fmt.Fprintf(&b, luaPace, float64(threads)*1000/rate, float64(conns)*1000/rate)
+	}
+	b.WriteString(luaDone)
+	return b.String()
+}
+
+// dynamicRequest is the Lua request() of a rotating or keyed request.
+func dynamicRequest(req request, threads int) string {
+	var b strings.Builder
+	r := req.rotate
+	if r != nil && r.second == "" {
 		fmt.Fprintf(&b, `
 local lines = {}
 for l in io.lines(%q) do lines[#lines + 1] = l end
-local n = #lines
+local n = #lines`, r.file)
+	} else if r != nil {
+		fmt.Fprintf(&b, `
+local lines, seconds = {}, {}
+for l in io.lines(%q) do
+  local a, c = l:match("^([^\t]*)\t(.*)$")
+  lines[#lines + 1] = a
+  seconds[#seconds + 1] = c
+end
+local n = #lines`, r.file)
+	}
+	b.WriteString(`
 local nextTid = 0
 setup = function(thread)
   thread:set("tid", nextTid)
@@ -101,18 +139,24 @@ end
 local h = {}
 for k, v in pairs(wrk.headers) do h[k] = v end
 local i = nil
+local count = 0
 request = function()
-  if i == nil then i = %d + tid end
+`)
+	if r != nil {
+		fmt.Fprintf(&b, `  if i == nil then i = %d + tid end
   h[%q] = %q .. lines[(i %% n) + 1]
-  i = i + %d
-  return wrk.format(nil, nil, h)
-end
-`, r.file, r.start, r.header, r.prefix, threads)
+`, r.start, r.header, r.prefix)
+		if r.second != "" {
+			fmt.Fprintf(&b, "  h[%q] = seconds[(i %% n) + 1]\n", r.second)
+		}
+		fmt.Fprintf(&b, "  i = i + %d\n", threads)
 	}
-	if rate > 0 {
-		fmt.Fprintf(&b, luaPace, float64(threads)*1000/rate, float64(conns)*1000/rate)
+	if k := req.fresh; k != nil {
+		fmt.Fprintf(&b, `  count = count + 1
+  h[%q] = %q .. tid .. "-" .. count
+`, k.header, k.prefix)
 	}
-	b.WriteString(luaDone)
+	b.WriteString("  return wrk.format(nil, nil, h)\nend\n")
 	return b.String()
 }
 

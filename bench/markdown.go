@@ -25,6 +25,9 @@ func markdown(o options, r *results, table string) string {
 	b.WriteString(afterPauseText(o, r))
 	b.WriteString(stormText(r.storm))
 	b.WriteString(tracingText(o, r.tracing))
+	if r.paymentsBlock != "" {
+		b.WriteString("\n" + r.paymentsBlock)
+	}
 	b.WriteString("\n## Latency against offered load\n\n")
 	if o.svgLink != "" {
 		fmt.Fprintf(&b, "![latency percentiles against offered load](%s)\n\n", o.svgLink)

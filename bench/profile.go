@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -49,15 +50,27 @@ func (e *env) startProfile(t *target, key string, dur time.Duration) *profiling 
 // finish waits for the profile and prints its top functions, by their
 // own CPU and with their callees.
 func (p *profiling) finish() error {
-	if err := <-p.done; err != nil {
-		return fmt.Errorf("profile: %w", err)
+	text, err := p.summary(25)
+	if err != nil {
+		return err
 	}
-	for _, sort := range []string{"-flat", "-cum"} {
-		out, err := exec.Command("go", "tool", "pprof", "-top", sort, "-nodecount=25", p.path).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("go tool pprof: %w\n%s", err, out)
-		}
-		fmt.Printf("CPU profile of the BFF (%s, %s):\n%s\n", sort, p.path, out)
-	}
+	fmt.Print(text)
 	return nil
+}
+
+// summary waits for the profile and renders its n top functions, by their
+// own CPU (-flat) and with their callees (-cum).
+func (p *profiling) summary(n int) (string, error) {
+	if err := <-p.done; err != nil {
+		return "", fmt.Errorf("profile: %w", err)
+	}
+	var b strings.Builder
+	for _, sort := range []string{"-flat", "-cum"} {
+		out, err := exec.Command("go", "tool", "pprof", "-top", sort, fmt.Sprintf("-nodecount=%d", n), p.path).CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("go tool pprof: %w\n%s", err, out)
+		}
+		fmt.Fprintf(&b, "CPU profile of the BFF (%s, %s):\n%s\n", sort, p.path, out)
+	}
+	return b.String(), nil
 }

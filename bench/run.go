@@ -55,6 +55,7 @@ func (e *env) measure(t *target, script string, dur time.Duration) (runMetrics, 
 	if err != nil {
 		return runMetrics{}, err
 	}
+	time.Sleep(e.runTail)
 	after, err := e.read(t)
 	if err != nil {
 		return runMetrics{}, err

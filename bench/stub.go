@@ -15,7 +15,11 @@ import (
 
 // runStub serves the fast upstream: a ~1 KB JSON reply on the API paths,
 // 1 MiB on /v2/data/transactions, tokens at POST /oauth/token (counted,
-// the count at GET /_stats). Keep-alive, no logging.
+// the count at GET /_stats). Keep-alive, no logging. For the payments
+// section: POST /v2/payments creates, answering 201 with a new id and its
+// payUrl, and GET /v2/payments with a query (the BFF's own reads of the
+// user's payment list: the snapshot before each payment) is an empty page;
+// without a query it is the 1 KB reply the other scenarios read.
 func runStub(args []string) int {
 	fs := flag.NewFlagSet("stub", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
@@ -23,7 +27,8 @@ func runStub(args []string) int {
 
 	small := jsonBody(1024)
 	big := jsonBody(1 << 20)
-	var mints atomic.Int64
+	var mints, payments atomic.Int64
+	run := time.Now().UnixNano()
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /oauth/token", func(w http.ResponseWriter, r *http.Request) {
@@ -33,6 +38,17 @@ func runStub(args []string) int {
 	})
 	mux.HandleFunc("GET /_stats", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, []byte(`{"mints":`+strconv.FormatInt(mints.Load(), 10)+`}`))
+	})
+	mux.HandleFunc("POST /v2/payments", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		writeJSON(w, http.StatusCreated, paymentReply(run, payments.Add(1)))
+	})
+	mux.HandleFunc("GET /v2/payments", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.RawQuery != "" {
+			writeJSON(w, http.StatusOK, emptyPage)
+			return
+		}
+		writeJSON(w, http.StatusOK, small)
 	})
 	mux.HandleFunc("/v2/data/transactions", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, big)
@@ -74,6 +90,15 @@ func jsonBody(n int) []byte {
 	}
 	b.WriteString(`],"nextPage":null}`)
 	return b.Bytes()
+}
+
+// emptyPage is a payment list with nothing in it: a user's first payment.
+var emptyPage = []byte(`{"items":[],"nextPage":null}`)
+
+// paymentReply is the creation's answer: the payment's id, unique in the
+// stub's run, and where the user authorises it.
+func paymentReply(run, n int64) []byte {
+	return fmt.Appendf(nil, `{"id":"pay-%x-%d","payUrl":"https://pay.example/consent/pay-%x-%d"}`, run, n, run, n)
 }
 
 // tokenReply is the token endpoint's answer: a JWT-shaped token (unsigned
