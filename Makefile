@@ -173,7 +173,7 @@ HOLD_OPS       ?= 3000
 CHAOS_DURATION ?= 3m
 CHAOS_USERS    ?= 200
 LEDGER_PAUSE   ?= 10s
-PAUSE_RATE     ?= 400
+PAUSE_RATE     ?= 200
 chaos: test-deps
 	rm -f bench/ledger-faults.txt
 	BFF_LEDGER_PAUSE=$(LEDGER_PAUSE) BFF_LEDGER_FAULTS_REPORT=$(CURDIR)/bench/ledger-faults.txt \

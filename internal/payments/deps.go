@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/fintech-bff/bff/internal/ledger"
@@ -51,11 +54,13 @@ func (nopObserver) MoneyRequest(MoneyResult) {}
 func (nopObserver) Refused(limits.Kind)      {}
 func (nopObserver) Followed(FollowResult)    {}
 
-// base is what every part holds: the upstream, the observer and the log.
+// base is what every part holds: the upstream, the observer and the log,
+// and how many payments the ledger has refused lately.
 type base struct {
 	up      Upstream
 	log     *slog.Logger
 	observe Observer
+	refused *refusals
 }
 
 // ledgerFailed is 503 LEDGER_UNAVAILABLE: nothing was sent upstream.
@@ -67,8 +72,49 @@ func (b base) ledgerFailed(requestID string, err error) *problem.Problem {
 		detail = "this payment's stored answer cannot be read right now; nothing was sent again"
 	}
 	p := problem.Wrap(problem.CodeLedgerUnavailable, detail, err)
-	p.RetryAfter = "1" // the ledger sheds load at once: a retry a second later finds it again
+	p.RetryAfter = strconv.Itoa(b.refused.retryAfter())
 	return p
+}
+
+// refusals counts the payments refused for the ledger in the current and
+// the last second, to spread their clients' retries: while the ledger
+// sheds load, every client told "retry in a second" comes back together,
+// and the retries alone can keep a recovering database busy (the load that
+// once kept a BFF refusing payments long after its database answered
+// again). Retry-After is 1 s when few are refused, and up to maxRetryAfter
+// s, drawn at random, as more are.
+type refusals struct {
+	mu          sync.Mutex
+	second      int64
+	now, before int
+}
+
+// maxRetryAfter bounds the Retry-After of a refused payment, in seconds.
+const maxRetryAfter = 10
+
+// refusalsPerSecondOfWait is how many refusals a second add a second to
+// the spread of retries.
+const refusalsPerSecondOfWait = 25
+
+// retryAfter counts a refusal and returns the Retry-After for it.
+func (r *refusals) retryAfter() int {
+	if r == nil {
+		return 1
+	}
+	r.mu.Lock()
+	sec := time.Now().Unix()
+	switch {
+	case sec == r.second+1:
+		r.before, r.now = r.now, 0
+	case sec != r.second:
+		r.before, r.now = 0, 0
+	}
+	r.second = sec
+	r.now++
+	recent := max(r.now, r.before)
+	r.mu.Unlock()
+	spread := min(maxRetryAfter, 1+recent/refusalsPerSecondOfWait)
+	return 1 + rand.IntN(spread)
 }
 
 // The endpoints of the upstream that payments reads or sends to.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,7 +90,7 @@ func (o *owner) mark(ctx context.Context) error {
 	if err != nil {
 		o.path.observe.MoneyRequest(MoneyLedgerUnavailable)
 		p := problem.Wrap(problem.CodeLedgerUnavailable, "payments cannot be recorded right now; nothing was sent, retry with the same Idempotency-Key", err)
-		p.RetryAfter = "1"
+		p.RetryAfter = strconv.Itoa(o.path.refused.retryAfter())
 		return p
 	}
 	if !ok {

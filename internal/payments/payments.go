@@ -138,7 +138,7 @@ func New(o Options) *Service {
 	if o.Observe == nil {
 		o.Observe = nopObserver{}
 	}
-	b := base{up: o.Upstream, log: o.Logger, observe: o.Observe}
+	b := base{up: o.Upstream, log: o.Logger, observe: o.Observe, refused: &refusals{}}
 	s := &Service{routes: moneyRoutes(o.MoneyRoutes), refresh: &refresher{base: b, guard: o.Refresh, every: o.RefreshEvery}}
 	if o.Ledger == nil {
 		return s
