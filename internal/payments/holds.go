@@ -258,17 +258,7 @@ func (s *Holds) stillHeld(ctx context.Context, rec *ledger.Record) *problem.Prob
 // decline ends hold id without a send, and reports whether it did: false
 // when another approval or end won it meanwhile (or the ledger failed).
 func (s *Holds) decline(ctx context.Context, id int64, ending string) bool {
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
-	defer cancel()
-	ok, err := s.ledger.Decline(lctx, id, ending)
-	if err != nil {
-		s.log.Warn("a held payment could not be declined; it expires at its deadline", slog.String("error", err.Error()))
-		return false
-	}
-	if ok {
-		s.observe.MoneyRequest(declinedResult(ending))
-	}
-	return ok
+	return s.declineHold(ctx, s.ledger, id, ending)
 }
 
 // declineOrSay declines hold id, and answers what is true afterwards: the

@@ -70,17 +70,7 @@ func (s *MoneyPath) claim(ctx context.Context, req ledger.Request) (*ledger.Clai
 // expired, or withdrawn when step-up was turned off) without a send, and
 // reports whether this call ended it.
 func (s *MoneyPath) declineLapsed(ctx context.Context, id int64, ending string) bool {
-	ok, err := withLedger(context.WithoutCancel(ctx), func(ctx context.Context) (bool, error) {
-		return s.ledger.Decline(ctx, id, ending)
-	})
-	if err != nil {
-		s.log.Warn("a held payment could not be declined; it expires at its deadline", slog.String("error", err.Error()))
-		return false
-	}
-	if ok {
-		s.observe.MoneyRequest(declinedResult(ending))
-	}
-	return ok
+	return s.declineHold(ctx, s.ledger, id, ending)
 }
 
 // event writes a repeat's audit event, and reports it by the same word.
