@@ -149,13 +149,15 @@ func migrateUp(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
-// Close closes the pool.
+// Close closes the ledger's pools; on the background's view (Background)
+// it does nothing: the ledger it came from owns them.
 func (p *Postgres) Close() {
-	p.pool.Close()
-	if p.bg != nil { // the background's view closes nothing of its own
-		p.claims.Close()
-		p.bg.Close()
+	if p.bg == nil {
+		return
 	}
+	p.pool.Close()
+	p.claims.Close()
+	p.bg.Close()
 }
 
 // Ping reports whether the database answers a new claim's connection:
