@@ -874,11 +874,16 @@ func (h *history) check() []violation {
 			bad = append(bad, violation{e.key, fmt.Sprintf("a compressed body was answered %d", e.status)})
 		case e.op == "refused-body":
 			bad = append(bad, violation{e.key, fmt.Sprintf("a body the model refuses was answered %d", e.status)})
-		case e.creates && len(made[e.key]) == 0 && h.direct[e.paid]:
+		case e.creates && len(made[e.key]) <= 1 && h.direct[e.paid]:
 			// The one assumption settling rests on, broken on purpose: a
 			// payment equal to the request's, made at the bank inside its
 			// window, passed for the lost request's (docs/payments.md,
-			// "Where the guarantee ends"). Counted, not a violation.
+			// "Where the guarantee ends"). Counted, not a violation. The
+			// key's own payment, when there is one, is one the upstream
+			// made late (after the answer was lost), not yet listed when
+			// settling concluded: two equal payments listed are never
+			// concluded made (the Go checker, TestMoneyHistories, tells
+			// those apart by the list reads, and its mutants hold it).
 			h.assumed[e.key] = e.paid
 		case e.creates && (len(made[e.key]) != 1 || made[e.key][0] != e.paid):
 			bad = append(bad, violation{e.key, fmt.Sprintf("request %s was answered %d with payment %s, but its key made %v", e.reqID, e.status, e.paid, made[e.key])})
@@ -928,7 +933,7 @@ func (h *history) check() []violation {
 				creates = e.creates
 			}
 		}
-		if state == "done" && creates && pid != "" && len(made[k]) == 0 && h.direct[pid] {
+		if state == "done" && creates && pid != "" && len(made[k]) <= 1 && h.direct[pid] {
 			h.assumed[k] = pid // as above: the documented assumption
 		} else if state == "done" && creates && pid != "" && (len(made[k]) != 1 || made[k][0] != pid) {
 			bad = append(bad, violation{k, fmt.Sprintf("the ledger ended key %s done with payment %s, but its key made %v", k, pid, made[k])})
