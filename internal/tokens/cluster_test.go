@@ -266,20 +266,25 @@ func TestTrackedTokensNeedNoMessage(t *testing.T) {
 		got, _ := b.Token(ctx, "tia")
 		return got.Value == old.Value && c.observer.storeHits.Load() == before
 	})
-	c.sim.Advance(30 * time.Second) // past localMaxAge (10 s)
-	// The tracking's freshness is measured on the same clock: the jump
-	// outran the last confirmation, and the next one, within a canary's
-	// period, makes the copy servable again.
-	waitFor(t, b.Tracked)
-	before := c.observer.storeHits.Load()
-	for range 10 {
-		if got, _ := b.Token(ctx, "tia"); got.Value != old.Value {
-			t.Fatal("a tracked copy changed without a change in the store")
+	// Each try moves the clock past localMaxAge (10 s). The tracking's
+	// freshness is measured on the same clock: the jump outran the last
+	// confirmation, and the next one, within a canary's period, makes the
+	// copy servable again. On a loaded machine a confirmation may come
+	// late, and the copy is then read from the store again (safe, and it
+	// is young again): the try is made again, from an old copy. What must
+	// happen is ten reads in a row of a copy older than localMaxAge served
+	// without the store.
+	waitFor(t, func() bool {
+		c.sim.Advance(30 * time.Second)
+		waitFor(t, b.Tracked)
+		before := c.observer.storeHits.Load()
+		for range 10 {
+			if got, _ := b.Token(ctx, "tia"); got.Value != old.Value {
+				t.Fatal("a tracked copy changed without a change in the store")
+			}
 		}
-	}
-	if n := c.observer.storeHits.Load() - before; n != 0 {
-		t.Fatalf("a tracked copy older than localMaxAge read the store %d times, want 0", n)
-	}
+		return c.observer.storeHits.Load() == before
+	})
 	keys := redistest.Keys(ctx, c.rc, c.prefix+"tok:")
 	if len(keys) != 1 {
 		t.Fatalf("token keys %v, want one", keys)
