@@ -2,9 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -24,25 +21,7 @@ func (e *env) startProfile(t *target, key string, dur time.Duration) *profiling 
 	p := &profiling{path: filepath.Join(e.dir, key+".pprof"), done: make(chan error, 1)}
 	secs := max(1, int((dur-time.Second)/time.Second))
 	go func() {
-		p.done <- func() error {
-			resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", t.adminURL, secs))
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("profile: %s", resp.Status)
-			}
-			f, err := os.Create(p.path)
-			if err != nil {
-				return err
-			}
-			if _, err := io.Copy(f, resp.Body); err != nil {
-				f.Close()
-				return err
-			}
-			return f.Close()
-		}()
+		p.done <- fetchTo(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", t.adminURL, secs), p.path)
 	}()
 	return p
 }
