@@ -74,7 +74,10 @@ var (
 // Follower follows payments' statuses after their answer.
 type Follower struct {
 	base
-	ledger FollowLedger
+	ledger FollowLedger // the polls': the background's connections
+	// pushed stores a webhook's status: a request's, on the request
+	// path's connections, not queued behind the loops in the background.
+	pushed FollowLedger
 	follow Follow
 	// instance names this process in the request ids of its polls.
 	instance string
@@ -255,7 +258,7 @@ type Delivery = ledger.Delivery
 func (s *Follower) StatusPushed(ctx context.Context, deliveryID string, u StatusUpdate) (Delivery, error) {
 	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
 	defer cancel()
-	d, wr, err := s.ledger.Webhook(lctx, deliveryID, u, s.follow.MaxInterval)
+	d, wr, err := s.pushed.Webhook(lctx, deliveryID, u, s.follow.MaxInterval)
 	if err != nil {
 		return 0, problem.Wrap(problem.CodeLedgerUnavailable, "the webhook cannot be stored right now; send it again", err)
 	}

@@ -163,7 +163,7 @@ func New(o Options) *Service {
 		bg = o.Ledger
 	}
 	s.recoverer = &Recoverer{base: b, ledger: bg, evidence: &evidence{base: b, ledger: bg, listLag: o.ListLag}, pace: defaultPace}
-	s.follower = &Follower{base: b, ledger: bg, follow: o.Follow, instance: o.Instance}
+	s.follower = &Follower{base: b, ledger: bg, pushed: o.Ledger, follow: o.Follow, instance: o.Instance}
 	return s
 }
 
