@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
 
 	"github.com/fintech-bff/bff/internal/testing/browsertest"
@@ -67,6 +70,10 @@ func TestBrowserSeesPaymentStatusLive(t *testing.T) {
 		t.Fatalf("the simulator's payment %s has remittance %q, want the one just made", paymentID, got)
 	}
 
+	// The page's stream is held before it reaches the BFF: a change made
+	// while it opens is in no event (a stream starts from now), so the page
+	// must read again when it opens (a loaded machine met this).
+	streams := holdStreams(t, tab)
 	browsertest.Do(t, tab, "back in the app without deciding at the bank",
 		chromedp.Navigate(base+"/payment-done?paymentId="+paymentID),
 		chromedp.WaitVisible(chromedp.CSS(`#payment-outcome [data-status]`)))
@@ -80,7 +87,20 @@ func TestBrowserSeesPaymentStatusLive(t *testing.T) {
 	// changed in place.
 	browsertest.Do(t, tab, "marking the page", chromedp.Evaluate[chromedp.Void](`window.__sameDocument = true`))
 
-	for _, status := range []string{"ACTC", "ACSC"} {
+	simPaymentStatus(t, e, paymentID, "ACTC")
+	listed := fmt.Sprintf(`fetch("/bff/payments", {credentials: "include"}).then((r) => r.json()).then((r) => JSON.stringify(r).includes(%s))`,
+		jsString(`"paymentStatus":"ACTC"`))
+	eventually(t, browsertest.Step, func() error {
+		if !browsertest.Get(t, tab, "listing the payments", chromedp.Evaluate[bool](listed, chromedp.EvalAwaitPromise)) {
+			return fmt.Errorf("the BFF has not stored ACTC while the page's stream is held")
+		}
+		return nil
+	})
+	streams.release(t)
+	browsertest.Until(t, tab, "the page showing ACTC, made before its stream opened",
+		fmt.Sprintf(`%[1]s !== null && %[1]s.dataset.paymentStatus === "ACTC" && document.querySelector('#payment-outcome [data-status="ACTC"]') !== null`, row))
+
+	for _, status := range []string{"ACSC"} {
 		moved := time.Now()
 		simPaymentStatus(t, e, paymentID, status)
 		browsertest.Until(t, tab, "the page showing "+status,
@@ -100,6 +120,63 @@ func TestBrowserSeesPaymentStatusLive(t *testing.T) {
 	if loc := browsertest.Get(t, tab, "location", chromedp.Location()); loc != base+"/payment-done?paymentId="+paymentID {
 		t.Errorf("the browser is at %s, want still on /payment-done", loc)
 	}
+}
+
+// heldStreams holds every request of the tab for GET /bff/events until
+// release: the page's stream opens late, as on a loaded machine.
+type heldStreams struct {
+	tab    context.Context
+	paused chan fetch.RequestID
+}
+
+func holdStreams(t *testing.T, tab context.Context) *heldStreams {
+	t.Helper()
+	h := &heldStreams{tab: tab, paused: make(chan fetch.RequestID, 16)}
+	if err := chromedp.Listen(tab, func(ev any) {
+		if p, ok := ev.(*fetch.EventRequestPaused); ok {
+			select {
+			case h.paused <- p.RequestID:
+			default: // more than 16 openings held: the page is looping, and the test fails on its own
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	browsertest.Do(t, tab, "holding the event streams", chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/bff/events*"}}})
+		return err
+	}))
+	return h
+}
+
+// release lets the held openings go (at least one must have been held)
+// and holds no more.
+func (h *heldStreams) release(t *testing.T) {
+	t.Helper()
+	var held []fetch.RequestID
+	select {
+	case id := <-h.paused:
+		held = append(held, id)
+	case <-time.After(browsertest.Step):
+		t.Fatal("the page opened no event stream")
+	}
+	for more := true; more; {
+		select {
+		case id := <-h.paused:
+			held = append(held, id)
+		default:
+			more = false
+		}
+	}
+	browsertest.Do(t, h.tab, "releasing the event streams", chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		for _, id := range held {
+			if _, err := chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: id}); err != nil {
+				return err
+			}
+		}
+		_, err := chromedp.Call(ctx, fetch.Disable, cdp.Empty{})
+		return err
+	}))
 }
 
 // liveEnv is browserEnv with the simulator's control API on (for its

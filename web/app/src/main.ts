@@ -574,6 +574,9 @@ function stepUpDonePage(): void {
   // The bank decides after the approval: the status follows the payment's changes as they come.
   live(recent, (rec) => {
     if (key && rec.key === key && (!shown || isNewer(rec, shown))) show(rec);
+  }, () => {
+    // A change made before the stream opened is not in it: read the record again.
+    if (key) void load();
   });
   if (key) void load();
 }
@@ -678,14 +681,24 @@ function paymentDonePage(): void {
       box.replaceChildren(errorBox(err, () => void load()));
     }
   }
+  // A final status is not undone by an older state of the payment arriving late.
+  const moves = (status: string) => shown !== null && status !== shown.status && !(isFinal(shown.status) && !isFinal(status));
+  /** On each connection of the stream: a change made before it opened is not in it. */
+  async function reread(): Promise<void> {
+    if (!shown) return; // the first read (load) is still on its way, or failed and offers Retry
+    try {
+      const p = await bff.payment(id!);
+      if (moves(p.status)) show(p);
+    } catch {
+      // The status shown stays; the stream goes on.
+    }
+  }
   // The bank may still be deciding: the outcome follows the payment's changes as they come.
   live(recent, (rec) => {
-    // A final status is not undone by an older state of the payment arriving late.
-    if (rec.paymentId === id && rec.paymentStatus && shown && rec.paymentStatus !== shown.status &&
-        !(isFinal(shown.status) && !isFinal(rec.paymentStatus))) {
+    if (rec.paymentId === id && rec.paymentStatus && shown && moves(rec.paymentStatus)) {
       show({ ...shown, status: rec.paymentStatus });
     }
-  });
+  }, () => void reread());
   void load();
 }
 
@@ -702,19 +715,24 @@ function stopLive(): void {
 /**
  * Keeps recent (and onChange, for the page's own use) current from the BFF's payment events
  * until the next page: the client reconnects by itself; the list is loaded at once and again on
- * each connection, so a change between the list and the stream is not missed. A refusal (the session ended: the
+ * each connection, and onOpen (the page's own read) runs on each connection too, so a change
+ * between a read and the stream's opening is not missed: a stream starts from now. A refusal (the session ended: the
  * client has shown the sign-in page) ends it with a line under the list.
  */
-function live(recent: RecentPayments, onChange?: (rec: PaymentRecord) => void): void {
+function live(recent: RecentPayments, onChange?: (rec: PaymentRecord) => void, onOpen?: () => void): void {
   stopLive();
   const stop = new AbortController();
   liveStop = stop;
   // At once, and again on each connection (below): a stream that waits out a 429 or a 503
   // leaves the list shown, not "Loading…".
   void recent.load();
+  const opened = () => {
+    void recent.load();
+    onOpen?.();
+  };
   void (async () => {
     try {
-      for await (const ev of bff.events({ signal: stop.signal, onOpen: () => void recent.load() })) {
+      for await (const ev of bff.events({ signal: stop.signal, onOpen: opened })) {
         recent.update(ev.data);
         onChange?.(ev.data);
       }
