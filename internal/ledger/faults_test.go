@@ -357,6 +357,74 @@ func TestLedgerSurvivesPause(t *testing.T) {
 		round(back.Sub(began.Add(pause))))
 }
 
+// TestLedgerGateDuringPause: a frozen database shuts the ledger's gate.
+// While it is shut a claim is refused without any pool dialling (a frozen
+// server would keep each dial in its listen queue, to fork a process for
+// it when it resumes), the connections of the calls that timed out are
+// given back while the server is still frozen (pgx would wait 15 s on its
+// cancel request and its drain), and once the server runs again the probe
+// opens the gate and claims succeed.
+func TestLedgerGateDuringPause(t *testing.T) {
+	s := pgtest.StartServer(t, pgtest.ServerOptions{})
+	l := openLedger(t, s.URL())
+	claim := func(key string, within time.Duration) error {
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		_, _, err := l.Claim(ctx, faultRequest(key), time.Minute)
+		return err
+	}
+	if err := claim("gate-before", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s.Pause()
+	resumed := false
+	defer func() {
+		if !resumed {
+			s.Resume()
+		}
+	}()
+	n := 0
+	poll.Until(t, 30*time.Second, "the gate shut under claims with a 1 s context", func() bool {
+		n++
+		if err := claim(fmt.Sprintf("gate-paused-%d", n), time.Second); err != nil && !errors.Is(err, ledger.ErrUnavailable) {
+			t.Fatalf("a claim against a frozen database: %v, want ErrUnavailable", err)
+		}
+		return l.GateShut()
+	})
+	poll.Until(t, 10*time.Second, "the pools giving back the connections of the calls that timed out, the server still frozen", func() bool {
+		return l.Taken() == 0
+	})
+	made := l.Dialled()
+	for i := range 20 {
+		if err := claim(fmt.Sprintf("gate-shut-%d", i), time.Second); !errors.Is(err, ledger.ErrUnavailable) {
+			t.Fatalf("a claim while the gate is shut: %v, want ErrUnavailable", err)
+		}
+	}
+	for range 5 { // the pool of claimed payments' calls and reads
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		_, err := l.Position(ctx, "user-1")
+		cancel()
+		if !errors.Is(err, ledger.ErrUnavailable) {
+			t.Fatalf("a read while the database is frozen: %v, want ErrUnavailable", err)
+		}
+	}
+	if after := l.Dialled(); after != made {
+		t.Errorf("the pools dialled %d connections while the gate was shut, want none", after-made)
+	}
+	if err := l.Ping(context.Background()); !errors.Is(err, ledger.ErrUnavailable) {
+		t.Errorf("Ping with the gate shut: %v, want ErrUnavailable (bff_ledger_up 0 while claims are refused)", err)
+	}
+	s.Resume()
+	resumed = true
+	poll.Until(t, 30*time.Second, "a claim succeeding after the resume", func() bool {
+		n++
+		return claim(fmt.Sprintf("gate-resumed-%d", n), 3*time.Second) == nil
+	})
+	if l.GateShut() {
+		t.Error("a claim succeeded with the gate shut")
+	}
+}
+
 // TestLedgerFailoverToSynchronousStandby crashes the primary of a
 // synchronous pair under claims and promotes its standby; the ledger
 // reaches it through the multi-host URL (target_session_attrs=read-write).

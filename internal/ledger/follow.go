@@ -361,7 +361,9 @@ func (p *Postgres) Listen(ctx context.Context, changed func(userID string), resy
 }
 
 func (p *Postgres) listenOnce(ctx context.Context, changed func(string), resync func()) error {
-	conn, err := pgx.ConnectConfig(ctx, p.pool.Config().ConnConfig.Copy())
+	cfg := p.pool.Config().ConnConfig.Copy()
+	withoutCancel(cfg, p.gate)
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -38,14 +38,19 @@ const versionTable = "bff_schema_version"
 //   - The loops in the background (the recoverer, the follower:
 //     Background) have two, so they never take a payment's.
 //
-// A call whose context ends gives up its connection without sending the
-// database a cancel request (one more connection to a frozen server).
+// A call whose context ends gives up its connection at once, without
+// waiting on a cancel request or a drain (giveUpQuickly); and a database
+// that does not answer shuts the gate, which refuses new claims without a
+// round trip and lets no pool dial until one probe is answered (gate).
 type Postgres struct {
 	pool   *pgxpool.Pool // the calls of payments already claimed, and reads
 	claims *pgxpool.Pool // new claims
 	// bg is the background loops' pool (Background); nil in the
 	// background's own view.
 	bg *pgxpool.Pool
+	// gate refuses new claims at once while the database does not answer
+	// (see gate); nil in the background's view, which claims nothing.
+	gate *gate
 	sealer
 }
 
@@ -94,6 +99,17 @@ func Open(ctx context.Context, o Options) (*Postgres, error) {
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
 	}
+	// While the gate is shut no pool dials: the probe alone does. No
+	// connection dials a cancel request (withoutCancel).
+	g := newGate(nil)
+	g.probe = probeWith(cfg.ConnConfig, g)
+	cfg.BeforeConnect = func(_ context.Context, cc *pgx.ConnConfig) error {
+		if !g.open() {
+			return errShut
+		}
+		withoutCancel(cc, g)
+		return nil
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, unavailable(err)
@@ -117,7 +133,7 @@ func Open(ctx context.Context, o Options) (*Postgres, error) {
 		claims.Close()
 		return nil, unavailable(err)
 	}
-	return &Postgres{pool: pool, claims: claims, bg: bg, sealer: s}, nil
+	return &Postgres{pool: pool, claims: claims, bg: bg, gate: g, sealer: s}, nil
 }
 
 // Background is the ledger as the loops in the background use it: the
@@ -155,6 +171,7 @@ func (p *Postgres) Close() {
 	if p.bg == nil {
 		return
 	}
+	p.gate.close()
 	p.pool.Close()
 	p.claims.Close()
 	p.bg.Close()
@@ -162,7 +179,12 @@ func (p *Postgres) Close() {
 
 // Ping reports whether the database answers a new claim's connection:
 // while new payments are being shed (bff_ledger_up), it does not.
-func (p *Postgres) Ping(ctx context.Context) error { return unavailable(p.claims.Ping(ctx)) }
+func (p *Postgres) Ping(ctx context.Context) error {
+	if !p.gate.open() {
+		return unavailable(errShut)
+	}
+	return unavailable(p.claims.Ping(ctx))
+}
 
 // Claim claims req's key for one upstream call that ends within bound. It
 // returns the claim when this request won (a new key, or a released one
@@ -171,16 +193,23 @@ func (p *Postgres) Claim(ctx context.Context, req Request, bound time.Duration) 
 	if err := checkBound(bound); err != nil {
 		return nil, nil, err
 	}
+	if !p.gate.open() {
+		return nil, nil, unavailable(errShut)
+	}
 	// New work waits only briefly for a connection that others hold (see
 	// Postgres); opening one of its own, when the pool has room, takes
 	// what it takes within ctx.
-	actx, cancel := ctx, context.CancelFunc(func() {})
+	actx, cancel, bounded := ctx, context.CancelFunc(func() {}), false
 	if st := p.claims.Stat(); st.AcquiredConns()+st.ConstructingConns() >= st.MaxConns() {
 		actx, cancel = context.WithTimeout(ctx, claimWait)
+		bounded = true
 	}
 	conn, err := p.claims.Acquire(actx)
 	cancel()
 	if err != nil {
+		if !bounded || ctx.Err() != nil {
+			p.gate.failed(err) // a connection that could not be made, not a busy pool
+		}
 		return nil, nil, unavailable(fmt.Errorf("no connection for a new claim within %v: %w", claimWait, err))
 	}
 	defer conn.Release()
@@ -213,6 +242,7 @@ SELECT id, claimed_at FROM c`,
 		return &c, nil, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
+		p.gate.failed(err)
 		return nil, nil, unavailable(err)
 	}
 	rec, err := p.lookup(ctx, conn, req)
