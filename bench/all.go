@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -53,12 +54,18 @@ func (e *env) measureAll() (*results, error) {
 		if sc.key == "e" {
 			res.afterPause = e.afterPause
 		}
-		if sc.key == "e" && len(e.opt.scaleRates) > 0 {
+		if sc.key == "e" && len(e.opt.scaleFractions) > 0 {
 			// Below saturation: the latency users see at a production
 			// load, where a collector's pause is absorbed rather than
-			// queued behind.
+			// queued behind; at fractions of the baseline's saturation
+			// rate of this run, so that the rows mean the same on any
+			// machine.
 			step("scenario (e) at constant rates")
-			if res.scaleSweep, err = e.sweep(sc, e.opt.scaleRates); err != nil {
+			rates := make([]float64, len(e.opt.scaleFractions))
+			for i, f := range e.opt.scaleFractions {
+				rates[i] = math.Round(f * r.base.rps)
+			}
+			if res.scaleSweep, err = e.sweep(sc, rates); err != nil {
 				return nil, fmt.Errorf("scenario (e) at constant rates: %w", err)
 			}
 		}

@@ -28,7 +28,7 @@ type options struct {
 	users, freshUsers int
 	freshDur          time.Duration
 	rates             []float64
-	scaleRates        []float64
+	scaleFractions    []float64 // of (e)'s baseline saturation rate in the same run
 	revocations       int
 	stormUsers        int
 	only              string
@@ -73,7 +73,7 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.stormUsers, "storm-users", 10000, "new users of the login storm (logins, then one first request each)")
 	fs.IntVar(&o.revocations, "revocations", 20, "logout-to-401 measurements across two instances")
 	rates := fs.String("rates", "1000,2000,4000,6000,8000,10000,12000", "offered loads of the sweep, req/s")
-	scaleRates := fs.String("scale-rates", "3000,6000", "offered loads of scenario (e) at constant rates, req/s; empty: none")
+	scaleFractions := fs.String("scale-fractions", "0.5,0.9", "scenario (e) at constant rates, as fractions of its baseline's saturation rate in the same run; empty: none")
 	fs.StringVar(&o.only, "only", "", "run only these scenarios, e.g. a,e (and skip the sweep, storm, tracing and revocation unless named: sweep, storm, tracing, revocation); payments (never in the default run: make bench-payments) alone writes its section into -out and its figures to -pay-out")
 	fs.StringVar(&o.profile, "profile", "", "profile the BFF's CPU over the last round of these scenarios, e.g. e: the top functions go to the log, the profile to the work directory (with -keep); payments: an extra run of creations at saturation, its top functions in -pay-out")
 	fs.BoolVar(&o.keepDir, "keep", false, "keep the work directory (configs, logs, scripts)")
@@ -97,8 +97,13 @@ func parseOptions(args []string) (options, error) {
 	if o.rates, err = parseRates("-rates", *rates); err != nil {
 		return o, err
 	}
-	if o.scaleRates, err = parseRates("-scale-rates", *scaleRates); err != nil {
+	if o.scaleFractions, err = parseRates("-scale-fractions", *scaleFractions); err != nil {
 		return o, err
+	}
+	for _, f := range o.scaleFractions {
+		if f > 1 {
+			return o, fmt.Errorf("-scale-fractions: %g is more than the saturation rate", f)
+		}
 	}
 	if o.pay.fractions, err = parseRates("-pay-fractions", *fractions); err != nil {
 		return o, err

@@ -16,7 +16,7 @@ func TestParseRates(t *testing.T) {
 	if err != nil || !slices.Equal(got, []float64{1000, 2500.5}) {
 		t.Fatalf("parseRates = %v, %v; want [1000 2500.5]", got, err)
 	}
-	if got, err := parseRates("-scale-rates", ""); err != nil || len(got) != 0 {
+	if got, err := parseRates("-scale-fractions", ""); err != nil || len(got) != 0 {
 		t.Fatalf("an empty list: %v, %v; want none", got, err)
 	}
 	for _, bad := range []string{"0", "-5", "x", "1000,"} {
