@@ -4,11 +4,18 @@ package edge
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -21,24 +28,52 @@ import (
 	"github.com/fintech-bff/bff/internal/testing/redistest"
 )
 
+// tokenRequestProfile is where BenchmarkTokenRequest* write a CPU profile of
+// their requests alone (go test's -cpuprofile also holds the setup, the
+// signing of the proofs and the deletion of their jti keys after).
+var tokenRequestProfile = flag.String("tokenrequest.cpuprofile", "",
+	"a directory: each BenchmarkTokenRequest* run writes there a CPU profile of its timed requests only")
+
+// tokenRequestParallelism is how many requests BenchmarkTokenRequestParallel
+// has in flight per P (b.SetParallelism): enough that a request waiting
+// on a socket always leaves another one to run, as on a loaded instance.
+const tokenRequestParallelism = 8
+
 // BenchmarkTokenRequest is BenchmarkSteadyStateRequest's GET sent with a
 // session token: Bearer (an unbound session, the baseline) and DPoP (a
 // device-bound session, a new ES256 proof per request, signed before the
 // clock starts); and, for the steady-state cookie path, with the cookie of
 // an unbound session. Each runs on its own edge, alike: real
 // Redis with live local copies, cached token, real upstream, metrics and
-// access log. Besides ns/op and allocs it reports the Redis commands the
-// edge's client sent per request (redis-cmds/op, counted by a go-redis
-// hook; the background's canaries and lease renewals are in both) and the
-// process's CPU per request (cpu-ns/op), and make bench-dpop divides each
-// by Bearer's of the same run.
+// access log. The requests are sent one at a time. Besides ns/op and
+// allocs it reports the Redis commands the edge's client sent per request
+// (redis-cmds/op, counted by a go-redis hook; the background's canaries and
+// lease renewals are in both), the process's CPU per request (cpu-ns/op)
+// and its voluntary context switches per request (ctxsw/op: a thread of
+// the process went to sleep, having nothing to run, and was woken), and
+// make bench-dpop divides each by Bearer's of the same run.
 func BenchmarkTokenRequest(b *testing.B) {
 	for _, scheme := range []string{"Cookie", "Bearer", "DPoP"} {
-		b.Run(scheme, func(b *testing.B) { benchmarkTokenRequest(b, scheme) })
+		b.Run(scheme, func(b *testing.B) { benchmarkTokenRequest(b, scheme, 0) })
 	}
 }
 
-func benchmarkTokenRequest(b *testing.B, scheme string) {
+// BenchmarkTokenRequestParallel is BenchmarkTokenRequest's requests sent
+// as a busy instance receives them: tokenRequestParallelism per P at once
+// (b.RunParallel), for every kind alike. One at a time, each wait on a
+// socket (the upstream's answer; for DPoP also the jti claim's in Redis)
+// leaves the process with nothing to run: its threads sleep and are woken
+// when the answer comes, a cost a loaded instance, whose other requests
+// fill the wait, does not pay per request.
+func BenchmarkTokenRequestParallel(b *testing.B) {
+	for _, scheme := range []string{"Cookie", "Bearer", "DPoP"} {
+		b.Run(scheme, func(b *testing.B) { benchmarkTokenRequest(b, scheme, tokenRequestParallelism) })
+	}
+}
+
+// benchmarkTokenRequest sends b.N requests of scheme, one at a time, or
+// with b.RunParallel at parallelism per P when it is not 0.
+func benchmarkTokenRequest(b *testing.B, scheme string, parallelism int) {
 	bound := scheme == "DPoP"
 	reply := strings.Repeat("x", 1000)
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -92,21 +127,24 @@ func benchmarkTokenRequest(b *testing.B, scheme string) {
 		}
 		return req
 	}
-	serve := func(req *http.Request) {
+	serve := func(req *http.Request) error {
 		w := httptest.NewRecorder()
 		e.ServeHTTP(w, req)
 		if w.Code != 200 {
-			b.Fatalf("got %d %s", w.Code, w.Body)
+			return fmt.Errorf("got %d %s", w.Code, w.Body)
 		}
+		return nil
 	}
 	warm := ""
 	if bound {
 		warm = k.proof("GET", htu, id)
 	}
-	serve(request(warm)) // the token minted and cached, the session copied
+	if err := serve(request(warm)); err != nil { // the token minted and cached, the session copied
+		b.Fatal(err)
+	}
 	// Every request of a bound session needs a proof of its own: signed
 	// (as the app does) before the clock starts. The requests are built
-	// beforehand for both schemes alike.
+	// beforehand for every scheme alike.
 	reqs := make([]*http.Request, b.N)
 	for i := range reqs {
 		p := ""
@@ -115,28 +153,79 @@ func benchmarkTokenRequest(b *testing.B, scheme string) {
 		}
 		reqs[i] = request(p)
 	}
+	// The signing's garbage (the DPoP run's alone) is collected now, not
+	// by the requests' collections.
+	runtime.GC()
+	stopProfile := startTokenRequestProfile(b)
 	b.ReportAllocs()
 	cmds.Store(0)
-	cpu0 := processCPU(b)
+	use0 := processUsage(b)
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		serve(reqs[i])
+	if parallelism == 0 {
+		for i := 0; i < b.N; i++ {
+			if err := serve(reqs[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	} else {
+		var next atomic.Int64
+		b.SetParallelism(parallelism)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := serve(reqs[next.Add(1)-1]); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
 	}
 	b.StopTimer()
+	use := processUsage(b)
+	stopProfile()
 	b.ReportMetric(float64(cmds.Load())/float64(b.N), "redis-cmds/op")
-	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(use.cpu-use0.cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(use.sleeps-use0.sleeps)/float64(b.N), "ctxsw/op")
 }
 
-// processCPU is the CPU time (user and system) the process has used:
-// ns/op is the time a request takes, waits for Redis included; this is
-// what it costs the machine (the test's upstream server included, alike
-// for both schemes).
-func processCPU(b *testing.B) time.Duration {
+// startTokenRequestProfile starts the CPU profile of b's requests when
+// -tokenrequest.cpuprofile names a directory, and returns what stops it.
+func startTokenRequestProfile(b *testing.B) (stop func()) {
+	if *tokenRequestProfile == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(*tokenRequestProfile, strings.ReplaceAll(b.Name(), "/", "_")+".prof"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
+	}
+}
+
+// usage is what the process has used so far: its CPU time (user and
+// system), and how many times one of its threads went to sleep
+// (voluntary context switches: waiting for a socket, a lock or work).
+type usage struct {
+	cpu    time.Duration
+	sleeps int64
+}
+
+// processUsage is the process's usage: ns/op is the time a request takes,
+// waits for Redis included; cpu is what it costs the machine (the test's
+// upstream server included, alike for every scheme).
+func processUsage(b *testing.B) usage {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		b.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return usage{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), sleeps: ru.Nvcsw}
 }
 
 // jkt is the thumbprint of k's public key, as a bound session holds it.
