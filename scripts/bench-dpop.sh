@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make bench-dpop (run by make bench): what a device-bound (DPoP) session's
 # request costs against a Bearer one, and the cookie path beside them, in
-# one run: BenchmarkTokenRequestParallel (the requests sent 16 at a time, as
-# a loaded instance receives them) and BenchmarkTokenRequest (one at a
+# one run: BenchmarkTokenRequestParallel (the requests sent 8 per core at a
+# time, as a loaded instance receives them) and BenchmarkTokenRequest (one at a
 # time), both in internal/edge/dpop_bench_test.go, ROUNDS times, the
 # request kinds interleaved round by round, N requests each; the medians
 # and their ratios to Bearer's of the same run go to OUT with the raw
@@ -23,6 +23,9 @@ PROF_N=${PROF_N:-20000} # more samples for the profiles (a sample is 10 ms: 0.5 
 OUT=${OUT:-bench/dpop.txt}
 MD=${MD-BENCHMARKS.md}
 GOAL=${GOAL:-2.00}
+# BenchmarkTokenRequestParallel's requests in flight: tokenRequestParallelism
+# (8) per P, GOMAXPROCS being the cores.
+inflight=$((8 * $(nproc)))
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 raw=$work/raw
@@ -153,7 +156,7 @@ floor_us=$((ecdsa_us + claim_us))
   echo
   echo "## Sent in parallel, as a loaded instance receives them (BenchmarkTokenRequestParallel)"
   echo
-  echo "16 requests in flight (b.RunParallel, 8 per P), for every kind alike: while one waits on a socket"
+  echo "$inflight requests in flight (b.RunParallel, 8 per P), for every kind alike: while one waits on a socket"
   echo "(the upstream's answer; a DPoP one also the jti claim's in Redis) another runs, as on a busy instance."
   echo
   table Parallel | sed '/^#vars /d'
@@ -222,7 +225,7 @@ cat "$OUT"
 # BENCHMARKS.md: the "DPoP-bound request" row at the end of the Goals
 # table and its paragraph after it, replacing those of an earlier run.
 row="| DPoP-bound request (\`make bench-dpop\`): CPU per request, sent in parallel | ≤ ${GOAL}× Bearer | ${dpop_us} vs ${bearer_us} µs = ${cpu_ratio}× | $result |"
-para="**DPoP-bound requests** ([bench/dpop.txt](bench/dpop.txt), \`make bench-dpop\`: the steady-state GET as a Go benchmark in one process, against the same request as Bearer, 16 in flight at once as a loaded instance receives them, medians of $ROUNDS interleaved rounds of $N, load average ${load0%% *} at the start on $(nproc) cores): a request with a new ES256 proof costs ${dpop_us} µs of CPU against Bearer's ${bearer_us} (${cpu_ratio}×, the rounds ${par_round_lo}× to ${par_round_hi}×; goal ≤ ${GOAL}×, ${goal_us} µs: $result), ${par_dpop_allocs} allocations against ${par_bearer_allocs}, and ${par_redis_more} Redis commands more (the jti claim). Sent one at a time it is ${one_ratio}× ($(us "$one_dpop_cpu") vs $(us "$one_bearer_cpu") µs): each of its two waits on a socket then puts the process's threads to sleep and wakes them (${one_dpop_ctxsw} context switches per request against ${one_bearer_ctxsw}), $(pdiff '' sched) µs more in the scheduler alone, a cost a loaded instance does not pay per request."
+para="**DPoP-bound requests** ([bench/dpop.txt](bench/dpop.txt), \`make bench-dpop\`: the steady-state GET as a Go benchmark in one process, against the same request as Bearer, $inflight in flight at once as a loaded instance receives them, medians of $ROUNDS interleaved rounds of $N, load average ${load0%% *} at the start on $(nproc) cores): a request with a new ES256 proof costs ${dpop_us} µs of CPU against Bearer's ${bearer_us} (${cpu_ratio}×, the rounds ${par_round_lo}× to ${par_round_hi}×; goal ≤ ${GOAL}×, ${goal_us} µs: $result), ${par_dpop_allocs} allocations against ${par_bearer_allocs}, and ${par_redis_more} Redis commands more (the jti claim). Sent one at a time it is ${one_ratio}× ($(us "$one_dpop_cpu") vs $(us "$one_bearer_cpu") µs): each of its two waits on a socket then puts the process's threads to sleep and wakes them (${one_dpop_ctxsw} context switches per request against ${one_bearer_ctxsw}), $(pdiff '' sched) µs more in the scheduler alone, a cost a loaded instance does not pay per request."
 if [ "$result" = FAIL ]; then
   para="$para What bounds it (the CPU profiles in bench/dpop.txt, per request, in parallel): the ECDSA P-256 signature check (crypto/ecdsa) ${ecdsa_us} µs and the jti claim in Redis ${claim_us} µs (one \`EVALSHA\` round trip: go-redis's write and read system calls); reading the proof, its kept key and its claims is ${read_us} µs, and the rest of the request, the same code as Bearer's, costs $(pdiff Parallel serve_rest) µs more beside them. The goal leaves $((goal_us - bearer_us)) µs over Bearer; the signature check and the claim alone take ${floor_us} of the ${extra_us}. Reaching it would need both a P-256 check cheaper than Go's constant-time one (a variable-time check with a table precomputed per bound key, which Go's crypto does not offer) and a cheaper claim: the claims of concurrent requests sent to Redis together, one pipeline per batch (kv's store has no such claim today), since refusing a proof replayed on any instance needs the shared store on the request's path (docs/operations.md, \"Replays: a jti cache, not server nonces\")."
 fi
