@@ -59,6 +59,11 @@ const (
 	// whatever payments.list_lag says: "not made" read from a list that
 	// may not show the payment yet.
 	ListLagIgnored = "list-lag-ignored"
+	// OthersSinceClaim takes settling's others from the request's claim
+	// whatever payments.list_lag says: a request that made a payment in the
+	// lag before the claim (so missing from the snapshot) is not among them,
+	// and its payment can be adopted.
+	OthersSinceClaim = "others-since-claim"
 	// OwnerWidensNotMade lets another request's naming of a fresh payment
 	// conclude "not made" (ownership widening "not made").
 	OwnerWidensNotMade = "owner-widens-not-made"
@@ -71,5 +76,5 @@ const (
 var All = []string{
 	MadeOnSimilar, MadeOfTwoEqual, CaseVariantKeys, FinalReplaceable, FreshByClock, NoWindow,
 	NotMadeBeforeQuiet, NoTrailingSlash, CouldHaveMadeByEquality, AmountThroughFloat, PayeeUnbound,
-	OwnerWidensNotMade, ApprovalContentUnchecked, ListLagIgnored,
+	OwnerWidensNotMade, ApprovalContentUnchecked, ListLagIgnored, OthersSinceClaim,
 }

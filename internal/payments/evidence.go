@@ -168,7 +168,7 @@ func (s *evidence) settle(ctx context.Context, c proxy.Call, r subject) Result {
 	// made, so the snapshot may miss one made up to lag before it: the
 	// requests that could act then are others too.
 	since := r.claimedAt
-	if lag > 0 {
+	if lag > 0 && !mutant.Is(mutant.OthersSinceClaim) {
 		since = since.Add(-lag - dateSlack)
 	}
 	lctx, lcancel := context.WithTimeout(ctx, ledgerTimeout)

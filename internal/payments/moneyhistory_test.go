@@ -61,7 +61,10 @@ import (
 // a snapshot reads (never "not made"), the second the simulator's
 // documented reply profile (lists normalised, no updatedAt), the third a
 // list that lags its creations by 300 ms with the instances told 600 ms
-// (payments.list_lag).
+// (payments.list_lag); once its late acts have landed it runs lateOther, a
+// payment made at the end of one request's deadline and missing from the
+// snapshot of an equal request claimed just after (the ledger's clock
+// steps over the seven seconds between).
 //
 // One user has a single client: its faults hit exactly the request they
 // are placed for, and it runs the scripted patterns (mhPatterns), each
@@ -428,6 +431,7 @@ type mhHistory struct {
 	atBank    map[string]mhDirect    // payments made at the bank directly
 	faults    map[string]int
 	patterns  map[string]int
+	held      map[string]*mhHeld // request id -> a money POST the upstream takes and acts on later (lateOther)
 	steps     int
 	stepOff   time.Duration
 	keySeq    int
@@ -448,7 +452,7 @@ func runMoneyHistory(t *testing.T, seed uint64, ops int, v mhVariant) *mhHistory
 	h := &mhHistory{t: t, seed: seed, v: v, sim: upstreamsim.New(opts), clock: &mhClock{},
 		pool: map[*mhUser][]*mhKey{}, byReq: map[string]*mhAttempt{}, sent: map[string]bool{}, reads: map[string][]time.Time{},
 		firstSeen: map[string]time.Time{}, atBank: map[string]mhDirect{}, faults: map[string]int{}, patterns: map[string]int{},
-		stepEach: int64(20 + rng.IntN(20))}
+		held: map[string]*mhHeld{}, stepEach: int64(20 + rng.IntN(20))}
 	t.Cleanup(h.sim.Close)
 	srv := httptest.NewServer(http.HandlerFunc(h.upstream))
 	t.Cleanup(srv.Close)
@@ -549,6 +553,9 @@ func (h *mhHistory) upstream(w http.ResponseWriter, r *http.Request) {
 		if body, err := io.ReadAll(r.Body); err == nil {
 			body = mhDropDebtor(body)
 			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+			if h.take(w, r, body) {
+				return
+			}
 		}
 	}
 	if r.Method == http.MethodGet && r.URL.Path == "/v2/payments" {
@@ -566,6 +573,53 @@ func (h *mhHistory) upstream(w http.ResponseWriter, r *http.Request) {
 		h.mu.Unlock()
 	}
 	h.sim.ServeHTTP(w, r)
+}
+
+// mhHeld is a money POST the upstream takes, hangs up on without acting,
+// and acts on when the checker says (actHeld): the simulator's late act
+// with its moment chosen by the checker.
+type mhHeld struct {
+	r    *http.Request // nil until the POST arrives
+	body []byte
+	user *mhUser
+}
+
+// take holds r, the first POST of a request id registered in held, and
+// hangs up on it; false for any other request.
+func (h *mhHistory) take(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	h.mu.Lock()
+	hd := h.held[r.Header.Get("X-Request-Id")]
+	ok := hd != nil && hd.r == nil
+	if ok {
+		hd.r, hd.body = r.Clone(context.Background()), body
+	}
+	h.mu.Unlock()
+	if !ok {
+		return false
+	}
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	_ = conn.Close()
+	return true
+}
+
+// actHeld has the simulator serve the held POST of reqID now, its reply
+// thrown away (its client is gone), and reports whether it made a
+// payment; false when no POST was held.
+func (h *mhHistory) actHeld(reqID string) bool {
+	h.mu.Lock()
+	hd := h.held[reqID]
+	h.mu.Unlock()
+	if hd == nil || hd.r == nil {
+		return false
+	}
+	r := hd.r.Clone(context.Background())
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(hd.body)), int64(len(hd.body))
+	w := httptest.NewRecorder()
+	h.sim.ServeHTTP(w, r)
+	return w.Code/100 == 2
 }
 
 // step moves the simulator's clock a minute, forward or back, keeping it
@@ -628,6 +682,9 @@ func (h *mhHistory) faultState(u *mhUser) (int, bool) {
 	pending := slices.ContainsFunc(h.sim.Faults(), func(f upstreamsim.Fault) bool { return f.UserID == u.name })
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	for _, hd := range h.held {
+		pending = pending || (hd.user == u && hd.r == nil)
+	}
 	return u.faults, pending
 }
 
@@ -1208,6 +1265,9 @@ func (h *mhHistory) quiesce(rng *rand.Rand, end time.Time) {
 		// which was before the history ended: a bounded wait.
 		time.Sleep(time.Until(end.Add(mhLateMax + 300*time.Millisecond)))
 	}
+	if h.v.told > 0 && h.v.lag > 0 {
+		h.lateOther(rng) // with nothing else in flight: it steps the ledger's clock
+	}
 	ctx := context.Background()
 	recs := h.records()
 	var windowEnd time.Time
@@ -1234,6 +1294,67 @@ func (h *mhHistory) quiesce(rng *rand.Rand, end time.Time) {
 			h.svcs[round%2].SettleDue(ctx)
 		}
 		h.clock.pass(10 * time.Minute) // past every lease
+	}
+}
+
+// lateOther is the history that settling's rule "the others are the
+// requests that could still act after the claim, less the list lag"
+// (evidence.go) is for. The upstream hangs up on the solo user's request
+// B and makes its payment just before B's deadline; A, B's content under
+// another key, is claimed just after that deadline, so its snapshot, read
+// within the list's lag of B's payment, does not show it; A's send is
+// lost before the upstream acts. B could have made the fresh payment A
+// then finds, so A stays unknown; others taken from A's claim leave B out,
+// and A adopts B's payment ((b)). The seven seconds to B's deadline (the
+// timeout and the owner's margin) are a step of the ledger's clock, not a
+// wait: it runs once the late acts have landed, with nothing else in
+// flight, and the upstream, whose clock does not step, acts moments after
+// B's hang-up, as it may.
+func (h *mhHistory) lateOther(rng *rand.Rand) {
+	const name = "late-other"
+	i := slices.IndexFunc(h.users, func(u *mhUser) bool { return u.solo })
+	u := h.users[i]
+	h.inPattern.Add(1)
+	defer h.inPattern.Add(-1)
+	c := &mhContent{Currency: "EUR", Minor: int64(2_000_000 + rng.IntN(8_000_000)), Creditor: "Pattern Payee", IBAN: mhIBANs[rng.IntN(len(mhIBANs))],
+		Remit: "pattern " + name}
+	b := h.newKey(u, "create", c, rng.IntN(mhForms))
+	b.pattern = name
+	reqID := h.newReqID(u)
+	h.mu.Lock()
+	h.patterns[name]++
+	h.held[reqID] = &mhHeld{user: u}
+	u.faults++
+	h.faults["held"]++
+	h.mu.Unlock()
+	h.post(u, b, b.key, "create", mhCreation[0], b.body(b.form), reqID, rng.IntN(2), true, true)
+	h.publish(b)
+	rec := h.records()[[2]string{b.route, b.key}]
+	if rec == nil || rec.State != ledger.StateUnknown {
+		h.t.Logf("%s: B ended %s, not unknown: the rule was not reached", name, mhRecord(rec))
+		return
+	}
+	if d := rec.Deadline.Add(-50 * time.Millisecond).Sub(h.clock.now()); d > 0 {
+		h.clock.pass(d)
+	}
+	if !h.actHeld(reqID) {
+		h.violate(b.key, "the upstream made no payment for the held request %s", reqID)
+		return
+	}
+	h.place(u, "hangBefore", 0) // A's
+	if d := rec.Deadline.Sub(h.clock.now()); d >= 0 {
+		time.Sleep(d + time.Millisecond) // A's claim comes after B's deadline
+	}
+	a := h.createWith(u, rng, "create", name, c, -1)
+	// The rule decides only when A's snapshot left B's payment out: a
+	// machine that stalled longer than the list's lag shows it, and the
+	// history is then settled without the rule (nothing to fail).
+	if ra := h.records()[[2]string{a.route, a.key}]; ra != nil {
+		for _, id := range h.own(b, nil) {
+			if slices.Contains(ra.Send.SeenBefore, id) {
+				h.t.Logf("%s: A's snapshot showed B's payment %s (read over %s after it was made): the rule was not reached", name, id, h.v.lag)
+			}
+		}
 	}
 }
 

@@ -65,6 +65,7 @@ var killers = map[string]check{
 	mutant.FreshByClock:             {[]string{history, "TestConclude"}, []string{"./internal/payments"}},
 	mutant.NoWindow:                 {[]string{history, "TestConclude"}, []string{"./internal/payments"}},
 	mutant.ListLagIgnored:           {[]string{history}, []string{"./internal/payments"}},
+	mutant.OthersSinceClaim:         {[]string{history}, []string{"./internal/payments"}},
 	mutant.NotMadeBeforeQuiet:       {[]string{history, "TestConclude"}, []string{"./internal/payments"}},
 	mutant.NoTrailingSlash:          {[]string{history, "TestCanonicalPath", "TestAttackTrailingSlashIsTheCreation"}, []string{"./internal/payments"}},
 	mutant.CouldHaveMadeByEquality:  {[]string{history, "TestConclude"}, []string{"./internal/payments"}},
