@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,7 +42,11 @@ type gate struct {
 	stop  context.CancelFunc
 
 	mu      sync.Mutex
-	probing bool // a probe runs; the gate shuts if it is still running at confirm
+	probing bool      // a probe runs; the gate shuts if it is still running at confirm
+	cause   string    // what started the probe, for the log
+	shutAt  time.Time // when the gate shut, for the log
+
+	log *slog.Logger
 
 	dialled atomic.Int64 // connections dialled through it, the probe's included
 
@@ -54,9 +60,12 @@ type gate struct {
 	retry time.Duration
 }
 
-func newGate(probe func(context.Context) error) *gate {
+func newGate(probe func(context.Context) error, log *slog.Logger) *gate {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &gate{probe: probe, ctx: ctx, stop: stop, confirm: 250 * time.Millisecond, probeWait: 30 * time.Second, retry: 50 * time.Millisecond}
+	return &gate{probe: probe, log: log, ctx: ctx, stop: stop, confirm: 250 * time.Millisecond, probeWait: 30 * time.Second, retry: 50 * time.Millisecond}
 }
 
 // errShut is why a claim was refused while the gate is shut.
@@ -79,12 +88,15 @@ func (g *gate) failed(err error) {
 	if g.probing {
 		return
 	}
-	g.probing = true
+	g.probing, g.cause = true, causeOf(err)
 	time.AfterFunc(g.confirm, func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if g.probing {
 			g.shut.Store(true)
+			g.shutAt = time.Now()
+			g.log.Warn("the payments ledger's database does not answer: new payments are refused until it answers a probe",
+				slog.String("cause", g.cause), slog.Duration("probeUnansweredFor", g.confirm))
 		}
 	})
 	go g.run()
@@ -100,7 +112,10 @@ func (g *gate) run() {
 		if err == nil {
 			g.mu.Lock()
 			g.probing = false
-			g.shut.Store(false)
+			if g.shut.Swap(false) {
+				g.log.Info("the payments ledger's database answers again: new payments are taken",
+					slog.Duration("refusedFor", time.Since(g.shutAt).Round(time.Millisecond)))
+			}
 			g.mu.Unlock()
 			return
 		}
@@ -126,6 +141,20 @@ func (g *gate) dials(ctx context.Context) bool {
 func (g *gate) close() {
 	if g != nil {
 		g.stop()
+	}
+}
+
+// causeOf names an outage's error for the log without its text (which
+// may name hosts and users).
+func causeOf(err error) string {
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr):
+		return "PostgreSQL error " + pgErr.Code
+	case pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded):
+		return "a call timed out"
+	default:
+		return "a connection failed"
 	}
 }
 

@@ -3,14 +3,18 @@ package ledger
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/fintech-bff/bff/internal/testing/syncbuf"
 )
 
 // A probe answered within confirm (a slow call, a caller that went away)
@@ -20,6 +24,7 @@ func TestGateShutsOnlyWhileTheProbeIsUnanswered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		answer := make(chan error)
 		probes := 0
+		var logs syncbuf.Buffer
 		g := newGate(func(ctx context.Context) error {
 			probes++
 			if ctx.Value(probing{}) == nil || !g0(ctx) {
@@ -31,7 +36,7 @@ func TestGateShutsOnlyWhileTheProbeIsUnanswered(t *testing.T) {
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-		})
+		}, slog.New(slog.NewJSONHandler(&logs, nil)))
 		defer g.close()
 
 		g.failed(&pgconn.PgError{Code: "23505"}) // a unique violation: the database answered
@@ -67,6 +72,13 @@ func TestGateShutsOnlyWhileTheProbeIsUnanswered(t *testing.T) {
 		if probes != 3 {
 			t.Errorf("%d probes, want 3 (one per suspicion, one more after a failed probe)", probes)
 		}
+		// One line when it shut, one when it opened: the operator sees
+		// why payments were refused, and for how long.
+		lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+		if len(lines) != 2 || !strings.Contains(lines[0], `"level":"WARN"`) || !strings.Contains(lines[0], `"cause":"a call timed out"`) ||
+			!strings.Contains(lines[1], `"level":"INFO"`) || !strings.Contains(lines[1], `"refusedFor"`) {
+			t.Errorf("the gate's log:\n%s\nwant a warning when it shut (with the cause) and a line when it opened", logs.String())
+		}
 	})
 }
 
@@ -83,7 +95,7 @@ func g0(ctx context.Context) bool {
 func TestQuickConnGivesUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		suspected := 0
-		g := newGate(func(ctx context.Context) error { suspected++; <-ctx.Done(); return ctx.Err() })
+		g := newGate(func(ctx context.Context) error { suspected++; <-ctx.Done(); return ctx.Err() }, nil)
 		defer g.close()
 
 		client, server := net.Pipe()
@@ -120,7 +132,7 @@ func TestWithoutCancel(t *testing.T) {
 		s.Close()
 		return c, nil
 	}
-	g := newGate(nil)
+	g := newGate(nil, nil)
 	defer g.close()
 	withoutCancel(cfg, g)
 	for range 2 {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -71,6 +72,9 @@ type Options struct {
 	// Tracer, when set, traces every query (tracing on): otelpgx's, which
 	// records the SQL with its placeholders, never the arguments.
 	Tracer pgx.QueryTracer
+	// Log, when set, hears when new claims are refused because the
+	// database does not answer, and when they are taken again (gate).
+	Log *slog.Logger
 }
 
 // Open connects, applies the migrations (under tern's advisory lock, so
@@ -101,7 +105,7 @@ func Open(ctx context.Context, o Options) (*Postgres, error) {
 	}
 	// While the gate is shut no pool dials: the probe alone does. No
 	// connection dials a cancel request (withoutCancel).
-	g := newGate(nil)
+	g := newGate(nil, o.Log)
 	g.probe = probeWith(cfg.ConnConfig, g)
 	cfg.BeforeConnect = func(_ context.Context, cc *pgx.ConnConfig) error {
 		if !g.open() {
