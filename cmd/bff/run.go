@@ -356,8 +356,13 @@ func (p *parts) edge(ctx context.Context, a *app) (http.Handler, error) {
 	cfg, log := p.cfg, p.log
 	// DPoP proofs of device-bound sessions: the jti of each accepted one
 	// is claimed in the shared store, so a proof is accepted once across
-	// every instance.
-	proofs, err := dpop.NewVerifier(dpop.Options{Replay: p.store})
+	// every instance; on Redis, concurrent proofs' claims share a round
+	// trip (kv.Claims).
+	var replay dpop.ReplayStore = p.store
+	if r, ok := p.store.(*kv.Redis); ok {
+		replay = kv.NewClaims(r, kv.DefaultClaimBatch)
+	}
+	proofs, err := dpop.NewVerifier(dpop.Options{Replay: replay})
 	if err != nil {
 		return nil, err
 	}
