@@ -647,7 +647,7 @@ func openLedger(ctx context.Context, cfg *config.Config, encKey []byte, decKeys 
 	defer cancel()
 	l, err := ledger.Open(octx, ledger.Options{
 		URL: cfg.Ledger.PostgresURL.Reveal(), EncryptionKey: encKey, DecryptionKeys: decKeys, MaxConns: int32(cfg.Ledger.MaxConns),
-		Tracer: ledgerTracer(),
+		Tracer: ledgerTracer(), Log: log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ledger.postgres_url: %w", err)

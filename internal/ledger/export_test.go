@@ -1,6 +1,10 @@
 package ledger
 
-import "github.com/jackc/pgx/v5/pgxpool"
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
 
 // GateShut reports whether the ledger refuses new claims without asking
 // the database (see gate).
@@ -19,3 +23,8 @@ func (p *Postgres) Taken() (n int32) {
 // Dialled is how many connections the ledger has dialled (cancel requests
 // and the gate's probes included).
 func (p *Postgres) Dialled() int64 { return p.gate.dialled.Load() }
+
+// Probe runs the gate's probe once.
+func (p *Postgres) Probe(ctx context.Context) error {
+	return p.gate.probe(context.WithValue(ctx, probing{}, true))
+}

@@ -362,7 +362,7 @@ func (p *Postgres) Listen(ctx context.Context, changed func(userID string), resy
 
 func (p *Postgres) listenOnce(ctx context.Context, changed func(string), resync func()) error {
 	cfg := p.pool.Config().ConnConfig.Copy()
-	withoutCancel(cfg, p.gate)
+	withoutCancel(cfg, p.gate, ungated)
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -20,21 +21,25 @@ import (
 // finds out that it answers again with one connection at a time.
 //
 // Without it, a frozen database (a stalled virtual machine, a failover's
-// pause) is met by every new payment's claim and every pool: each call
-// takes a slot for its whole timeout, then its pool dials again, and the
-// frozen server leaves each new connection in its listen queue. When the
-// server resumes it first forks a process for every one of those, whose
-// clients are long gone: the first payment after the resume came a second
-// or more late, and under retrying clients much later. With the gate, a
-// call that meets the outage (a claim's error, or any connection's read or
-// write that timed out) starts the probe; when the probe has had no answer
-// within confirm, the gate shuts: claims are refused (ErrUnavailable, the
-// caller's 503 with a Retry-After) without touching a pool, and no pool
-// dials (BeforeConnect, and the dialer for pgx's cancel requests). The
-// probe waits on one connection attempt for as long as the server is
-// frozen, so it is answered the moment the server runs again, and its
-// SELECT 1 opens the gate. A probe answered within confirm (a slow call,
-// a caller that went away) never shuts it.
+// pause) is met by every new payment's claim: each takes a slot for its
+// whole timeout, then its pool dials again, and the frozen server leaves
+// each new connection in its listen queue. When the server resumes it
+// first forks a process for every one of those, whose clients are long
+// gone: the first payment after the resume came a second or more late,
+// and under retrying clients much later. With the gate, a call that meets
+// the outage (a claim's connection that could not be made, or any
+// connection's read or write whose deadline passed; a caller that went
+// away is no sign of one) starts the probe; when the probe has had no
+// answer within confirm, the gate shuts: claims are refused
+// (ErrUnavailable, the caller's 503 with a Retry-After) without touching a
+// pool, the new claims' and the background loops' pools do not dial, and
+// no connection dials a cancel request. The payments already claimed keep
+// their pool and its dials, so that an outcome is stored the moment the
+// database lets it. The probe connects as a pool does (connect_timeout a
+// host, each host of the URL in turn) and is answered the moment a frozen
+// server runs again; any answer of the server (SELECT 1, or an error of
+// its own other than "starting up") opens the gate. A probe answered
+// within confirm never shuts it.
 type gate struct {
 	shut  atomic.Bool
 	probe func(context.Context) error
@@ -43,20 +48,21 @@ type gate struct {
 
 	mu      sync.Mutex
 	probing bool      // a probe runs; the gate shuts if it is still running at confirm
+	round   int       // the probe's number: a confirm timer shuts only for its own
 	cause   string    // what started the probe, for the log
 	shutAt  time.Time // when the gate shut, for the log
 
 	log *slog.Logger
 
-	dialled atomic.Int64 // connections dialled through it, the probe's included
+	dialled atomic.Int64 // connections dialled through it, but the probe's
 
 	// confirm is how long a probe may take before the gate shuts.
 	confirm time.Duration
-	// probeWait bounds one probe's attempt (connecting and its SELECT 1);
-	// long, so that a frozen server is waited on, not dialled again.
+	// probeWait bounds one probe's attempt (connecting to each host of
+	// the URL, and its SELECT 1).
 	probeWait time.Duration
-	// retry is the first wait after a probe that failed fast (the server
-	// refused the connection, or is starting up); it doubles up to a second.
+	// retry is the first wait after a probe that failed; it doubles up
+	// to a second.
 	retry time.Duration
 }
 
@@ -75,10 +81,21 @@ var errShut = errors.New("the database did not answer; new claims are refused un
 // ledger without a gate: the background's view).
 func (g *gate) open() bool { return g == nil || !g.shut.Load() }
 
+// quiet reports whether no probe runs and the gate is open: the database
+// is believed to answer (a cancel request may then be sent).
+func (g *gate) quiet() bool {
+	if g == nil {
+		return true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.probing
+}
+
 // failed starts the probe when err says the database is not answering (a
-// call's timeout, a connection that failed or was cut, a server shutting
-// down or starting up); any other error (a statement the database
-// refused) does nothing.
+// timeout, a connection that failed or was cut, a server shutting down
+// or starting up); any other error (a statement the database refused)
+// does nothing.
 func (g *gate) failed(err error) {
 	if g == nil || err == nil || !outage(err) || g.ctx.Err() != nil {
 		return
@@ -89,10 +106,12 @@ func (g *gate) failed(err error) {
 		return
 	}
 	g.probing, g.cause = true, causeOf(err)
+	g.round++
+	round := g.round
 	time.AfterFunc(g.confirm, func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if g.probing {
+		if g.probing && g.round == round && g.ctx.Err() == nil {
 			g.shut.Store(true)
 			g.shutAt = time.Now()
 			g.log.Warn("the payments ledger's database does not answer: new payments are refused until it answers a probe",
@@ -109,7 +128,14 @@ func (g *gate) run() {
 		ctx, cancel := context.WithTimeout(context.WithValue(g.ctx, probing{}, true), g.probeWait)
 		err := g.probe(ctx)
 		cancel()
-		if err == nil {
+		if err == nil || !outage(err) {
+			if err != nil {
+				// The server answers, but refuses the ledger (a password,
+				// pg_hba, too many connections): no outage to wait out,
+				// and the claims' own errors say it.
+				g.log.Error("the payments ledger's database answers but refused the probe",
+					slog.String("cause", causeOf(err)))
+			}
 			g.mu.Lock()
 			g.probing = false
 			if g.shut.Swap(false) {
@@ -132,10 +158,8 @@ func (g *gate) run() {
 // probing marks the probe's context: its dial goes through a shut gate.
 type probing struct{}
 
-// dials reports whether a connection may be dialled with ctx now.
-func (g *gate) dials(ctx context.Context) bool {
-	return g.open() || ctx.Value(probing{}) != nil
-}
+// isProbe reports whether ctx is the probe's.
+func isProbe(ctx context.Context) bool { return ctx.Value(probing{}) != nil }
 
 // close stops the probe; the gate stays as it is.
 func (g *gate) close() {
@@ -167,9 +191,14 @@ func outage(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		// 08: connection exceptions; 57P: the server shutting down,
-		// crashed, or not accepting connections yet; 53300: too many
-		// connections.
-		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P") || pgErr.Code == "53300"
+		// crashed, or not accepting connections yet. Any other error is
+		// the server's answer (too many connections, a password).
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P")
+	}
+	var certErr *tls.CertificateVerificationError
+	var alert tls.AlertError
+	if errors.As(err, &certErr) || errors.As(err, &alert) {
+		return false // a TLS peer answered, and refused or was refused
 	}
 	var ne net.Error
 	var ce *pgconn.ConnectError
@@ -177,13 +206,13 @@ func outage(err error) bool {
 		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
 
-// probeWith is g's probe: one new connection to the database of cfg (no
-// connect timeout of its own: ctx bounds it), SELECT 1, closed.
+// probeWith is g's probe: one new connection to the database of cfg, as a
+// pool makes one (connect_timeout a host, so that every host of a
+// multi-host URL is tried; ctx bounds the whole), SELECT 1, closed.
 func probeWith(cfg *pgx.ConnConfig, g *gate) func(context.Context) error {
 	return func(ctx context.Context) error {
 		c := cfg.Copy()
-		c.ConnectTimeout = 0
-		withoutCancel(c, g)
+		withoutCancel(c, g, probe)
 		conn, err := pgx.ConnectConfig(ctx, c)
 		if err != nil {
 			return err

@@ -27,7 +27,7 @@ func TestGateShutsOnlyWhileTheProbeIsUnanswered(t *testing.T) {
 		var logs syncbuf.Buffer
 		g := newGate(func(ctx context.Context) error {
 			probes++
-			if ctx.Value(probing{}) == nil || !g0(ctx) {
+			if !isProbe(ctx) {
 				t.Error("the probe's context is not marked: its dial would be refused while the gate is shut")
 			}
 			select {
@@ -41,15 +41,18 @@ func TestGateShutsOnlyWhileTheProbeIsUnanswered(t *testing.T) {
 
 		g.failed(&pgconn.PgError{Code: "23505"}) // a unique violation: the database answered
 		synctest.Wait()
-		if probes != 0 || !g.open() {
+		if probes != 0 || !g.open() || !g.quiet() {
 			t.Fatalf("a refused statement: %d probes, open %v; want none, open", probes, g.open())
 		}
 
 		g.failed(os.ErrDeadlineExceeded)
+		if g.quiet() {
+			t.Error("quiet while a probe runs: a cancel request would be dialled to a database in doubt")
+		}
 		time.Sleep(g.confirm / 2)
 		answer <- nil // answered within confirm
 		time.Sleep(g.confirm)
-		if !g.open() {
+		if !g.open() || !g.quiet() {
 			t.Fatal("the gate shut although the probe was answered within confirm")
 		}
 
@@ -59,14 +62,11 @@ func TestGateShutsOnlyWhileTheProbeIsUnanswered(t *testing.T) {
 		if g.open() {
 			t.Fatal("the gate is open with the probe unanswered past confirm")
 		}
-		if g.dials(context.Background()) {
-			t.Error("a shut gate lets a pool dial")
-		}
-		answer <- errors.New("connection refused") // failed fast: tried again after retry
+		answer <- &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")} // failed fast: tried again after retry
 		time.Sleep(g.retry)
 		answer <- nil
 		synctest.Wait()
-		if !g.open() || !g.dials(context.Background()) {
+		if !g.open() {
 			t.Fatal("the gate stayed shut after the probe was answered")
 		}
 		if probes != 3 {
@@ -82,33 +82,104 @@ func TestGateShutsOnlyWhileTheProbeIsUnanswered(t *testing.T) {
 	})
 }
 
-// g0 reports whether a shut gate would let ctx dial: the probe's own
-// context always may.
-func g0(ctx context.Context) bool {
-	shut := &gate{}
-	shut.shut.Store(true)
-	return shut.dials(ctx)
+// The confirm timer of a probe answered in time does not shut the gate
+// for the next probe, started just before that timer fires.
+func TestGateIgnoresAnEarlierProbesTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		answer := make(chan error)
+		g := newGate(func(ctx context.Context) error {
+			select {
+			case err := <-answer:
+				return err
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}, nil)
+		defer g.close()
+		g.failed(os.ErrDeadlineExceeded)
+		time.Sleep(10 * time.Millisecond)
+		answer <- nil // the first probe, answered at 10 ms
+		synctest.Wait()
+		time.Sleep(230 * time.Millisecond)
+		g.failed(os.ErrDeadlineExceeded)  // the second, at 240 ms
+		time.Sleep(15 * time.Millisecond) // past the first one's timer (250 ms)
+		if !g.open() {
+			t.Fatal("the first probe's timer shut the gate 15 ms into the second probe")
+		}
+		answer <- nil
+		synctest.Wait()
+		if !g.open() {
+			t.Fatal("shut after the second probe was answered")
+		}
+	})
 }
 
-// A connection whose read timed out reads nothing more (pgx's drain of it
-// ends at once) and tells the gate.
+// A probe the server answers with an error of its own (a password, too
+// many connections) opens the gate: no outage to wait out; it is logged.
+func TestGateOpensWhenTheServerAnswersWithAnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs syncbuf.Buffer
+		g := newGate(func(ctx context.Context) error {
+			time.Sleep(time.Second) // past confirm: shut meanwhile
+			return &pgconn.PgError{Code: "28P01"}
+		}, slog.New(slog.NewJSONHandler(&logs, nil)))
+		defer g.close()
+		g.failed(os.ErrDeadlineExceeded)
+		time.Sleep(500 * time.Millisecond)
+		if g.open() {
+			t.Fatal("open with the probe unanswered past confirm")
+		}
+		synctest.Wait()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if !g.open() {
+			t.Fatal("still shut after the server answered the probe with an error")
+		}
+		if !strings.Contains(logs.String(), `"level":"ERROR"`) || !strings.Contains(logs.String(), "28P01") {
+			t.Errorf("the log does not say the server refused the probe:\n%s", logs.String())
+		}
+	})
+}
+
+// A connection whose read timed out reads and writes nothing more (pgx's
+// drain of it ends at once), with a timeout pgx reports as its context's
+// error, and tells the gate; a deadline that was a caller's leaving does
+// not.
 func TestQuickConnGivesUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		suspected := 0
 		g := newGate(func(ctx context.Context) error { suspected++; <-ctx.Done(); return ctx.Err() }, nil)
 		defer g.close()
 
+		left, serverLeft := net.Pipe()
+		defer serverLeft.Close()
+		q0 := &quickConn{Conn: left, gate: g}
+		q0.callerLeft.Store(true)
+		_ = q0.SetDeadline(time.Now())
+		if _, err := q0.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("the read of a caller that left: %v", err)
+		}
+		synctest.Wait()
+		if suspected != 0 || !g.quiet() {
+			t.Fatalf("a caller's leaving started %d probes", suspected)
+		}
+
 		client, server := net.Pipe()
 		defer server.Close()
 		q := &quickConn{Conn: client, gate: g}
-		_ = q.SetDeadline(time.Now()) // the context watcher: the call's context ended
+		_ = q.SetDeadline(time.Now()) // the context watcher: the call's time ran out
 		if _, err := q.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Fatalf("the timed-out read: %v", err)
 		}
 		_ = q.SetDeadline(time.Now().Add(15 * time.Second)) // pgx's drain
 		began := time.Now()
-		if _, err := q.Read(make([]byte, 1)); !errors.Is(err, errGaveUp) || time.Since(began) != 0 {
-			t.Errorf("a read after the timeout: %v after %v, want errGaveUp at once", err, time.Since(began))
+		_, err := q.Read(make([]byte, 1))
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() || time.Since(began) != 0 {
+			t.Errorf("a read after the timeout: %v after %v, want a timeout at once", err, time.Since(began))
+		}
+		if _, err := q.Write([]byte{'X'}); !errors.Is(err, os.ErrDeadlineExceeded) || time.Since(began) != 0 {
+			t.Errorf("a write after the timeout: %v, want a timeout at once", err)
 		}
 		synctest.Wait()
 		if suspected != 1 {
@@ -117,56 +188,65 @@ func TestQuickConnGivesUp(t *testing.T) {
 	})
 }
 
-// A connection dials (each host of a multi-host URL) until it is made,
-// then never again: pgx's cancel request is refused; a shut gate refuses
-// every dial but its probe's.
+// A connection dials (each host of a multi-host URL) until it is made;
+// then a dial is pgx's cancel request, sent while the gate is quiet and
+// refused while it doubts the database. A shut gate refuses the gated
+// pools' dials, not the others' nor its probe's.
 func TestWithoutCancel(t *testing.T) {
-	cfg, err := pgx.ParseConfig("postgres://u@127.0.0.1:1/db")
-	if err != nil {
-		t.Fatal(err)
-	}
 	dials := 0
-	cfg.DialFunc = func(context.Context, string, string) (net.Conn, error) {
-		dials++
-		c, s := net.Pipe()
-		s.Close()
-		return c, nil
-	}
-	g := newGate(nil, nil)
-	defer g.close()
-	withoutCancel(cfg, g)
-	for range 2 {
-		c, err := cfg.DialFunc(context.Background(), "tcp", "127.0.0.1:1")
+	config := func(part int, g *gate) *pgx.ConnConfig {
+		cfg, err := pgx.ParseConfig("postgres://u@127.0.0.1:1/db")
 		if err != nil {
-			t.Fatalf("a dial before the connection is made: %v", err)
+			t.Fatal(err)
 		}
-		if _, ok := c.(*quickConn); !ok {
-			t.Errorf("a dialled connection is a %T, want *quickConn", c)
+		cfg.DialFunc = func(context.Context, string, string) (net.Conn, error) {
+			dials++
+			c, s := net.Pipe()
+			s.Close()
+			return c, nil
+		}
+		withoutCancel(cfg, g, part)
+		return cfg
+	}
+	dial := func(cfg *pgx.ConnConfig, ctx context.Context) error {
+		c, err := cfg.DialFunc(ctx, "tcp", "127.0.0.1:1")
+		if err == nil {
+			if _, ok := c.(*quickConn); !ok {
+				t.Errorf("a dialled connection is a %T, want *quickConn", c)
+			}
+		}
+		return err
+	}
+	g := newGate(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }, nil)
+	defer g.close()
+	cfg := config(ungated, g)
+	for range 2 {
+		if err := dial(cfg, context.Background()); err != nil {
+			t.Fatalf("a dial before the connection is made: %v", err)
 		}
 	}
 	if err := cfg.AfterConnect(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.DialFunc(context.Background(), "tcp", "127.0.0.1:1"); !errors.Is(err, errNoCancel) {
-		t.Errorf("a dial after the connection was made (a cancel request): %v, want errNoCancel", err)
+	if err := dial(cfg, context.Background()); err != nil {
+		t.Errorf("a cancel request with the gate quiet: %v, want it sent", err)
+	}
+	g.failed(os.ErrDeadlineExceeded) // a probe runs
+	if err := dial(cfg, context.Background()); !errors.Is(err, errNoCancel) {
+		t.Errorf("a cancel request while a probe runs: %v, want errNoCancel", err)
 	}
 
-	shut, _ := pgx.ParseConfig("postgres://u@127.0.0.1:1/db")
-	shut.DialFunc = func(context.Context, string, string) (net.Conn, error) {
-		dials++
-		c, s := net.Pipe()
-		s.Close()
-		return c, nil
-	}
-	withoutCancel(shut, g)
 	g.shut.Store(true)
-	if _, err := shut.DialFunc(context.Background(), "tcp", "127.0.0.1:1"); !errors.Is(err, errShut) {
-		t.Errorf("a dial with the gate shut: %v, want errShut", err)
+	if err := dial(config(gated, g), context.Background()); !errors.Is(err, errShut) {
+		t.Errorf("a gated pool's dial with the gate shut: %v, want errShut", err)
 	}
-	if _, err := shut.DialFunc(context.WithValue(context.Background(), probing{}, true), "tcp", "127.0.0.1:1"); err != nil {
+	if err := dial(config(ungated, g), context.Background()); err != nil {
+		t.Errorf("the claimed payments' pool's dial with the gate shut: %v, want it made", err)
+	}
+	if err := dial(config(probe, g), context.WithValue(context.Background(), probing{}, true)); err != nil {
 		t.Errorf("the probe's dial with the gate shut: %v", err)
 	}
-	if dials != 3 || g.dialled.Load() != 3 {
-		t.Errorf("%d dials (%d counted), want 3", dials, g.dialled.Load())
+	if dials != 5 || g.dialled.Load() != 4 {
+		t.Errorf("%d dials (%d counted), want 5 (4 counted: not the probe's)", dials, g.dialled.Load())
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 )
 
 // A call whose context ends gives up its connection: the context watcher
@@ -20,35 +21,58 @@ import (
 // as taken until they end, and each cancel request is one more connection
 // the server forks a process for when it resumes: a freeze of a few
 // seconds left every pool full of connections being closed long after the
-// server ran again. So the ledger's connections never dial a cancel
-// request (once a connection is made its dialer refuses: withoutCancel),
-// and a connection whose read or write timed out reads nothing more, so
-// the drain ends at once (quickConn). The statement the server was running
-// ends when it finds its client gone; each of the ledger's is one short
-// statement.
+// server ran again. So a connection whose read or write timed out reads
+// and writes nothing more (quickConn: the drain ends at once), and while
+// the gate doubts the database (a probe runs, or it is shut) no cancel
+// request is dialled (withoutCancel); otherwise the cancel is sent, so
+// that the server stops a statement whose caller left.
+//
+// A pgx connection is never used again after a read's deadline passed on
+// the ledger's paths: pgxpool destroys a connection whose call failed, and
+// the listener drops its connection on any error. (pgconn could keep one
+// after a timeout in WaitForNotification or CheckConn; quickConn would
+// fail its next call.)
 
-// errNoCancel is the dialer's answer to pgx's cancel request.
-var errNoCancel = errors.New("ledger: no cancel request: the connection is closed instead")
+// errNoCancel is the dialer's answer to pgx's cancel request while the
+// gate doubts the database.
+var errNoCancel = errors.New("ledger: no cancel request while the database does not answer: the connection is closed instead")
 
-// errGaveUp is a read of a connection whose caller gave up.
-var errGaveUp = errors.New("ledger: the connection timed out and is being closed")
+// gaveUp is a read or write of a connection whose deadline passed once: a
+// timeout (net.Error), so that pgx reports it as its context's error.
+type gaveUp struct{}
+
+func (gaveUp) Error() string   { return "ledger: the connection timed out and is being closed" }
+func (gaveUp) Timeout() bool   { return true }
+func (gaveUp) Temporary() bool { return true }
+func (gaveUp) Unwrap() error   { return os.ErrDeadlineExceeded }
+
+var errGaveUp net.Error = gaveUp{}
+
+// A connection's part in the gate (withoutCancel).
+const (
+	ungated = iota // the claimed payments' pool, the listener: dials whatever the gate says
+	gated          // the new claims' and the background's pools: no dial while the gate is shut
+	probe          // the gate's probe: dials through it, not counted
+)
 
 // withoutCancel sets up one connection's configuration (a copy, as
-// pgxpool's BeforeConnect gets): its dials go through g (refused while g
-// is shut, but for g's probe) and are wrapped in quickConn until the
-// connection is made (every host of a multi-host URL may be dialled);
-// after that its dialer refuses, and pgx's cancel request with it.
-func withoutCancel(cfg *pgx.ConnConfig, g *gate) {
+// pgxpool's BeforeConnect gets) for its part in g: its dials are wrapped
+// in quickConn until the connection is made (every host of a multi-host
+// URL may be dialled); after that a dial is pgx's cancel request, refused
+// unless g is quiet. Its context watcher tells the quickConn whether a
+// deadline it puts on the socket is the caller's leaving (no sign of an
+// outage) or a timeout.
+func withoutCancel(cfg *pgx.ConnConfig, g *gate, part int) {
 	made := new(atomic.Bool)
-	dial, after := cfg.DialFunc, cfg.AfterConnect
+	dial, after, build := cfg.DialFunc, cfg.AfterConnect, cfg.BuildContextWatcherHandler
 	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if made.Load() {
+		switch {
+		case made.Load() && !g.quiet():
 			return nil, errNoCancel
-		}
-		if !g.dials(ctx) {
+		case part == gated && !g.open():
 			return nil, errShut
 		}
-		if g != nil {
+		if part != probe && g != nil {
 			g.dialled.Add(1)
 		}
 		c, err := dial(ctx, network, addr)
@@ -64,13 +88,32 @@ func withoutCancel(cfg *pgx.ConnConfig, g *gate) {
 		}
 		return nil
 	}
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		h := build(c)
+		if q := quickOf(c.Conn()); q != nil {
+			return &watcher{Handler: h, q: q}
+		}
+		return h
+	}
+}
+
+// watcher tells its quickConn why the deadline it is about to put came.
+type watcher struct {
+	ctxwatch.Handler
+	q *quickConn
+}
+
+func (w *watcher) HandleCancel(ctx context.Context) {
+	w.q.callerLeft.Store(errors.Is(ctx.Err(), context.Canceled))
+	w.Handler.HandleCancel(ctx)
 }
 
 // quickConn is a dialled connection of the ledger's (see above).
 type quickConn struct {
 	net.Conn
-	gate   *gate
-	gaveUp atomic.Bool // a read or write timed out
+	gate       *gate
+	gaveUp     atomic.Bool // a read or write timed out
+	callerLeft atomic.Bool // the last deadline was a cancelled context's, not a timeout's
 }
 
 func (q *quickConn) Read(b []byte) (int, error) {
@@ -83,16 +126,37 @@ func (q *quickConn) Read(b []byte) (int, error) {
 }
 
 func (q *quickConn) Write(b []byte) (int, error) {
+	if q.gaveUp.Load() {
+		return 0, errGaveUp
+	}
 	n, err := q.Conn.Write(b)
 	q.timedOut(err)
 	return n, err
 }
 
-// timedOut marks the connection given up, and tells the gate, when err is
-// a deadline's: the server did not answer within a call's context.
+// timedOut marks the connection given up when err is a deadline's, and
+// tells the gate unless the deadline was a caller's leaving.
 func (q *quickConn) timedOut(err error) {
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
-		q.gaveUp.Store(true)
+	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+		return
+	}
+	q.gaveUp.Store(true)
+	if !q.callerLeft.Load() {
 		q.gate.failed(err)
 	}
+}
+
+// quickOf is the quickConn under c (a tls.Conn's NetConn), or nil.
+func quickOf(c net.Conn) *quickConn {
+	for c != nil {
+		if q, ok := c.(*quickConn); ok {
+			return q
+		}
+		u, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			return nil
+		}
+		c = u.NetConn()
+	}
+	return nil
 }

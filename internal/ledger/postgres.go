@@ -40,9 +40,10 @@ const versionTable = "bff_schema_version"
 //     Background) have two, so they never take a payment's.
 //
 // A call whose context ends gives up its connection at once, without
-// waiting on a cancel request or a drain (giveUpQuickly); and a database
-// that does not answer shuts the gate, which refuses new claims without a
-// round trip and lets no pool dial until one probe is answered (gate).
+// waiting on a drain, nor on a cancel request while the database does not
+// answer (withoutCancel, quickConn); and a database that does not answer
+// shuts the gate, which refuses new claims without a round trip until one
+// probe is answered (gate).
 type Postgres struct {
 	pool   *pgxpool.Pool // the calls of payments already claimed, and reads
 	claims *pgxpool.Pool // new claims
@@ -103,15 +104,20 @@ func Open(ctx context.Context, o Options) (*Postgres, error) {
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
 	}
-	// While the gate is shut no pool dials: the probe alone does. No
-	// connection dials a cancel request (withoutCancel).
+	// The gate (see gate): while it is shut the new claims' and the
+	// background's pools do not dial; no connection dials a cancel
+	// request while it doubts the database (withoutCancel).
 	g := newGate(nil, o.Log)
 	g.probe = probeWith(cfg.ConnConfig, g)
 	cfg.BeforeConnect = func(_ context.Context, cc *pgx.ConnConfig) error {
+		withoutCancel(cc, g, ungated)
+		return nil
+	}
+	gatedConnect := func(_ context.Context, cc *pgx.ConnConfig) error {
 		if !g.open() {
 			return errShut
 		}
-		withoutCancel(cc, g)
+		withoutCancel(cc, g, gated)
 		return nil
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -124,8 +130,10 @@ func Open(ctx context.Context, o Options) (*Postgres, error) {
 	}
 	claimsCfg := cfg.Copy()
 	claimsCfg.MaxConns, claimsCfg.MinConns = max(2, cfg.MaxConns/2), 0
+	claimsCfg.BeforeConnect = gatedConnect
 	bgCfg := cfg.Copy()
 	bgCfg.MaxConns, bgCfg.MinConns = backgroundConns, 0
+	bgCfg.BeforeConnect = gatedConnect
 	claims, err := pgxpool.NewWithConfig(ctx, claimsCfg)
 	if err != nil {
 		pool.Close()
@@ -211,7 +219,7 @@ func (p *Postgres) Claim(ctx context.Context, req Request, bound time.Duration) 
 	conn, err := p.claims.Acquire(actx)
 	cancel()
 	if err != nil {
-		if !bounded || ctx.Err() != nil {
+		if !bounded {
 			p.gate.failed(err) // a connection that could not be made, not a busy pool
 		}
 		return nil, nil, unavailable(fmt.Errorf("no connection for a new claim within %v: %w", claimWait, err))
