@@ -113,7 +113,7 @@ for run in BenchmarkTokenRequest_Bearer BenchmarkTokenRequest_DPoP BenchmarkToke
   P[$run:serve]=$(part "$run" 'github.com/labstack/echo/v4.(*Echo).ServeHTTP')
   P[$run:verify]=$(part "$run" 'github.com/fintech-bff/bff/internal/dpop.(*Verifier).Verify')
   P[$run:ecdsa]=$(part "$run" 'crypto/ecdsa.VerifyASN1')
-  P[$run:claim]=$(part "$run" 'github.com/fintech-bff/bff/internal/kv.(*Redis).SetNX')
+  P[$run:claim]=$(part "$run" 'github.com/fintech-bff/bff/internal/kv.(*Claims).SetNX')
   P[$run:sched]=$(part "$run" 'runtime.mcall')
   P[$run:upstream]=$(part "$run" 'net/http.(*conn).serve')
   P[$run:client]=$(awk -v a="$(part "$run" 'net/http.(*persistConn).readLoop')" -v b="$(part "$run" 'net/http.(*persistConn).writeLoop')" 'BEGIN { printf "%.1f", a + b }')
@@ -187,7 +187,7 @@ floor_us=$((ecdsa_us + claim_us))
   row "the request in the edge's goroutine (echo's ServeHTTP)" serve
   row "· of it, checking the proof (dpop.Verify)" verify
   row "· · of that, the ECDSA P-256 signature (crypto/ecdsa.VerifyASN1)" ecdsa
-  row "· · of that, the jti claim in Redis (kv.Redis.SetNX: go-redis, its write and read system calls)" claim
+  row "· · of that, the jti claim in Redis (kv.Claims.SetNX: concurrent requests' claims in one pipeline; go-redis's write and read system calls)" claim
   row "· · of that, the rest: reading the proof, the key cache, htm, htu, iat, ath, jti" verify_rest
   row "· of it, the rest of the request (session, token, proxying, metrics, access log)" serve_rest
   row "the scheduler: goroutines parked, threads put to sleep and woken (runtime.mcall)" sched
@@ -227,7 +227,7 @@ cat "$OUT"
 row="| DPoP-bound request (\`make bench-dpop\`): CPU per request, sent in parallel | ≤ ${GOAL}× Bearer | ${dpop_us} vs ${bearer_us} µs = ${cpu_ratio}× | $result |"
 para="**DPoP-bound requests** ([bench/dpop.txt](bench/dpop.txt), \`make bench-dpop\`: the steady-state GET as a Go benchmark in one process, against the same request as Bearer, $inflight in flight at once as a loaded instance receives them, medians of $ROUNDS interleaved rounds of $N, load average ${load0%% *} at the start on $(nproc) cores): a request with a new ES256 proof costs ${dpop_us} µs of CPU against Bearer's ${bearer_us} (${cpu_ratio}×, the rounds ${par_round_lo}× to ${par_round_hi}×; goal ≤ ${GOAL}×, ${goal_us} µs: $result), ${par_dpop_allocs} allocations against ${par_bearer_allocs}, and ${par_redis_more} Redis commands more (the jti claim). Sent one at a time it is ${one_ratio}× ($(us "$one_dpop_cpu") vs $(us "$one_bearer_cpu") µs): each of its two waits on a socket then puts the process's threads to sleep and wakes them (${one_dpop_ctxsw} context switches per request against ${one_bearer_ctxsw}), $(pdiff '' sched) µs more in the scheduler alone, a cost a loaded instance does not pay per request."
 if [ "$result" = FAIL ]; then
-  para="$para What bounds it (the CPU profiles in bench/dpop.txt, per request, in parallel): the ECDSA P-256 signature check (crypto/ecdsa) ${ecdsa_us} µs and the jti claim in Redis ${claim_us} µs (one \`EVALSHA\` round trip: go-redis's write and read system calls); reading the proof, its kept key and its claims is ${read_us} µs, and the rest of the request, the same code as Bearer's, costs $(pdiff Parallel serve_rest) µs more beside them. The goal leaves $((goal_us - bearer_us)) µs over Bearer; the signature check and the claim alone take ${floor_us} of the ${extra_us}. Reaching it would need both a P-256 check cheaper than Go's constant-time one (a variable-time check with a table precomputed per bound key, which Go's crypto does not offer) and a cheaper claim: the claims of concurrent requests sent to Redis together, one pipeline per batch (kv's store has no such claim today), since refusing a proof replayed on any instance needs the shared store on the request's path (docs/operations.md, \"Replays: a jti cache, not server nonces\")."
+  para="$para What bounds it (the CPU profiles in bench/dpop.txt, per request, in parallel): the ECDSA P-256 signature check (crypto/ecdsa) ${ecdsa_us} µs and the jti claim in Redis ${claim_us} µs (its share of one pipelined round trip: the claims of the requests in flight together, kv.Claims); reading the proof, its kept key and its claims is ${read_us} µs, and the rest of the request, the same code as Bearer's, costs $(pdiff Parallel serve_rest) µs more beside them. The goal leaves $((goal_us - bearer_us)) µs over Bearer; the signature check and the claim alone take ${floor_us} of the ${extra_us}. Reaching it would need a P-256 check cheaper than Go's constant-time one (a variable-time check with a table precomputed per bound key, which Go's crypto does not offer): the claim is already shared by the requests in flight, and refusing a proof replayed on any instance needs the shared store on the request's path (docs/operations.md, \"Replays: a jti cache, not server nonces\")."
 fi
 awk -v row="$row" -v para="$para" '
   /^\| DPoP-bound request / { next }
