@@ -61,8 +61,9 @@ type gate struct {
 	// probeWait bounds one probe's attempt (connecting to each host of
 	// the URL, and its SELECT 1).
 	probeWait time.Duration
-	// retry is the first wait after a probe that failed; it doubles up
-	// to a second.
+	// retry is the first wait after a probe that failed fast; it doubles
+	// up to a second. One that waited a second or more is tried again at
+	// once.
 	retry time.Duration
 }
 
@@ -126,6 +127,7 @@ func (g *gate) run() {
 	wait := g.retry
 	for g.ctx.Err() == nil {
 		ctx, cancel := context.WithTimeout(context.WithValue(g.ctx, probing{}, true), g.probeWait)
+		began := time.Now()
 		err := g.probe(ctx)
 		cancel()
 		if err == nil || !outage(err) {
@@ -145,6 +147,14 @@ func (g *gate) run() {
 			g.mu.Unlock()
 			return
 		}
+		if time.Since(began) >= time.Second {
+			// The attempt waited on a server that did not answer (its
+			// connect timeout): try again at once, so that the probe is
+			// always waiting when the server runs again.
+			wait = g.retry
+			continue
+		}
+		// Failed fast (refused, starting up): back off, up to a second.
 		t := time.NewTimer(wait)
 		select {
 		case <-g.ctx.Done():

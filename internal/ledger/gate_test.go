@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -249,4 +250,30 @@ func TestWithoutCancel(t *testing.T) {
 	if dials != 5 || g.dialled.Load() != 4 {
 		t.Errorf("%d dials (%d counted), want 5 (4 counted: not the probe's)", dials, g.dialled.Load())
 	}
+}
+
+// A probe that waited on a silent server (its connect timeout) is tried
+// again at once, so that one is always waiting when the server runs
+// again; one that failed fast backs off.
+func TestGateProbesASilentServerWithoutPause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var starts []time.Duration
+		begin := time.Now()
+		g := newGate(func(ctx context.Context) error {
+			starts = append(starts, time.Since(begin))
+			if len(starts) <= 3 {
+				time.Sleep(3 * time.Second) // the connect timeout of a frozen server
+				return &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}
+			}
+			return nil
+		}, nil)
+		defer g.close()
+		g.failed(os.ErrDeadlineExceeded)
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		want := []time.Duration{0, 3 * time.Second, 6 * time.Second, 9 * time.Second}
+		if !slices.Equal(starts, want) || !g.open() {
+			t.Errorf("probes began at %v (open %v), want %v: each right after the last timed out", starts, g.open(), want)
+		}
+	})
 }
