@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/testing/redistest"
 )
@@ -52,7 +50,7 @@ func BenchmarkClaims(b *testing.B) {
 
 func benchmarkClaims(b *testing.B, kind string, goroutines int) {
 	rc, prefix := redistest.Client(b)
-	trips := countRoundTrips(rc)
+	trips := redistest.CountRoundTrips(rc)
 	ctx := context.Background()
 	r := kv.NewRedis(rc, prefix)
 	claim := r.SetNX
@@ -110,30 +108,4 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// countRoundTrips counts the round trips rc makes from now on: a command
-// sent alone or a pipeline.
-func countRoundTrips(rc redis.UniversalClient) *atomic.Int64 {
-	n := new(atomic.Int64)
-	rc.AddHook(tripHook{n})
-	return n
-}
-
-type tripHook struct{ n *atomic.Int64 }
-
-func (h tripHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h tripHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (h tripHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmds)
-	}
 }

@@ -361,17 +361,11 @@ func (p *Postgres) Listen(ctx context.Context, changed func(userID string), resy
 }
 
 func (p *Postgres) listenOnce(ctx context.Context, changed func(string), resync func()) error {
-	cfg := p.pool.Config().ConnConfig.Copy()
-	withoutCancel(cfg, p.gate, ungated)
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, closeConn, err := connect(ctx, p.pool.Config().ConnConfig, p.gate, ungated)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		_ = conn.Close(cctx)
-	}()
+	defer closeConn()
 	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
 		return err
 	}

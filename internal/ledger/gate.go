@@ -221,17 +221,11 @@ func outage(err error) bool {
 // multi-host URL is tried; ctx bounds the whole), SELECT 1, closed.
 func probeWith(cfg *pgx.ConnConfig, g *gate) func(context.Context) error {
 	return func(ctx context.Context) error {
-		c := cfg.Copy()
-		withoutCancel(c, g, probe)
-		conn, err := pgx.ConnectConfig(ctx, c)
+		conn, closeConn, err := connect(ctx, cfg, g, probe)
 		if err != nil {
 			return err
 		}
-		defer func() {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			defer cancel()
-			_ = conn.Close(cctx)
-		}()
+		defer closeConn()
 		_, err = conn.Exec(ctx, "SELECT 1")
 		return err
 	}

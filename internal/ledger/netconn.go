@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -159,4 +160,21 @@ func quickOf(c net.Conn) *quickConn {
 		c = u.NetConn()
 	}
 	return nil
+}
+
+// connect makes one connection of its own (not a pool's) to cfg's
+// database for its part in g, and the function that closes it (within a
+// second, ctx's end or not).
+func connect(ctx context.Context, cfg *pgx.ConnConfig, g *gate, part int) (*pgx.Conn, func(), error) {
+	c := cfg.Copy()
+	withoutCancel(c, g, part)
+	conn, err := pgx.ConnectConfig(ctx, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return conn, func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}, nil
 }

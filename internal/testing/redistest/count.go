@@ -11,11 +11,22 @@ import (
 // pipeline's), for the benchmarks that report Redis commands per request.
 func CountCommands(rc redis.UniversalClient) *atomic.Int64 {
 	n := new(atomic.Int64)
-	rc.AddHook(countHook{n})
+	rc.AddHook(countHook{n: n})
 	return n
 }
 
-type countHook struct{ n *atomic.Int64 }
+// CountRoundTrips counts, from now on, the round trips rc makes: a
+// command sent alone, or a pipeline.
+func CountRoundTrips(rc redis.UniversalClient) *atomic.Int64 {
+	n := new(atomic.Int64)
+	rc.AddHook(countHook{n: n, trips: true})
+	return n
+}
+
+type countHook struct {
+	n     *atomic.Int64
+	trips bool // a pipeline counts once
+}
 
 func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
@@ -28,7 +39,11 @@ func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(int64(len(cmds)))
+		if h.trips {
+			h.n.Add(1)
+		} else {
+			h.n.Add(int64(len(cmds)))
+		}
 		return next(ctx, cmds)
 	}
 }
