@@ -105,7 +105,7 @@ func benchProof(b testing.TB, key crypto.Signer, alg jose.SignatureAlgorithm, ke
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := proofOf(b, key, alg, map[string]any{"jti": "j", "htm": "GET", "htu": testURL, "iat": now.Unix(), "ath": TokenHash(testTok)})
+	p := proofOf(b, key, alg, map[string]any{"jti": "jti-of-the-bench", "htm": "GET", "htu": testURL, "iat": now.Unix(), "ath": TokenHash(testTok)})
 	return v, p, Check{Method: "GET", URL: testURL, Token: testTok, JKT: jktOf(b, key.Public())}
 }
 

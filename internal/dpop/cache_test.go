@@ -184,7 +184,7 @@ func TestVerifyRefusesHeadersAndClaimsItDoesNotRead(t *testing.T) {
 	t.Run("escapes, spaces, a kid and claims it does not know are read", func(t *testing.T) {
 		jwk := publicJWK(t, p256Key.Public())
 		h := fmt.Sprintf(`{ "typ" : "dpop\u002Bjwt", "\u0061lg":"ES256", "kid":"k1", "jwk":{"kty":"EC","crv":"P-256","x":%q,"y":%q} }`, jwk["x"], jwk["y"])
-		c := fmt.Sprintf(`{"htu":"https:\/\/app.example.com\/api\/v2\/payments","htm":"POST","iat":%d.0,"ath":%q,"jti":"j\u00e9-1","nonce":null,"x":[{"y":"}"}]}`, t0.Unix(), TokenHash(testTok))
+		c := fmt.Sprintf(`{"htu":"https:\/\/app.example.com\/api\/v2\/payments","htm":"POST","iat":%d.0,"ath":%q,"jti":"j\u00e9-of-a-cached-key-1","nonce":null,"x":[{"y":"}"}]}`, t0.Unix(), TokenHash(testTok))
 		if got, err := v.Verify(context.Background(), raw(h, c), check); err != nil || got.JKT != check.JKT {
 			t.Fatalf("got %+v, %v; want accepted", got, err)
 		}

@@ -103,7 +103,8 @@ const (
 	ReasonHTU Reason = "htu"
 	// ReasonIAT: iat missing, too old or too far ahead.
 	ReasonIAT Reason = "iat"
-	// ReasonJTI: jti missing or longer than MaxJTILen.
+	// ReasonJTI: jti missing, shorter than MinJTILen or longer than
+	// MaxJTILen.
 	ReasonJTI Reason = "jti"
 	// ReasonATH: ath missing or not the hash of the token sent, or present
 	// where no token is (a login).
@@ -145,10 +146,14 @@ type ReplayStore interface {
 var ErrUnavailable = errors.New("dpop: replays cannot be checked")
 
 // Limits on what a proof may hold: a proof is a few hundred bytes (an RSA
-// 4096 key makes it about 1.5 KiB), and the jti a random value (RFC 9449
-// asks 96 bits or more).
+// 4096 key makes it about 1.5 KiB), and the jti a random value of 96 bits
+// or more (RFC 9449, section 11.1): a string cannot show its entropy, so
+// its length is held to what 96 bits take in the densest usual encoding,
+// 16 characters of base64url (a UUID has 36, 16 random bytes in
+// base64url 22).
 const (
 	MaxProofBytes = 8 << 10
+	MinJTILen     = 16
 	MaxJTILen     = 256
 )
 
@@ -376,7 +381,7 @@ func (v *Verifier) Verify(ctx context.Context, proof string, c Check) (Proof, er
 	} else if cl.ath == nil || !tokenHashIs(c.Token, cl.ath) {
 		return Proof{}, refused(ReasonATH)
 	}
-	if len(cl.jti) == 0 || len(cl.jti) > MaxJTILen {
+	if len(cl.jti) < MinJTILen || len(cl.jti) > MaxJTILen {
 		return Proof{}, refused(ReasonJTI)
 	}
 	var claim [16]byte

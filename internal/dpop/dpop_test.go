@@ -13,7 +13,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"math/big"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -107,7 +107,7 @@ var jtiSeq int
 // good are the claims of a proof for the test request, with a new jti.
 func good() map[string]any {
 	jtiSeq++
-	return map[string]any{"jti": "jti-" + big.NewInt(int64(jtiSeq)).String(), "htm": "POST", "htu": testURL,
+	return map[string]any{"jti": fmt.Sprintf("jti-%012d", jtiSeq), "htm": "POST", "htu": testURL,
 		"iat": t0.Unix(), "ath": TokenHash(testTok)}
 }
 
@@ -284,6 +284,10 @@ func TestVerifyRefuses(t *testing.T) {
 		{"ath at a login", func() string { return proofOf(t, p256Key, jose.ES256, good()) }, Check{Method: "POST", URL: testURL}, ReasonATH},
 		{"no jti", func() string { return proofOf(t, p256Key, jose.ES256, with(good(), "jti", nil)) }, check, ReasonJTI},
 		{"an empty jti", func() string { return proofOf(t, p256Key, jose.ES256, with(good(), "jti", "")) }, check, ReasonJTI},
+		{"a jti of one character", func() string { return proofOf(t, p256Key, jose.ES256, with(good(), "jti", "j")) }, check, ReasonJTI},
+		{"a jti under 96 bits (15 characters)", func() string {
+			return proofOf(t, p256Key, jose.ES256, with(good(), "jti", strings.Repeat("j", MinJTILen-1)))
+		}, check, ReasonJTI},
 		{"a jti over MaxJTILen", func() string {
 			return proofOf(t, p256Key, jose.ES256, with(good(), "jti", strings.Repeat("j", MaxJTILen+1)))
 		}, check, ReasonJTI},

@@ -92,7 +92,7 @@ func (v *Verifier) verifyGoJOSE(ctx context.Context, proof string, c Check) (Pro
 	} else if cl.ATH == nil || subtle.ConstantTimeCompare([]byte(*cl.ATH), []byte(TokenHash(c.Token))) != 1 {
 		return Proof{}, refused(ReasonATH)
 	}
-	if cl.JTI == nil || *cl.JTI == "" || len(*cl.JTI) > MaxJTILen {
+	if cl.JTI == nil || len(*cl.JTI) < MinJTILen || len(*cl.JTI) > MaxJTILen {
 		return Proof{}, refused(ReasonJTI)
 	}
 	var claim [16]byte
