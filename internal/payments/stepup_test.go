@@ -167,6 +167,7 @@ func TestStepUpMismatchedApprovalsNeverSend(t *testing.T) {
 		{"a weaker authentication", func(a *payments.Approval) { a.ACR = "urn:bff:acr:pwd" }},
 		{"an authentication from before the payment", func(a *payments.Approval) { a.AuthTime = time.Now().Add(-time.Hour) }},
 		{"no auth_time", func(a *payments.Approval) { a.AuthTime = time.Time{} }},
+		{"an auth_time ten minutes ahead of the clock", func(a *payments.Approval) { a.AuthTime = time.Now().Add(10 * time.Minute) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := "mismatch-" + strings.ReplaceAll(tc.name, " ", "-")
