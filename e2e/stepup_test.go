@@ -209,6 +209,38 @@ func TestStepUpApprovedPaymentIsSentOnce(t *testing.T) {
 	}
 }
 
+// A code exchange the provider refuses (a code that is not the one it
+// issued: invalid_grant) brings the browser back to the app with
+// stepUp=failed, not a LOGIN_FAILED page; the payment still waits, and a
+// second approval sends it once.
+func TestStepUpFailedExchangeComesBackFailed(t *testing.T) {
+	t.Parallel()
+	e, _ := stepUpEnv(t, options{})
+	b := webLogin(t, e, "alice")
+	stepUp := held(t, b, eurPayment("300.00", "exchange fails"), "exch-1", "X-CSRF", "1")
+	cb, _ := opDecide(t, b.http, beginStepUp(t, b, stepUp, "&returnTo=/paid"), "alice", "123456", "approve")
+	u := mustURL(t, cb)
+	q := u.Query()
+	q.Set("code", q.Get("code")+"x")
+	u.RawQuery = q.Encode()
+	if r := b.follow(t, u.String()); r.status != http.StatusFound || r.header.Get("Location") != "/paid?stepUp=failed" {
+		t.Fatalf("callback with a code the provider refuses: got %d %q %s, want 302 to /paid?stepUp=failed", r.status, r.header.Get("Location"), r.body)
+	}
+	if rec := record(t, b, "exch-1"); rec["state"] != string(ledger.StateAwaiting) || rec["stepUpUrl"] == nil {
+		t.Fatalf("record after the failed exchange: got %v, want still awaiting approval", rec)
+	}
+	if n := paymentPosts(e.sim); n != 0 {
+		t.Fatalf("the upstream got %d creations after a failed exchange, want none", n)
+	}
+	cb, _ = opDecide(t, b.http, beginStepUp(t, b, stepUp, "&returnTo=/paid"), "alice", "123456", "approve")
+	if r := b.follow(t, cb); r.status != http.StatusFound || r.header.Get("Location") != "/paid?payment=exch-1&stepUp=approved" {
+		t.Fatalf("the second approval: got %d %q %s", r.status, r.header.Get("Location"), r.body)
+	}
+	if n := paymentPosts(e.sim); n != 1 {
+		t.Fatalf("the upstream got %d creations after the second approval, want exactly 1", n)
+	}
+}
+
 func TestStepUpCancelledPaymentIsNeverSent(t *testing.T) {
 	t.Parallel()
 	e, _ := stepUpEnv(t, options{})
@@ -270,7 +302,10 @@ func TestStepUpApprovalMustMatchThePayment(t *testing.T) {
 		q := swapped.Query()
 		q.Set("state", mustURL(t, bigAuth).Query().Get("state"))
 		swapped.RawQuery = q.Encode()
-		wantProblem(t, b.follow(t, swapped.String()), http.StatusBadRequest, "LOGIN_FAILED")
+		// The exchange fails: back to the app, the payment still held.
+		if r := b.follow(t, swapped.String()); r.status != http.StatusFound || !strings.Contains(r.header.Get("Location"), "stepUp=failed") {
+			t.Fatalf("the swapped code: got %d %q %s, want 302 with stepUp=failed", r.status, r.header.Get("Location"), r.body)
+		}
 		if rec := record(t, b, "swap-big"); rec["state"] != string(ledger.StateAwaiting) {
 			t.Fatalf("the big payment after the swap: got %v, want still held", rec)
 		}

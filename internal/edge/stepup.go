@@ -100,7 +100,13 @@ func stepUpCallback(c echo.Context, d loginDeps, res login.Result, err error, pr
 		d.log.LogAttrs(r.Context(), slog.LevelWarn, "a payment approval did not complete", slog.String("requestId", requestID(c)), slog.String("reason", err.Error()))
 		if !errors.Is(err, login.ErrProvider) || !providerRefused {
 			// Not the provider's refusal (an exchange or a token that
-			// failed): the hold stays, and the user may approve again.
+			// failed, a nonce that did not match): the hold stays, and
+			// the user may approve again. A browser goes back to the app
+			// (stepUp=failed: the payment still waits); a native app's
+			// browser, which has no app page to go to, gets the error.
+			if res.Mobile == nil && res.ReturnTo != "" {
+				return c.Redirect(http.StatusFound, withQuery(res.ReturnTo, url.Values{"stepUp": {string(login.OutcomeFailed)}}))
+			}
 			return loginProblem(err)
 		}
 		// The provider refused: the user cancelled, or could not reach
