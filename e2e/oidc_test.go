@@ -190,6 +190,32 @@ func TestOIDCStateChecks(t *testing.T) {
 		u.RawQuery = q.Encode()
 		wantProblem(t, b.follow(t, u.String()), 400, "LOGIN_FAILED")
 	})
+	// RFC 9207: the response's iss must be the issuer (the mix-up
+	// defence); the test provider sends it and says so in its discovery
+	// document, so a response without it is refused too.
+	t.Run("another issuer's response", func(t *testing.T) {
+		b := e.browser()
+		cb := opLogin(t, b.http, beginLogin(t, b, ""), "quinn")
+		u := mustURL(t, cb)
+		q := u.Query()
+		if q.Get("iss") == "" {
+			t.Fatalf("the provider's response %s carries no iss (RFC 9207)", cb)
+		}
+		q.Set("iss", "http://127.0.0.1:1/evil")
+		u.RawQuery = q.Encode()
+		wantProblem(t, b.follow(t, u.String()), 400, "LOGIN_FAILED")
+		if sessionCookie(t, e, b) != "" {
+			t.Fatal("a response of another issuer made a session")
+		}
+	})
+	t.Run("a response without its iss", func(t *testing.T) {
+		b := e.browser()
+		u := mustURL(t, opLogin(t, b.http, beginLogin(t, b, ""), "quinn"))
+		q := u.Query()
+		q.Del("iss")
+		u.RawQuery = q.Encode()
+		wantProblem(t, b.follow(t, u.String()), 400, "LOGIN_FAILED")
+	})
 	t.Run("callback in another browser", func(t *testing.T) {
 		b := e.browser()
 		cb := opLogin(t, b.http, beginLogin(t, b, ""), "quinn")

@@ -149,9 +149,10 @@ func loginCallback(d loginDeps) echo.HandlerFunc {
 			d.observe.Login(login.MethodUnknown, login.OutcomeState)
 			return loginProblem(login.ErrState)
 		}
-		res, err := d.prov.Callback(r.Context(), q.Get("state"), q.Get("code"), q.Get("error"))
+		res, err := d.prov.Callback(r.Context(), q.Get("state"), q.Get("code"), q.Get("iss"), q.Get("error"))
 		if res.StepUp != nil {
-			return stepUpCallback(c, d, res, err, q.Get("error") != "")
+			// A refusal counts only from the provider (its iss checked).
+			return stepUpCallback(c, d, res, err, q.Get("error") != "" && !errors.Is(err, login.ErrIssuer))
 		}
 		method := session.MethodOIDC
 		if res.Mobile != nil {

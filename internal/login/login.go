@@ -54,6 +54,11 @@ var (
 	ErrState = errors.New("login: the login state is unknown, expired or already used")
 	// ErrProvider: the provider refused or failed the login.
 	ErrProvider = errors.New("login: the provider did not complete the login")
+	// ErrIssuer: the authorization response's iss is not the provider's
+	// issuer, or is missing where the provider sends it (RFC 9207, the
+	// mix-up defence): the response is not the provider's word, not even
+	// a refusal. It wraps ErrProvider.
+	ErrIssuer = fmt.Errorf("%w: the response's issuer (iss) is not the provider's", ErrProvider)
 	// ErrInvalidGrant: the mobile code is unknown, used, expired, or the
 	// verifier does not match its challenge.
 	ErrInvalidGrant = errors.New("login: the code is invalid, used or expired, or the verifier does not match")
@@ -136,6 +141,11 @@ type Provider struct {
 	client     *http.Client
 	now        func() time.Time
 	details    []string // authorization_details_types_supported
+	issuer     string
+	// issParam: the provider puts iss in its authorization responses
+	// (authorization_response_iss_parameter_supported), so one without
+	// it is refused.
+	issParam bool
 }
 
 // New discovers the provider (/.well-known/openid-configuration) and
@@ -165,6 +175,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		JWKS       string   `json:"jwks_uri"`
 		Algs       []string `json:"id_token_signing_alg_values_supported"`
 		Details    []string `json:"authorization_details_types_supported"`
+		IssParam   bool     `json:"authorization_response_iss_parameter_supported"`
 	}
 	_ = p.Claims(&meta)
 	if meta.JWKS == "" {
@@ -190,6 +201,8 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		client:     o.HTTPClient,
 		now:        o.Now,
 		details:    meta.Details,
+		issuer:     o.Issuer,
+		issParam:   meta.IssParam,
 	}, nil
 }
 
@@ -325,8 +338,10 @@ type Result struct {
 // Callback completes a login: the state is used once, the code exchanged
 // with the PKCE verifier, the ID token verified (signature, issuer,
 // audience, expiry, nonce) and the user id read from the configured claim.
+// iss is the response's iss parameter (RFC 9207): when present it must be
+// the issuer, and it must be present when the provider says it sends it.
 // providerError is the callback's error parameter, if any.
-func (p *Provider) Callback(ctx context.Context, stateValue, code, providerError string) (Result, error) {
+func (p *Provider) Callback(ctx context.Context, stateValue, code, iss, providerError string) (Result, error) {
 	if stateValue == "" {
 		return Result{}, ErrState
 	}
@@ -347,6 +362,9 @@ func (p *Provider) Callback(ctx context.Context, stateValue, code, providerError
 		// the payment the user cancelled); what it proved, below, only
 		// when it succeeded.
 		res.StepUp = &Approved{Ref: su.Ref, SessionRef: su.SessionRef}
+	}
+	if (iss != "" || p.issParam) && subtle.ConstantTimeCompare([]byte(iss), []byte(p.issuer)) != 1 {
+		return res, ErrIssuer
 	}
 	if providerError != "" {
 		return res, fmt.Errorf("%w: %s", ErrProvider, sanitize(providerError))
