@@ -163,6 +163,15 @@ func record(t *testing.T, c *client, key string) map[string]any {
 	return r.json(t)
 }
 
+// wantBackTo fails t unless r (a step-up's callback) is a 302 back to the
+// app at want.
+func wantBackTo(t *testing.T, what string, r reply, want string) {
+	t.Helper()
+	if loc := r.header.Get("Location"); r.status != http.StatusFound || loc != want {
+		t.Fatalf("%s: got %d %q %s, want 302 to %s", what, r.status, loc, r.body, want)
+	}
+}
+
 func TestStepUpApprovedPaymentIsSentOnce(t *testing.T) {
 	t.Parallel()
 	e, _ := stepUpEnv(t, options{})
@@ -187,10 +196,7 @@ func TestStepUpApprovedPaymentIsSentOnce(t *testing.T) {
 	if shown["amount"] != "1000.00 EUR" || shown["payee"] != "Jane Doe" || shown["iban"] != "DE89370400440532013000" || shown["remittance"] != "Invoice 42" {
 		t.Fatalf("the provider showed %v, want the held payment's amount, payee, IBAN and reference", shown)
 	}
-	r := b.follow(t, cb)
-	if loc := r.header.Get("Location"); r.status != http.StatusFound || loc != "/paid?payment=big-1&stepUp=approved" {
-		t.Fatalf("callback: got %d %q %s, want 302 to /paid?payment=big-1&stepUp=approved", r.status, loc, r.body)
-	}
+	wantBackTo(t, "callback", b.follow(t, cb), "/paid?payment=big-1&stepUp=approved")
 	if n := paymentPosts(e.sim); n != before+1 {
 		t.Fatalf("the upstream got %d creations after the approval, want exactly 1", n-before)
 	}
@@ -223,9 +229,7 @@ func TestStepUpFailedExchangeComesBackFailed(t *testing.T) {
 	q := u.Query()
 	q.Set("code", q.Get("code")+"x")
 	u.RawQuery = q.Encode()
-	if r := b.follow(t, u.String()); r.status != http.StatusFound || r.header.Get("Location") != "/paid?stepUp=failed" {
-		t.Fatalf("callback with a code the provider refuses: got %d %q %s, want 302 to /paid?stepUp=failed", r.status, r.header.Get("Location"), r.body)
-	}
+	wantBackTo(t, "callback with a code the provider refuses", b.follow(t, u.String()), "/paid?stepUp=failed")
 	if rec := record(t, b, "exch-1"); rec["state"] != string(ledger.StateAwaiting) || rec["stepUpUrl"] == nil {
 		t.Fatalf("record after the failed exchange: got %v, want still awaiting approval", rec)
 	}
@@ -233,9 +237,7 @@ func TestStepUpFailedExchangeComesBackFailed(t *testing.T) {
 		t.Fatalf("the upstream got %d creations after a failed exchange, want none", n)
 	}
 	cb, _ = opDecide(t, b.http, beginStepUp(t, b, stepUp, "&returnTo=/paid"), "alice", "123456", "approve")
-	if r := b.follow(t, cb); r.status != http.StatusFound || r.header.Get("Location") != "/paid?payment=exch-1&stepUp=approved" {
-		t.Fatalf("the second approval: got %d %q %s", r.status, r.header.Get("Location"), r.body)
-	}
+	wantBackTo(t, "the second approval", b.follow(t, cb), "/paid?payment=exch-1&stepUp=approved")
 	if n := paymentPosts(e.sim); n != 1 {
 		t.Fatalf("the upstream got %d creations after the second approval, want exactly 1", n)
 	}
@@ -247,9 +249,7 @@ func TestStepUpCancelledPaymentIsNeverSent(t *testing.T) {
 	b := webLogin(t, e, "alice")
 	stepUp := held(t, b, eurPayment("250.00", "cancel me"), "cancel-1", "X-CSRF", "1")
 	cb, _ := opDecide(t, b.http, beginStepUp(t, b, stepUp, "&returnTo=/paid"), "alice", "123456", "cancel")
-	if r := b.follow(t, cb); r.status != http.StatusFound || r.header.Get("Location") != "/paid?stepUp=declined" {
-		t.Fatalf("callback after cancel: got %d %q %s", r.status, r.header.Get("Location"), r.body)
-	}
+	wantBackTo(t, "callback after cancel", b.follow(t, cb), "/paid?stepUp=declined")
 	p := wantProblem(t, b.do("POST", "/api/v2/payments", eurPayment("250.00", "cancel me"), "Idempotency-Key", "cancel-1", "X-CSRF", "1"),
 		http.StatusForbidden, "STEP_UP_DECLINED")
 	if !strings.Contains(fmt.Sprint(p["detail"]), "new Idempotency-Key") {
@@ -527,9 +527,7 @@ func TestStepUpLedgerFrozenAtTheApproval(t *testing.T) {
 	pg.Pause()
 	r := b.follow(t, cb)
 	pg.Resume()
-	if loc := r.header.Get("Location"); r.status != http.StatusFound || loc != "/paid?stepUp=failed" {
-		t.Fatalf("the callback with the ledger frozen: got %d %q %s, want 302 to /paid?stepUp=failed", r.status, loc, r.body)
-	}
+	wantBackTo(t, "the callback with the ledger frozen", r, "/paid?stepUp=failed")
 	if n := paymentPosts(e.sim); n != 0 {
 		t.Fatalf("an approval the ledger could not take sent %d payments", n)
 	}

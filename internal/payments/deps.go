@@ -71,6 +71,12 @@ func (b base) ledgerFailed(requestID string, err error) *problem.Problem {
 	if errors.Is(err, ledger.ErrUnreadable) {
 		detail = "this payment's stored answer cannot be read right now; nothing was sent again"
 	}
+	return b.shed(detail, err)
+}
+
+// shed is 503 LEDGER_UNAVAILABLE with detail, counted among the refusals,
+// with a Retry-After that spreads the retries (refusals).
+func (b base) shed(detail string, err error) *problem.Problem {
 	p := problem.Wrap(problem.CodeLedgerUnavailable, detail, err)
 	p.RetryAfter = strconv.Itoa(b.refused.retryAfter())
 	return p

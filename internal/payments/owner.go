@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -89,9 +88,7 @@ func (o *owner) mark(ctx context.Context) error {
 	})
 	if err != nil {
 		o.path.observe.MoneyRequest(MoneyLedgerUnavailable)
-		p := problem.Wrap(problem.CodeLedgerUnavailable, "payments cannot be recorded right now; nothing was sent, retry with the same Idempotency-Key", err)
-		p.RetryAfter = strconv.Itoa(o.path.refused.retryAfter())
-		return p
+		return o.path.shed("payments cannot be recorded right now; nothing was sent, retry with the same Idempotency-Key", err)
 	}
 	if !ok {
 		p := problem.Wrap(problem.CodeLedgerUnavailable, "this payment's claim ran out before it could be sent; nothing was sent, retry with the same Idempotency-Key", errClaimLost)
