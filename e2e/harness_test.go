@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	mathrand "math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -20,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -65,14 +67,31 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// handedOut holds the ports freeAddr gave this process's tests.
+var handedOut sync.Map
+
+// freeAddr returns a free 127.0.0.1 address for a server a test starts
+// later. The port is below the kernel's ephemeral range (32768 and up on
+// Linux), so no outgoing connection of this machine can take it between
+// now and the server's bind (one did in a clean-clone run: an OIDC test's
+// BFF, whose port the provider already had as its redirect URI, could not
+// listen), and it is never handed out twice.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 200 {
+		p := 20000 + mathrand.IntN(12000)
+		if _, taken := handedOut.LoadOrStore(p, true); taken {
+			continue
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return ln.Addr().String()
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free port below the ephemeral range after 200 tries")
+	return ""
 }
 
 func randomB64(n int) string {

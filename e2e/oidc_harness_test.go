@@ -159,13 +159,9 @@ func startOP(t *testing.T, clients ...OPClient) *OP {
 
 func opLaunch(t *testing.T, node, dir string, clients []map[string]any) (*OP, error) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	issuer := "http://127.0.0.1:" + strconv.Itoa(port)
+	_, p, _ := net.SplitHostPort(freeAddr(t))
+	port, _ := strconv.Atoi(p)
+	issuer := "http://127.0.0.1:" + p
 
 	cfg, _ := json.MarshalIndent(map[string]any{"port": port, "issuer": issuer, "clients": clients}, "", "  ")
 	cfgPath := filepath.Join(t.TempDir(), "op-config.json")
