@@ -690,6 +690,16 @@ func stepUpPolicy(cfg *config.Config) *payments.StepUp {
 // cookie's codec (same keys as the session cookie, its own name).
 func openLogin(ctx context.Context, cfg *config.Config, store login.Store, keys [][]byte, encKey []byte, decKeys [][]byte, observe login.Observer) (*login.Provider, *session.Cookies, error) {
 	o := cfg.Auth.OIDC
+	var clientKeys *login.ClientKeys
+	if o.ClientKeysFile != "" {
+		b, err := os.ReadFile(o.ClientKeysFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("auth.oidc.client_keys_file: %w", err) // names the path, never the content
+		}
+		if clientKeys, err = login.ParseClientKeys(b, o.ClientKeyID); err != nil {
+			return nil, nil, fmt.Errorf("auth.oidc.client_keys_file %s: %w", o.ClientKeysFile, err)
+		}
+	}
 	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	prov, err := login.New(dctx, login.Options{
@@ -697,6 +707,7 @@ func openLogin(ctx context.Context, cfg *config.Config, store login.Store, keys 
 		Scopes: o.Scopes, UserIDClaim: o.UserIDClaim, PostLogoutRedirectURL: strings.TrimSuffix(cfg.PublicURL, "/") + "/",
 		MobileRedirectURIs: cfg.Auth.MobileRedirectURIs, Store: store, EncryptionKey: encKey,
 		DecryptionKeys: decKeys, HTTPClient: &http.Client{Timeout: 10 * time.Second}, Observe: observe,
+		Profile: o.Profile, ClientKeys: clientKeys,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("auth.oidc.issuer: %w", err)

@@ -319,7 +319,18 @@ type OIDC struct {
 	RedirectURL  string   `yaml:"redirect_url"`
 	Scopes       []string `yaml:"scopes"`
 	UserIDClaim  string   `yaml:"user_id_claim"`
+	// Profile is "" (OpenID Connect with PKCE; PAR and DPoP when the
+	// provider offers them) or OIDCProfileFAPI2.
+	Profile string `yaml:"profile"`
+	// ClientKeysFile is a JWK Set of the client's private keys for
+	// private_key_jwt (RFC 7523); ClientKeyID names the one that signs
+	// (default: the first).
+	ClientKeysFile string `yaml:"client_keys_file"`
+	ClientKeyID    string `yaml:"client_key_id"`
 }
+
+// OIDCProfileFAPI2 is auth.oidc.profile's FAPI 2.0 Security Profile.
+const OIDCProfileFAPI2 = "fapi2"
 
 // CORS configures cross-origin web frontends.
 type CORS struct {

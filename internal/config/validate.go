@@ -384,6 +384,21 @@ func (a *Auth) validate(v *validator, prod bool) {
 		if !slices.Contains(o.Scopes, "openid") {
 			v.addf("auth.oidc.scopes", "must include openid")
 		}
+		switch o.Profile {
+		case "":
+		case OIDCProfileFAPI2:
+			if o.ClientKeysFile == "" {
+				v.addf("auth.oidc.client_keys_file", "required with auth.oidc.profile fapi2 (the client authenticates with private_key_jwt)")
+			}
+			if o.ClientSecret != "" {
+				v.addf("auth.oidc.client_secret", "must be empty with auth.oidc.profile fapi2, which authenticates the client with auth.oidc.client_keys_file")
+			}
+		default:
+			v.addf("auth.oidc.profile", "%q is not one of \"\" (OpenID Connect), fapi2", o.Profile)
+		}
+		if o.ClientKeyID != "" && o.ClientKeysFile == "" {
+			v.addf("auth.oidc.client_key_id", "needs auth.oidc.client_keys_file")
+		}
 	case AuthModeDev:
 		if prod {
 			v.addf("auth.mode", "dev is refused when env is production")

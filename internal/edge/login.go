@@ -120,6 +120,17 @@ func loginStart(d loginDeps, mobileURIs []string) echo.HandlerFunc {
 	}
 }
 
+// clientJWKS is GET /auth/jwks.json: the public keys of the BFF's client
+// assertions (private_key_jwt), for the provider to fetch as the client's
+// jwks_uri. Public by nature; cached briefly so that a rotated-in key is
+// seen within minutes.
+func clientJWKS(jwks []byte) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set("Cache-Control", "public, max-age=300")
+		return c.Blob(http.StatusOK, "application/jwk-set+json", jwks)
+	}
+}
+
 // loginCallback is GET /auth/callback: the provider's reply.
 func loginCallback(d loginDeps) echo.HandlerFunc {
 	return func(c echo.Context) error {

@@ -37,6 +37,9 @@ func routes(e *echo.Echo, d Deps) {
 		e.GET("/auth/callback", loginCallback(ld))
 		e.POST("/auth/mobile/token", mobileToken(ld))
 		e.POST("/auth/backchannel-logout", backchannelLogout(ld))
+		if jwks := d.Login.OIDC.ClientJWKS(); jwks != nil {
+			e.GET("/auth/jwks.json", clientJWKS(jwks))
+		}
 		logoutURL = d.Login.OIDC.LogoutURL()
 	}
 	if method := loginMethod(d.Login); method != "" {

@@ -114,6 +114,12 @@ type Options struct {
 	// Observe, when set, is told of each fetch of the provider's signing
 	// keys (metrics).
 	Observe Observer
+	// Profile is "" or ProfileFAPI2, whose needs New checks against the
+	// provider's discovery document.
+	Profile string
+	// ClientKeys, when set, authenticate the client with private_key_jwt
+	// (RFC 7523) instead of ClientSecret; the fapi2 profile needs them.
+	ClientKeys *ClientKeys
 }
 
 // Observer receives a Provider's events. Implementations must be cheap and
@@ -131,6 +137,16 @@ func (nopObserver) KeysFetched() {}
 // Provider runs logins against one OpenID provider. Safe for concurrent use.
 type Provider struct {
 	oauth      oauth2.Config
+	clientID   string
+	secret     string
+	auth       clientAuth
+	keys       *ClientKeys // private_key_jwt; nil: none
+	redirect   string
+	authURL    string
+	tokenURL   string
+	par        string // pushed_authorization_request_endpoint; "": front channel
+	dpop       bool   // DPoP at the token endpoint, dpop_jkt with the request
+	fapi2      bool
 	verifier   *oidc.IDTokenVerifier
 	endSession string
 	claim      string
@@ -170,22 +186,48 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		return nil, fmt.Errorf("login: discovering the OpenID provider: %w", err)
 	}
 	var meta struct {
-		EndSession string   `json:"end_session_endpoint"`
-		Methods    []string `json:"code_challenge_methods_supported"`
-		JWKS       string   `json:"jwks_uri"`
-		Algs       []string `json:"id_token_signing_alg_values_supported"`
-		Details    []string `json:"authorization_details_types_supported"`
-		IssParam   bool     `json:"authorization_response_iss_parameter_supported"`
+		EndSession  string   `json:"end_session_endpoint"`
+		Methods     []string `json:"code_challenge_methods_supported"`
+		JWKS        string   `json:"jwks_uri"`
+		Algs        []string `json:"id_token_signing_alg_values_supported"`
+		Details     []string `json:"authorization_details_types_supported"`
+		IssParam    bool     `json:"authorization_response_iss_parameter_supported"`
+		PAR         string   `json:"pushed_authorization_request_endpoint"`
+		AuthMethods []string `json:"token_endpoint_auth_methods_supported"`
+		DPoPAlgs    []string `json:"dpop_signing_alg_values_supported"`
 	}
 	_ = p.Claims(&meta)
 	if meta.JWKS == "" {
 		return nil, errors.New("login: the OpenID provider's discovery document names no jwks_uri")
+	}
+	fapi2 := o.Profile == ProfileFAPI2
+	switch o.Profile {
+	case "", ProfileFAPI2:
+	default:
+		return nil, fmt.Errorf("login: profile %q is not one of \"\", %q", o.Profile, ProfileFAPI2)
+	}
+	if fapi2 {
+		if missing := fapi2Missing(o, meta.PAR, meta.AuthMethods, meta.IssParam, meta.DPoPAlgs, meta.Methods); len(missing) > 0 {
+			return nil, fmt.Errorf("login: the fapi2 profile needs what the OpenID provider's discovery document does not offer: %s", strings.Join(missing, "; "))
+		}
+	}
+	auth := authNone
+	switch {
+	case o.ClientKeys != nil:
+		auth = authPrivateKeyJWT
+	case o.ClientSecret != "" && len(meta.AuthMethods) > 0 && !slices.Contains(meta.AuthMethods, "client_secret_basic") && slices.Contains(meta.AuthMethods, "client_secret_post"):
+		auth = authSecretPost
+	case o.ClientSecret != "":
+		auth = authSecretBasic
 	}
 	scopes := o.Scopes
 	if !slices.Contains(scopes, oidc.ScopeOpenID) {
 		scopes = append([]string{oidc.ScopeOpenID}, scopes...)
 	}
 	return &Provider{
+		clientID: o.ClientID, secret: o.ClientSecret, auth: auth, keys: o.ClientKeys, redirect: o.RedirectURL,
+		authURL: p.Endpoint().AuthURL, tokenURL: p.Endpoint().TokenURL, par: meta.PAR,
+		dpop: fapi2 || slices.Contains(meta.DPoPAlgs, string(jose.ES256)), fapi2: fapi2,
 		oauth: oauth2.Config{
 			ClientID: o.ClientID, ClientSecret: o.ClientSecret, Endpoint: p.Endpoint(),
 			RedirectURL: o.RedirectURL, Scopes: scopes,
@@ -202,8 +244,47 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		now:        o.Now,
 		details:    meta.Details,
 		issuer:     o.Issuer,
-		issParam:   meta.IssParam,
+		issParam:   meta.IssParam || fapi2,
 	}, nil
+}
+
+// fapi2Missing names what the fapi2 profile needs and the provider or the
+// configuration lacks.
+func fapi2Missing(o Options, par string, authMethods []string, issParam bool, dpopAlgs, pkce []string) []string {
+	var missing []string
+	if par == "" {
+		missing = append(missing, "pushed_authorization_request_endpoint (PAR, RFC 9126)")
+	}
+	if !slices.Contains(authMethods, "private_key_jwt") {
+		missing = append(missing, "private_key_jwt in token_endpoint_auth_methods_supported (RFC 7523)")
+	}
+	if !issParam {
+		missing = append(missing, "authorization_response_iss_parameter_supported: true (RFC 9207)")
+	}
+	if !slices.Contains(dpopAlgs, string(jose.ES256)) {
+		missing = append(missing, "ES256 in dpop_signing_alg_values_supported (DPoP, RFC 9449)")
+	}
+	if !slices.Contains(pkce, "S256") {
+		missing = append(missing, "S256 in code_challenge_methods_supported (PKCE)")
+	}
+	if o.ClientKeys == nil {
+		missing = append(missing, "the client's signing keys (auth.oidc.client_keys_file) for private_key_jwt")
+	}
+	return missing
+}
+
+// Pushes reports whether authorization requests go to the provider over
+// the back channel (PAR): the browser then carries only client_id and
+// request_uri.
+func (p *Provider) Pushes() bool { return p.par != "" }
+
+// ClientJWKS is the JWK Set of the client's public keys, or nil when the
+// client authenticates without them.
+func (p *Provider) ClientJWKS() []byte {
+	if p.keys == nil {
+		return nil
+	}
+	return p.keys.PublicJWKS()
 }
 
 // SupportsDetails reports whether the provider's discovery document lists
@@ -236,6 +317,9 @@ type state struct {
 	ReturnTo string  `json:"t"`
 	Mobile   *Mobile `json:"m,omitempty"`
 	StepUp   *StepUp `json:"su,omitempty"`
+	// ProofKey is the login's DPoP key (proofKey.marshal) when the
+	// provider takes DPoP at its token endpoint.
+	ProofKey string `json:"k,omitempty"`
 }
 
 // StepUp is a step-up authorization (RFC 9470): a fresh login at the
@@ -302,24 +386,56 @@ func (p *Provider) BeginStepUp(ctx context.Context, su StepUp, returnTo string, 
 }
 
 func (p *Provider) begin(ctx context.Context, st state) (authURL, stateValue string, err error) {
+	var key proofKey
+	if p.dpop {
+		if key, err = newProofKey(); err != nil {
+			return "", "", err
+		}
+		st.ProofKey = key.marshal()
+	}
 	stateValue = random()
 	b, _ := json.Marshal(st)
 	if err := p.store.Set(ctx, stateKey(stateValue), p.seal(stateKey(stateValue), b), StateTTL); err != nil {
 		return "", "", err
 	}
-	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(st.Verifier), oidc.Nonce(st.Nonce)}
+	params := url.Values{
+		"response_type":         {"code"},
+		"client_id":             {p.clientID},
+		"redirect_uri":          {p.redirect},
+		"scope":                 {strings.Join(p.oauth.Scopes, " ")},
+		"state":                 {stateValue},
+		"nonce":                 {st.Nonce},
+		"code_challenge":        {S256(st.Verifier)},
+		"code_challenge_method": {"S256"},
+	}
 	if su := st.StepUp; su != nil {
-		opts = append(opts, oauth2.SetAuthURLParam("prompt", "login"),
-			oauth2.SetAuthURLParam("acr_values", strings.Join(su.ACRValues, " ")),
-			oauth2.SetAuthURLParam("authorization_details", string(su.Details)))
+		params.Set("prompt", "login")
+		params.Set("acr_values", strings.Join(su.ACRValues, " "))
+		params.Set("authorization_details", string(su.Details))
 		if su.MaxAge > 0 {
-			opts = append(opts, oauth2.SetAuthURLParam("max_age", strconv.FormatInt(int64(su.MaxAge/time.Second), 10)))
+			params.Set("max_age", strconv.FormatInt(int64(su.MaxAge/time.Second), 10))
 		}
 		if su.LoginHint != "" {
-			opts = append(opts, oauth2.SetAuthURLParam("login_hint", su.LoginHint))
+			params.Set("login_hint", su.LoginHint)
 		}
 	}
-	return p.oauth.AuthCodeURL(stateValue, opts...), stateValue, nil
+	if p.par == "" {
+		u, err := url.Parse(p.authURL)
+		if err != nil {
+			return "", "", err
+		}
+		q := u.Query()
+		for k, v := range params {
+			q[k] = v
+		}
+		u.RawQuery = q.Encode()
+		return u.String(), stateValue, nil
+	}
+	if p.dpop {
+		params.Set("dpop_jkt", key.thumbprint())
+	}
+	authURL, err = p.push(ctx, params)
+	return authURL, stateValue, err
 }
 
 // Result is a completed login.
@@ -372,12 +488,20 @@ func (p *Provider) Callback(ctx context.Context, stateValue, code, iss, provider
 	if code == "" {
 		return res, fmt.Errorf("%w: no code", ErrProvider)
 	}
-	octx := oidc.ClientContext(ctx, p.client)
-	tok, err := p.oauth.Exchange(octx, code, oauth2.VerifierOption(st.Verifier))
-	if err != nil {
-		return res, fmt.Errorf("%w: the code exchange failed", ErrProvider)
+	var key *proofKey
+	if st.ProofKey != "" {
+		k, err := parseProofKey(st.ProofKey)
+		if err != nil {
+			return res, ErrState
+		}
+		key = &k
 	}
-	raw, _ := tok.Extra("id_token").(string)
+	tok, err := p.exchange(ctx, code, st.Verifier, key)
+	if err != nil {
+		return res, fmt.Errorf("%w: the code exchange failed: %v", ErrProvider, err)
+	}
+	octx := oidc.ClientContext(ctx, p.client)
+	raw := tok.IDToken
 	if raw == "" {
 		return res, fmt.Errorf("%w: no id_token", ErrProvider)
 	}
@@ -410,8 +534,9 @@ func (p *Provider) Callback(ctx context.Context, stateValue, code, iss, provider
 		a := res.StepUp
 		a.ACR, _ = claims["acr"].(string)
 		// RFC 9396, section 7: the details granted, in the token response.
-		if d, err := json.Marshal(tok.Extra("authorization_details")); err == nil {
-			a.Details = d
+		a.Details = json.RawMessage("null")
+		if len(tok.Details) > 0 {
+			a.Details = tok.Details
 		}
 	}
 	return res, nil

@@ -1,0 +1,357 @@
+package login
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+)
+
+// The client's requests to the provider's back channel: the pushed
+// authorization request (RFC 9126) and the token request, each
+// authenticated with the client's secret or a signed assertion (RFC 7523),
+// the token request with a DPoP proof (RFC 9449) when the login is bound
+// to a key. x/oauth2's Exchange knows neither assertions nor DPoP nonces,
+// so both requests are made here, as one small form POST each.
+
+// ProfileFAPI2 is auth.oidc.profile's FAPI 2.0 Security Profile: PAR,
+// private_key_jwt, the response's iss and DPoP at the token endpoint, all
+// required of the provider at start.
+const ProfileFAPI2 = "fapi2"
+
+const (
+	// assertionType is RFC 7523's client_assertion_type.
+	assertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+	// assertionTTL is a client assertion's lifetime: it is used at once.
+	assertionTTL = 60 * time.Second
+	// maxProviderReply bounds a PAR or token response.
+	maxProviderReply = 1 << 20
+)
+
+// ClientKeys are the client's own signing keys for private_key_jwt: one
+// active key signs every assertion; all of them are published (PublicJWKS)
+// so that a key being rotated in or out still verifies at the provider.
+type ClientKeys struct {
+	active jose.JSONWebKey
+	alg    jose.SignatureAlgorithm
+	public []byte // the JWK Set of every key's public part
+}
+
+// ParseClientKeys reads a JWK Set of private keys (EC P-256: ES256,
+// Ed25519: EdDSA, RSA of 2048 bits or more: PS256; each with a kid) and
+// makes the one whose kid is activeKID, or the first when it is empty,
+// the active key.
+func ParseClientKeys(jwks []byte, activeKID string) (*ClientKeys, error) {
+	var set jose.JSONWebKeySet
+	if err := json.Unmarshal(jwks, &set); err != nil {
+		return nil, fmt.Errorf("login: client keys: not a JWK Set: %w", err)
+	}
+	if len(set.Keys) == 0 {
+		return nil, errors.New("login: client keys: the JWK Set holds no key")
+	}
+	k := &ClientKeys{}
+	var pub jose.JSONWebKeySet
+	seen := map[string]bool{}
+	for i, key := range set.Keys {
+		if key.KeyID == "" {
+			return nil, fmt.Errorf("login: client keys: key %d has no kid", i)
+		}
+		if seen[key.KeyID] {
+			return nil, fmt.Errorf("login: client keys: kid %q is used twice", key.KeyID)
+		}
+		seen[key.KeyID] = true
+		if key.IsPublic() {
+			return nil, fmt.Errorf("login: client keys: key %q has no private part", key.KeyID)
+		}
+		alg, err := keyAlg(key.Key)
+		if err != nil {
+			return nil, fmt.Errorf("login: client keys: key %q: %w", key.KeyID, err)
+		}
+		p := key.Public()
+		p.Algorithm, p.Use = string(alg), "sig"
+		pub.Keys = append(pub.Keys, p)
+		if (activeKID == "" && i == 0) || key.KeyID == activeKID {
+			k.active, k.alg = key, alg
+		}
+	}
+	if k.active.Key == nil {
+		return nil, fmt.Errorf("login: client keys: no key has the active kid %q", activeKID)
+	}
+	k.public, _ = json.Marshal(pub)
+	return k, nil
+}
+
+// keyAlg is the FAPI 2.0 algorithm a private key signs with.
+func keyAlg(key any) (jose.SignatureAlgorithm, error) {
+	switch k := key.(type) {
+	case *ecdsa.PrivateKey:
+		if k.Curve != elliptic.P256() {
+			return "", errors.New("an EC key must be on P-256 (ES256)")
+		}
+		return jose.ES256, nil
+	case ed25519.PrivateKey:
+		return jose.EdDSA, nil
+	case *rsa.PrivateKey:
+		if k.N.BitLen() < 2048 {
+			return "", errors.New("an RSA key must have 2048 bits or more (PS256)")
+		}
+		return jose.PS256, nil
+	}
+	return "", fmt.Errorf("%T is not an EC P-256, Ed25519 or RSA private key", key)
+}
+
+// ActiveKeyID is the kid of the key that signs.
+func (k *ClientKeys) ActiveKeyID() string { return k.active.KeyID }
+
+// PublicJWKS is the JWK Set of every key's public part, for the provider
+// to fetch (GET /auth/jwks.json) or for static registration.
+func (k *ClientKeys) PublicJWKS() []byte { return k.public }
+
+// assertion is a private_key_jwt client assertion (RFC 7523 section 3):
+// iss and sub the client, aud the issuer (FAPI 2.0 section 5.3.2.1), a
+// fresh jti, valid for assertionTTL.
+func (k *ClientKeys) assertion(clientID, issuer string, now time.Time) (string, error) {
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: k.alg, Key: k.active},
+		(&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		return "", err
+	}
+	return jwt.Signed(signer).Claims(jwt.Claims{
+		Issuer: clientID, Subject: clientID, Audience: jwt.Audience{issuer}, ID: random(),
+		IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now.Add(-5 * time.Second)),
+		Expiry: jwt.NewNumericDate(now.Add(assertionTTL)),
+	}).Serialize()
+}
+
+// proofKey is a login's DPoP key (RFC 9449): made when the login starts,
+// its thumbprint sent to the provider as dpop_jkt, kept (sealed) in the
+// login's state, so the instance that takes the callback proves the same
+// key at the token endpoint.
+type proofKey struct{ priv *ecdsa.PrivateKey }
+
+func newProofKey() (proofKey, error) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	return proofKey{k}, err
+}
+
+// marshal is the key's PKCS #8 form, base64url, for the login's state.
+func (k proofKey) marshal() string {
+	b, _ := x509.MarshalPKCS8PrivateKey(k.priv)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func parseProofKey(s string) (proofKey, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return proofKey{}, err
+	}
+	k, err := x509.ParsePKCS8PrivateKey(b)
+	if err != nil {
+		return proofKey{}, err
+	}
+	ec, ok := k.(*ecdsa.PrivateKey)
+	if !ok {
+		return proofKey{}, errors.New("not an EC key")
+	}
+	return proofKey{ec}, nil
+}
+
+// thumbprint is the key's JWK SHA-256 thumbprint (RFC 7638), base64url:
+// the dpop_jkt of the authorization request.
+func (k proofKey) thumbprint() string {
+	t, _ := (&jose.JSONWebKey{Key: &k.priv.PublicKey}).Thumbprint(crypto.SHA256)
+	return base64.RawURLEncoding.EncodeToString(t)
+}
+
+// proof is a DPoP proof for a POST to target, with the provider's nonce
+// when it asked for one.
+func (k proofKey) proof(target, nonce string, now time.Time) (string, error) {
+	opts := (&jose.SignerOptions{EmbedJWK: true}).WithType("dpop+jwt")
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k.priv}, opts)
+	if err != nil {
+		return "", err
+	}
+	claims := map[string]any{"jti": random(), "htm": http.MethodPost, "htu": target, "iat": now.Unix()}
+	if nonce != "" {
+		claims["nonce"] = nonce
+	}
+	b, _ := json.Marshal(claims)
+	jws, err := signer.Sign(b)
+	if err != nil {
+		return "", err
+	}
+	return jws.CompactSerialize()
+}
+
+// clientAuth is how the client authenticates at the back channel.
+type clientAuth int
+
+const (
+	authNone          clientAuth = iota // a public client: client_id only
+	authSecretBasic                     // client_secret_basic (RFC 6749 2.3.1)
+	authSecretPost                      // client_secret_post
+	authPrivateKeyJWT                   // private_key_jwt (RFC 7523)
+)
+
+// tokenReply is what the BFF reads of a token response.
+type tokenReply struct {
+	IDToken   string `json:"id_token"`
+	TokenType string `json:"token_type"`
+	// Details is RFC 9396's authorization_details, as the provider sent it.
+	Details json.RawMessage `json:"authorization_details"`
+}
+
+// oauthError is an OAuth error response (RFC 6749 5.2).
+type oauthError struct {
+	Status      int
+	Code        string `json:"error"`
+	Description string `json:"error_description"`
+}
+
+func (e *oauthError) Error() string {
+	if e.Code == "" {
+		return fmt.Sprintf("status %d", e.Status)
+	}
+	return fmt.Sprintf("status %d, %s", e.Status, sanitize(e.Code))
+}
+
+// post sends a form to one of the provider's back-channel endpoints,
+// authenticated as the client, with a DPoP proof of key when key is set
+// (retried once with the provider's DPoP-Nonce when it asks for one,
+// RFC 9449 section 8), and decodes a JSON answer of status want into out.
+func (p *Provider) post(ctx context.Context, target string, form url.Values, key *proofKey, want int, out any) error {
+	if err := p.authenticate(form); err != nil {
+		return err
+	}
+	nonce := ""
+	for try := 0; ; try++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, strings.NewReader(form.Encode()))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Accept", "application/json")
+		if p.auth == authSecretBasic {
+			// RFC 6749 2.3.1: both form-encoded before Basic's own encoding.
+			req.SetBasicAuth(url.QueryEscape(p.clientID), url.QueryEscape(p.secret))
+		}
+		if key != nil {
+			proof, err := key.proof(target, nonce, p.now())
+			if err != nil {
+				return err
+			}
+			req.Header.Set("DPoP", proof)
+		}
+		resp, err := p.client.Do(req)
+		if err != nil {
+			return err
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxProviderReply))
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode == want {
+			if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
+				return fmt.Errorf("the answer is %q, not JSON", mt)
+			}
+			return json.Unmarshal(body, out)
+		}
+		oe := &oauthError{Status: resp.StatusCode}
+		_ = json.Unmarshal(body, oe)
+		if n := resp.Header.Get("DPoP-Nonce"); key != nil && try == 0 && oe.Code == "use_dpop_nonce" && n != "" {
+			nonce = n
+			// A client assertion is single use (its jti): a new one.
+			if err := p.authenticate(form); err != nil {
+				return err
+			}
+			continue
+		}
+		return oe
+	}
+}
+
+// authenticate adds the client's authentication to a back-channel form
+// (client_secret_basic goes in the request's header, in post).
+func (p *Provider) authenticate(form url.Values) error {
+	if p.auth != authSecretBasic {
+		form.Set("client_id", p.clientID)
+	}
+	switch p.auth {
+	case authSecretPost:
+		form.Set("client_secret", p.secret)
+	case authPrivateKeyJWT:
+		a, err := p.keys.assertion(p.clientID, p.issuer, p.now())
+		if err != nil {
+			return err
+		}
+		form.Set("client_assertion_type", assertionType)
+		form.Set("client_assertion", a)
+	}
+	return nil
+}
+
+// push sends an authorization request's parameters to the provider's
+// pushed authorization request endpoint (RFC 9126) and returns what the
+// browser carries instead: the authorization endpoint with client_id and
+// request_uri only.
+func (p *Provider) push(ctx context.Context, params url.Values) (string, error) {
+	var reply struct {
+		RequestURI string `json:"request_uri"`
+		ExpiresIn  int    `json:"expires_in"`
+	}
+	if err := p.post(ctx, p.par, params, nil, http.StatusCreated, &reply); err != nil {
+		return "", fmt.Errorf("%w: the pushed authorization request failed: %v", ErrProvider, err)
+	}
+	if reply.RequestURI == "" {
+		return "", fmt.Errorf("%w: the pushed authorization request's answer has no request_uri", ErrProvider)
+	}
+	u, err := url.Parse(p.authURL)
+	if err != nil {
+		return "", err
+	}
+	q := u.Query()
+	q.Set("client_id", p.clientID)
+	q.Set("request_uri", reply.RequestURI)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// exchange redeems an authorization code at the token endpoint, with the
+// PKCE verifier and, for a DPoP-bound login, a proof of its key.
+func (p *Provider) exchange(ctx context.Context, code, verifier string, key *proofKey) (tokenReply, error) {
+	form := url.Values{
+		"grant_type":    {"authorization_code"},
+		"code":          {code},
+		"redirect_uri":  {p.redirect},
+		"code_verifier": {verifier},
+	}
+	var reply tokenReply
+	if err := p.post(ctx, p.tokenURL, form, key, http.StatusOK, &reply); err != nil {
+		return tokenReply{}, err
+	}
+	// The profile's tokens are sender-constrained; elsewhere a provider
+	// that offers DPoP may still answer Bearer (the BFF uses only the ID
+	// token and the granted details).
+	if p.fapi2 && !strings.EqualFold(reply.TokenType, "DPoP") {
+		return tokenReply{}, fmt.Errorf("the token is %q, not DPoP-bound", reply.TokenType)
+	}
+	return reply, nil
+}
