@@ -5,7 +5,10 @@
 //
 // (or with OIDC_PROVIDER_CONFIG=/path/to/config.json). The config is
 //
-//	{"port": 1234, "issuer": "http://127.0.0.1:1234", "clients": [ ...client metadata... ]}
+//	{"port": 1234, "issuer": "http://127.0.0.1:1234", "clients": [ ...client metadata... ],
+//	 "ttl": {...}, "par": "off", "dpop": false, "profile": "fapi2"}
+//
+// (ttl, par, dpop and profile optional: see "Security profile" below).
 //
 // It is deliberately test-only: plain http on loopback, keys generated at
 // start, in-memory storage, no real user database (any username logs in, the
@@ -47,6 +50,77 @@
 // the requested details, which the token response then returns as
 // authorization_details; Cancel ends the interaction with access_denied.
 // The login field is prefilled from login_hint.
+//
+// Security profile: three optional top-level keys. Without any of them the
+// provider is the front-channel one the tests have always used: PAR is off
+// (no pushed_authorization_request_endpoint in discovery; a request_uri is
+// request_uri_not_supported) and so is DPoP (no dpop_signing_alg_values_supported;
+// a DPoP header is ignored and tokens are Bearer), although oidc-provider
+// turns both on by default. One line at start names the mode ("oidc-provider
+// mode: profile none, PAR off, DPoP off", or "oidc-provider mode: profile
+// fapi2 (FAPI 2.0 Security Profile), PAR required, DPoP on with nonces, ...").
+//
+//   - "par": "off" (the default), "offered" or "required" (RFC 9126, at
+//     pushed_authorization_request_endpoint, /request). offered: PAR is in
+//     discovery and served, the front-channel request still works. required:
+//     discovery also says require_pushed_authorization_requests true, and an
+//     authorization request without a pushed request_uri is refused with a
+//     303 to the redirect_uri: error=invalid_request, error_description "Pushed
+//     Authorization Request must be used", state and iss. The browser then
+//     goes to the authorization endpoint with only client_id and request_uri
+//     (the interaction page shows the pushed request: acr_values, login_hint,
+//     authorization_details); a request_uri lives 60 s and is single use (a
+//     second use: the error page, 400 invalid_request_uri). PAR authenticates
+//     the client as the token endpoint does; its answer is 201
+//     {"request_uri", "expires_in": 60}.
+//   - "dpop": false (the default) or true (RFC 9449). true: DPoP is in
+//     discovery (dpop_signing_alg_values_supported ES256, Ed25519, EdDSA) and
+//     every DPoP proof must carry a nonce of the provider's (its secret is
+//     random at each start), at the token endpoint and wherever else a proof
+//     is read (PAR, userinfo): a proof without one, or with a stale one, gets
+//     400 {"error": "use_dpop_nonce"} (401 with WWW-Authenticate: DPoP
+//     error="use_dpop_nonce" at userinfo) and the nonce in the DPoP-Nonce
+//     header; the client retries with a new proof carrying it. A token
+//     request with a proof gets token_type "DPoP" and a key-bound access
+//     token; a proof of another key than the dpop_jkt sent in the
+//     authorization request (or PAR), or no proof for such a code, is 400
+//     invalid_grant, and the code is spent by the wrong key's attempt. A
+//     client whose metadata has dpop_bound_access_tokens true must send a
+//     proof at the token endpoint (400 invalid_grant without one; this check
+//     comes before the code is spent). PAR accepts dpop_jkt, or a DPoP header
+//     (nonce rules as above) whose key binds the code.
+//   - "profile": "fapi2": the FAPI 2.0 Security Profile. It implies par
+//     "required" and dpop true (a config saying otherwise is refused), turns
+//     on oidc-provider's features.fapi profile "2.0", and:
+//       * private_key_jwt is the only client authentication
+//         (token_endpoint_auth_methods_supported ["private_key_jwt"];
+//         assertions signed ES256, PS256 or EdDSA); a client_secret, in the
+//         body or as Basic, is 401 invalid_client ("the provided
+//         authentication mechanism does not match the registered client
+//         authentication method"); the assertion's aud must be exactly the
+//         issuer string (not the token or PAR endpoint, not an array: 401
+//         invalid_client), with iss = sub = client_id, exp and a jti never
+//         used before;
+//       * PKCE S256 for every request (without: 400 invalid_request at PAR);
+//         redirect_uri is required even for a client with only one;
+//       * ID tokens (and logout tokens) are signed PS256
+//         (id_token_signing_alg_values_supported ["PS256"]);
+//       * the authorization response carries iss (it always does, and
+//         discovery always says authorization_response_iss_parameter_supported).
+//     A client's metadata is {client_id, redirect_uris, jwks_uri (or jwks),
+//     dpop_bound_access_tokens: true, response_types ["code"], grant_types
+//     ["authorization_code"]}, no client_secret; token_endpoint_auth_method
+//     defaults to private_key_jwt and id_token_signed_response_alg to PS256.
+//     Plain http on loopback is accepted for the issuer, redirect_uris and
+//     jwks_uri (oidc-provider's FAPI 2.0 profile asks for no https).
+//
+// With any of these keys, every client's metadata is checked at start (an
+// invalid client ends the provider with status 2 and oidc-provider's message),
+// and a refusal at PAR or at the token endpoint is logged with
+// oidc-provider's detail ("pushed_authorization_request.error client=...: ..."
+// or "grant.error client=...: invalid_grant: DPoP proof key thumbprint does
+// not match dpop_jkt"), which the response hides. fapi-check.mjs in this
+// directory checks the fapi2 mode end to end (node fapi-check.mjs).
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
@@ -68,13 +142,39 @@ if (!port) {
   process.exit(2);
 }
 
-// Signing key for ID tokens and logout tokens, fresh at every start.
+// The security profile (see the header comment): profile, par and dpop.
+function configError(msg) {
+  console.error(`config: ${msg}`);
+  process.exit(2);
+}
+if (cfg.profile !== undefined && cfg.profile !== 'fapi2') {
+  configError(`profile must be "fapi2" or absent, not ${JSON.stringify(cfg.profile)}`);
+}
+const fapi2 = cfg.profile === 'fapi2';
+if (cfg.par !== undefined && !['off', 'offered', 'required'].includes(cfg.par)) {
+  configError(`par must be "off", "offered" or "required", not ${JSON.stringify(cfg.par)}`);
+}
+if (cfg.dpop !== undefined && typeof cfg.dpop !== 'boolean') {
+  configError(`dpop must be true or false, not ${JSON.stringify(cfg.dpop)}`);
+}
+if (fapi2 && cfg.par !== undefined && cfg.par !== 'required') {
+  configError(`profile "fapi2" requires pushed authorization requests: par must be "required" or absent, not ${JSON.stringify(cfg.par)}`);
+}
+if (fapi2 && cfg.dpop === false) {
+  configError('profile "fapi2" requires DPoP: dpop must be true or absent');
+}
+const par = cfg.par ?? (fapi2 ? 'required' : 'off');
+const dpop = cfg.dpop ?? fapi2;
+
+// Signing key for ID tokens and logout tokens, fresh at every start: RS256,
+// or PS256 with profile fapi2 (FAPI 2.0 allows only PS256, ES256 and EdDSA).
+const idTokenAlg = fapi2 ? 'PS256' : 'RS256';
 const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
 const signingJWK = {
   ...privateKey.export({ format: 'jwk' }),
   kid: crypto.randomBytes(8).toString('hex'),
   use: 'sig',
-  alg: 'RS256',
+  alg: idTokenAlg,
 };
 
 const html = (s) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -168,7 +268,20 @@ function requestedDetails(params) {
 const configuration = {
   // A client may ask for payment_initiation details unless its metadata in the
   // config says otherwise (oidc-provider's own default is no type at all).
-  clients: (cfg.clients || []).map((c) => ({ authorization_details_types: ['payment_initiation', 'payee_change'], ...c })),
+  // With profile fapi2 a client authenticates with private_key_jwt and gets
+  // PS256 ID tokens unless its metadata says otherwise.
+  clients: (cfg.clients || []).map((c) => ({
+    authorization_details_types: ['payment_initiation', 'payee_change'],
+    ...(fapi2 ? { token_endpoint_auth_method: 'private_key_jwt', id_token_signed_response_alg: idTokenAlg } : {}),
+    ...c,
+  })),
+  // profile fapi2: private_key_jwt is the only client authentication (no
+  // client_secret of any kind, no public client), its assertions signed with
+  // ES256, PS256 or EdDSA.
+  ...(fapi2 ? {
+    clientAuthMethods: ['private_key_jwt'],
+    enabledJWA: { clientAuthSigningAlgValues: ['ES256', 'PS256', 'EdDSA'] },
+  } : {}),
   acrValues: [ACR_PWD, ACR_MFA],
   jwks: { keys: [signingJWK] },
   cookies: {
@@ -216,6 +329,25 @@ const configuration = {
   pkce: { required: () => true }, // S256 is the only method oidc-provider v9 accepts
   features: {
     devInteractions: { enabled: false },
+    // oidc-provider's own FAPI 2.0 rules (profile fapi2): PKCE for every
+    // client, a client assertion's aud must be exactly the issuer, and the
+    // redirect_uri must be sent even when the client has only one.
+    fapi: fapi2 ? { enabled: true, profile: '2.0' } : { enabled: false },
+    // RFC 9126 (config "par"). oidc-provider enables it by default; off, it is
+    // neither advertised nor served, and a request_uri is request_uri_not_supported.
+    pushedAuthorizationRequests: {
+      enabled: par !== 'off',
+      requirePushedAuthorizationRequests: par === 'required',
+    },
+    // RFC 9449 (config "dpop"). oidc-provider enables it by default; off, a
+    // DPoP header is ignored and tokens are Bearer. On, every proof must carry
+    // a nonce of ours (a random secret per start): the first proof without one
+    // gets use_dpop_nonce and the nonce in the DPoP-Nonce header.
+    dPoP: dpop ? {
+      enabled: true,
+      nonceSecret: crypto.randomBytes(32),
+      requireNonce: () => true,
+    } : { enabled: false },
     backchannelLogout: { enabled: true },
     rpInitiatedLogout: {
       enabled: true,
@@ -306,6 +438,18 @@ provider.on('backchannel.error', (ctx, err, client, accountId, sid) => {
   console.error(`backchannel logout FAILED client=${client.clientId} sub=${accountId} sid=${sid}: ${err.message}`);
 });
 provider.on('server_error', (ctx, err) => console.error('server_error:', err));
+// With PAR or DPoP on, a refusal at PAR or the token endpoint is logged with
+// oidc-provider's detail, which the response hides (an invalid_grant's
+// error_description is only "grant request is invalid"). use_dpop_nonce, the
+// expected first answer to every DPoP proof without a nonce, is not.
+if (par !== 'off' || dpop) {
+  for (const event of ['pushed_authorization_request.error', 'grant.error']) {
+    provider.on(event, (ctx, err) => {
+      if (err.error === 'use_dpop_nonce') return;
+      console.error(`${event} client=${ctx.oidc?.client?.clientId ?? '-'}: ${err.error}: ${err.error_detail || err.error_description || err.message}`);
+    });
+  }
+}
 
 function readForm(req) {
   return new Promise((resolve, reject) => {
@@ -493,6 +637,24 @@ const server = http.createServer(async (req, res) => {
     }
   }
 });
+
+console.log(fapi2
+  ? 'oidc-provider mode: profile fapi2 (FAPI 2.0 Security Profile), PAR required, DPoP on with nonces, private_key_jwt only, PKCE S256, PS256 ID tokens'
+  : `oidc-provider mode: profile none, PAR ${par}, DPoP ${dpop ? 'on with nonces' : 'off'}`);
+
+// With any of the new keys, every client's metadata is checked at start (a
+// fapi2 client without jwks or jwks_uri, or with a client_secret method,
+// ends it with status 2) rather than at its first request, as oidc-provider
+// does by default.
+if (fapi2 || cfg.par !== undefined || cfg.dpop !== undefined) {
+  for (const c of configuration.clients) {
+    try {
+      await provider.Client.find(String(c.client_id));
+    } catch (err) {
+      configError(`client ${c.client_id}: ${err.error_description || err.message}`);
+    }
+  }
+}
 
 server.listen(port, host, () => {
   console.log(`oidc-provider listening on ${issuer}`);
