@@ -199,6 +199,32 @@ const clientSecret = "e2e-client-secret-Xq9zV"
 
 func start(t *testing.T, o options) *env {
 	t.Helper()
+	e := newEnv(t, &o)
+	e.launch(o)
+	return e
+}
+
+// startErr starts an instance that is expected not to start: it returns
+// why the BFF exited (its log included), or nil if it did start.
+func startErr(t *testing.T, o options) error {
+	t.Helper()
+	e := newEnv(t, &o)
+	e.opts = o
+	t.Cleanup(func() { e.stop() })
+	pub, adm := o.publicAddr, o.adminAddr
+	if pub == "" {
+		pub = freeAddr(t)
+	}
+	if adm == "" {
+		adm = freeAddr(t)
+	}
+	return e.launchOn(o, pub, adm)
+}
+
+// newEnv makes a deployment's simulator, Redis namespace and ledger for an
+// instance not yet started.
+func newEnv(t *testing.T, o *options) *env {
+	t.Helper()
 	_, prefix := redistest.Client(t)
 	if o.keyPrefix != "" {
 		prefix = o.keyPrefix
@@ -218,7 +244,6 @@ func start(t *testing.T, o options) *env {
 	if e.ledgerURL == "" {
 		e.ledgerURL = pgtest.Database(t)
 	}
-	e.launch(o)
 	return e
 }
 

@@ -48,9 +48,24 @@ type OPClient struct {
 	// BackchannelLogoutURI, when set, receives logout tokens (with sid).
 	BackchannelLogoutURI string
 	// AuthMethod is the registered token endpoint auth method:
-	// "client_secret_basic" (the default) or "client_secret_post".
+	// "client_secret_basic" (the default), "client_secret_post", or
+	// "private_key_jwt" (then no Secret, and JWKSURI).
 	// oidc-provider v9 accepts either way of sending the secret for both.
 	AuthMethod string
+	// JWKSURI is a private_key_jwt client's public keys (the BFF's
+	// GET /auth/jwks.json).
+	JWKSURI string
+	// DPoPBound: the client's tokens must be DPoP-bound.
+	DPoPBound bool
+}
+
+// OPMode is the provider's profile (provider.mjs's top-level keys).
+type OPMode struct {
+	// Profile "fapi2": PAR required, private_key_jwt, DPoP-bound codes with
+	// nonces, iss in every response.
+	Profile string
+	// PAR "offered" or "required" without the profile; "" is off.
+	PAR string
 }
 
 // OP is a running oidc-provider.
@@ -66,6 +81,7 @@ type OP struct {
 	UserinfoEndpoint      string
 	JWKSURI               string
 	EndSessionEndpoint    string
+	PAREndpoint           string // "" when the provider has no PAR
 
 	out *syncbuf.Buffer
 }
@@ -98,6 +114,12 @@ var errOPNotReady = errors.New("oidc-provider not ready")
 
 func startOP(t *testing.T, clients ...OPClient) *OP {
 	t.Helper()
+	return startOPWith(t, OPMode{}, clients...)
+}
+
+// startOPWith is startOP with the provider in mode.
+func startOPWith(t *testing.T, mode OPMode, clients ...OPClient) *OP {
+	t.Helper()
 	if len(clients) == 0 {
 		t.Fatal("startOP: at least one OPClient is needed")
 	}
@@ -112,19 +134,28 @@ func startOP(t *testing.T, clients ...OPClient) *OP {
 
 	var metas []map[string]any
 	for _, c := range clients {
-		if c.ID == "" || c.Secret == "" || len(c.RedirectURIs) == 0 {
-			t.Fatalf("startOP: client %+v needs ID, Secret and RedirectURIs", c)
+		keyed := c.AuthMethod == "private_key_jwt"
+		if c.ID == "" || (c.Secret != "") == keyed || (c.JWKSURI != "") != keyed || len(c.RedirectURIs) == 0 {
+			t.Fatalf("startOP: client %+v needs ID, RedirectURIs and either a Secret or private_key_jwt with a JWKSURI", c)
 		}
 		m := map[string]any{
 			"client_id":                  c.ID,
-			"client_secret":              c.Secret,
 			"redirect_uris":              c.RedirectURIs,
 			"grant_types":                []string{"authorization_code"},
 			"response_types":             []string{"code"},
 			"token_endpoint_auth_method": "client_secret_basic",
 		}
+		if c.Secret != "" {
+			m["client_secret"] = c.Secret
+		}
 		if c.AuthMethod != "" {
 			m["token_endpoint_auth_method"] = c.AuthMethod
+		}
+		if c.JWKSURI != "" {
+			m["jwks_uri"] = c.JWKSURI
+		}
+		if c.DPoPBound {
+			m["dpop_bound_access_tokens"] = true
 		}
 		if len(c.PostLogoutRedirectURIs) > 0 {
 			m["post_logout_redirect_uris"] = c.PostLogoutRedirectURIs
@@ -142,7 +173,7 @@ func startOP(t *testing.T, clients ...OPClient) *OP {
 	// no word in its output) is stopped and started again on another.
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		op, err := opLaunch(t, node, dir, metas)
+		op, err := opLaunch(t, node, dir, mode, metas)
 		if err == nil {
 			op.ClientID, op.ClientSecret, op.Clients = clients[0].ID, clients[0].Secret, clients
 			return op
@@ -157,13 +188,20 @@ func startOP(t *testing.T, clients ...OPClient) *OP {
 	return nil
 }
 
-func opLaunch(t *testing.T, node, dir string, clients []map[string]any) (*OP, error) {
+func opLaunch(t *testing.T, node, dir string, mode OPMode, clients []map[string]any) (*OP, error) {
 	t.Helper()
 	_, p, _ := net.SplitHostPort(freeAddr(t))
 	port, _ := strconv.Atoi(p)
 	issuer := "http://127.0.0.1:" + p
 
-	cfg, _ := json.MarshalIndent(map[string]any{"port": port, "issuer": issuer, "clients": clients}, "", "  ")
+	conf := map[string]any{"port": port, "issuer": issuer, "clients": clients}
+	if mode.Profile != "" {
+		conf["profile"] = mode.Profile
+	}
+	if mode.PAR != "" {
+		conf["par"] = mode.PAR
+	}
+	cfg, _ := json.MarshalIndent(conf, "", "  ")
 	cfgPath := filepath.Join(t.TempDir(), "op-config.json")
 	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
 		t.Fatal(err)
@@ -238,6 +276,7 @@ func opLaunch(t *testing.T, node, dir string, clients []map[string]any) (*OP, er
 	op.UserinfoEndpoint = disc.UserinfoEndpoint
 	op.JWKSURI = disc.JWKSURI
 	op.EndSessionEndpoint = disc.EndSessionEndpoint
+	op.PAREndpoint = disc.PAREndpoint
 	if disc.Issuer != issuer {
 		stop()
 		t.Fatalf("startOP: discovery issuer %q, want %q", disc.Issuer, issuer)
@@ -253,6 +292,7 @@ type opDiscoveryDoc struct {
 	UserinfoEndpoint      string `json:"userinfo_endpoint"`
 	JWKSURI               string `json:"jwks_uri"`
 	EndSessionEndpoint    string `json:"end_session_endpoint"`
+	PAREndpoint           string `json:"pushed_authorization_request_endpoint"`
 }
 
 func opDiscovery(hc *http.Client, issuer string) (*opDiscoveryDoc, error) {
