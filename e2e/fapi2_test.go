@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -20,6 +21,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/fintech-bff/bff/internal/testing/dpoptest"
+	"github.com/fintech-bff/bff/internal/testing/redistest"
 )
 
 // The BFF with auth.oidc.profile fapi2 against the test provider in its
@@ -378,4 +380,61 @@ func (fc fapiClient) redeem(t *testing.T, op *OP, code, verifier string, key *dp
 	t.Helper()
 	return fc.postForm(t, op, op.TokenEndpoint, url.Values{"grant_type": {"authorization_code"}, "code": {code},
 		"redirect_uri": {e2eRedirectOf(op)}, "code_verifier": {verifier}}, key)
+}
+
+// No secret of the fapi2 client appears in the BFF's logs or in Redis in
+// plain text: the client's private key, the provider's code, the session
+// and login cookies; after logins that succeeded and one that failed.
+func TestFAPI2NoSecretsInLogsOrRedis(t *testing.T) {
+	t.Parallel()
+	e, op, fc := fapi2Env(t, options{})
+	b := e.browser()
+	cb := fapiLogin(t, op, b, "?returnTo=/", "tess")
+	var bindingCookie string
+	for _, ck := range b.http.Jar.Cookies(mustURL(t, e.public)) {
+		if strings.HasPrefix(ck.Name, "bff_login_") {
+			bindingCookie = ck.Value
+		}
+	}
+	b.follow(t, cb)
+	cookie := sessionCookie(t, e, b)
+	// A failed one: the code redeemed, the response's iss wrong.
+	bad := e.browser()
+	u := mustURL(t, fapiLogin(t, op, bad, "?returnTo=/", "tess"))
+	badCode := u.Query().Get("code")
+	q := u.Query()
+	q.Set("iss", "http://127.0.0.1:1/evil")
+	u.RawQuery = q.Encode()
+	bad.follow(t, u.String())
+	// A pending one, its state in Redis now.
+	e.browser().do("GET", "/auth/login?returnTo=/", "")
+
+	jwk, _ := json.Marshal(jose.JSONWebKey{Key: fc.key})
+	var priv struct {
+		D string `json:"d"`
+	}
+	_ = json.Unmarshal(jwk, &priv)
+	secrets := map[string]string{"client private key": priv.D, "provider code": mustURL(t, cb).Query().Get("code"),
+		"refused response's code": badCode, "session cookie": cookie, "login cookie": bindingCookie}
+	for name, s := range secrets {
+		if s == "" {
+			t.Fatalf("the scenario did not produce a %s: the scan would check nothing", name)
+		}
+	}
+	rc, _ := redistest.Client(t)
+	ctx := context.Background()
+	var stored strings.Builder
+	for _, k := range redistest.Keys(ctx, rc, e.prefix) {
+		stored.WriteString(k + "\n" + rc.Get(ctx, k).Val() + "\n" + strings.Join(rc.SMembers(ctx, k).Val(), ",") + "\n")
+	}
+	e.stop()
+	logs := e.logs.String()
+	for name, s := range secrets {
+		if strings.Contains(logs, s) {
+			t.Errorf("the %s appears in the logs", name)
+		}
+		if strings.Contains(stored.String(), s) {
+			t.Errorf("the %s appears in Redis in plain text", name)
+		}
+	}
 }
