@@ -2,10 +2,16 @@
 // flow with PKCE (S256), state and nonce for browsers; its RFC 8252 variant
 // for native apps, which end with a one-time code bound to the app's own
 // PKCE challenge; and back-channel logout tokens. Login state lives in the
-// shared store, so the callback may reach any instance.
+// shared store, so the callback may reach any instance. With the provider's
+// pushed authorization requests, client assertions and DPoP, it is a FAPI
+// 2.0 client (the fapi2 profile, client.go).
 //
 // The package is plain Go: no HTTP framework. It uses coreos/go-oidc for
-// discovery and ID token verification and x/oauth2 for the code exchange.
+// discovery and ID token verification, and go-jose for the client's own
+// signatures. The two back-channel requests (the pushed request and the
+// code exchange) are a form POST each, written here: x/oauth2, which the
+// package used before, has neither client assertions nor DPoP nonces, and
+// a second way of making the same request would be one more to test.
 package login
 
 import (
@@ -26,7 +32,6 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/go-jose/go-jose/v4"
-	"golang.org/x/oauth2"
 
 	"github.com/fintech-bff/bff/internal/kv"
 	"github.com/fintech-bff/bff/internal/seal"
@@ -136,7 +141,7 @@ func (nopObserver) KeysFetched() {}
 
 // Provider runs logins against one OpenID provider. Safe for concurrent use.
 type Provider struct {
-	oauth      oauth2.Config
+	scopes     []string
 	clientID   string
 	secret     string
 	auth       clientAuth
@@ -228,10 +233,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		clientID: o.ClientID, secret: o.ClientSecret, auth: auth, keys: o.ClientKeys, redirect: o.RedirectURL,
 		authURL: p.Endpoint().AuthURL, tokenURL: p.Endpoint().TokenURL, par: meta.PAR,
 		dpop: fapi2 || slices.Contains(meta.DPoPAlgs, string(jose.ES256)), fapi2: fapi2,
-		oauth: oauth2.Config{
-			ClientID: o.ClientID, ClientSecret: o.ClientSecret, Endpoint: p.Endpoint(),
-			RedirectURL: o.RedirectURL, Scopes: scopes,
-		},
+		scopes: scopes,
 		verifier: oidc.NewVerifier(o.Issuer, &keySet{url: meta.JWKS, client: o.HTTPClient, now: o.Now, observe: o.Observe},
 			&oidc.Config{ClientID: o.ClientID, Now: o.Now, SupportedSigningAlgs: supportedAlgs(meta.Algs)}),
 		endSession: meta.EndSession,
@@ -366,7 +368,7 @@ func (p *Provider) Begin(ctx context.Context, returnTo string, mobile *Mobile) (
 			return "", "", err
 		}
 	}
-	return p.begin(ctx, state{Verifier: oauth2.GenerateVerifier(), Nonce: random(), ReturnTo: returnTo, Mobile: mobile})
+	return p.begin(ctx, state{Verifier: random(), Nonce: random(), ReturnTo: returnTo, Mobile: mobile})
 }
 
 // BeginStepUp starts a step-up authorization for a held payment, as Begin
@@ -382,7 +384,7 @@ func (p *Provider) BeginStepUp(ctx context.Context, su StepUp, returnTo string, 
 			return "", "", err
 		}
 	}
-	return p.begin(ctx, state{Verifier: oauth2.GenerateVerifier(), Nonce: random(), ReturnTo: returnTo, Mobile: mobile, StepUp: &su})
+	return p.begin(ctx, state{Verifier: random(), Nonce: random(), ReturnTo: returnTo, Mobile: mobile, StepUp: &su})
 }
 
 func (p *Provider) begin(ctx context.Context, st state) (authURL, stateValue string, err error) {
@@ -402,7 +404,7 @@ func (p *Provider) begin(ctx context.Context, st state) (authURL, stateValue str
 		"response_type":         {"code"},
 		"client_id":             {p.clientID},
 		"redirect_uri":          {p.redirect},
-		"scope":                 {strings.Join(p.oauth.Scopes, " ")},
+		"scope":                 {strings.Join(p.scopes, " ")},
 		"state":                 {stateValue},
 		"nonce":                 {st.Nonce},
 		"code_challenge":        {S256(st.Verifier)},
@@ -614,7 +616,7 @@ func (p *Provider) LogoutURL() string {
 		return ""
 	}
 	q := u.Query()
-	q.Set("client_id", p.oauth.ClientID)
+	q.Set("client_id", p.clientID)
 	if p.postLogout != "" {
 		q.Set("post_logout_redirect_uri", p.postLogout)
 	}
