@@ -28,9 +28,12 @@ build:
 ## run: the BFF with its local upstream simulator, dev login, in-process store,
 ## and the example web app (web/app, built with npm) at http://localhost:8080;
 ## PORT=3000 moves it (and the admin port, the simulator and its allow-list);
-## APP=web/react-app serves the React example instead
+## APP=web/react-app serves the React example instead; AUTH=oidc signs in at
+## the e2e tests' OpenID provider (Node.js, on PORT + 2) with payments the user
+## approves there, AUTH=fapi2 the same with the FAPI 2.0 profile (PAR,
+## private_key_jwt, DPoP)
 run: build
-	PORT=$(PORT) RUN_APP=$(APP) ./scripts/run-dev.sh
+	PORT=$(PORT) RUN_APP=$(APP) RUN_AUTH=$(or $(AUTH),dev) ./scripts/run-dev.sh
 
 ## test: the whole suite with the race detector, on a real Redis, a real
 ## PostgreSQL, HAProxy, headless Chromium and a real OpenID provider
