@@ -16,7 +16,7 @@ PKGS     := ./...
 # leaves it out, so they are not compiled and nothing reports them passed.
 TAGS     := integration
 
-.PHONY: all build run test test-unit test-deps test-client client-pack test-chart manifests lint bench bench-payments bench-streams bench-dpop bench-micro chaos fuzz check-config clean mutants
+.PHONY: all build run test test-unit test-deps test-client client-pack test-chart manifests lint bench bench-payments bench-streams bench-dpop bench-login bench-micro chaos fuzz check-config clean mutants
 
 all: lint test
 
@@ -119,6 +119,17 @@ bench: build
 	$(MAKE) bench-payments
 	$(MAKE) bench-streams
 	$(MAKE) bench-dpop
+	$(MAKE) bench-login
+
+## bench-login: what pushed authorization requests cost a login: 200
+## logins each through the front channel, PAR offered (client secret) and
+## the fapi2 profile (PAR, private_key_jwt, DPoP) against the local OpenID
+## provider, with a product (non-race) build of the BFF; the time of
+## GET /auth/login and of the callback, p50 and p90, to bench/login-par.txt
+bench-login: test-deps
+	BFF_E2E_PRODUCT_BUILD=1 ./scripts/with-postgres.sh ./scripts/with-redis.sh $(GO) test -tags $(TAGS) -count=1 -timeout 10m \
+	  -run '^TestLoginThroughEachFrontChannel$$' ./e2e -args -login-rounds 200 -login-out $(CURDIR)/bench/login-par.txt
+	cat bench/login-par.txt
 
 ## bench-payments: keyed payment creations through one BFF with the
 ## PostgreSQL ledger (a fresh database, dropped after) and Redis, against

@@ -240,7 +240,10 @@ func (p *Provider) post(ctx context.Context, target string, form url.Values, key
 	if err := p.authenticate(form); err != nil {
 		return err
 	}
-	nonce := ""
+	// The provider's last nonce for this endpoint, if any: providers
+	// accept one for a while (RFC 9449 section 8), which spares a round
+	// trip per login; a stale one is answered use_dpop_nonce like none.
+	nonce := p.lastNonce(target)
 	for try := 0; ; try++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, strings.NewReader(form.Encode()))
 		if err != nil {
@@ -274,6 +277,9 @@ func (p *Provider) post(ctx context.Context, target string, form url.Values, key
 			}
 			return json.Unmarshal(body, out)
 		}
+		if n := resp.Header.Get("DPoP-Nonce"); key != nil && n != "" {
+			p.nonces.Store(target, n)
+		}
 		oe := &oauthError{Status: resp.StatusCode}
 		_ = json.Unmarshal(body, oe)
 		if n := resp.Header.Get("DPoP-Nonce"); key != nil && try == 0 && oe.Code == "use_dpop_nonce" && n != "" {
@@ -286,6 +292,13 @@ func (p *Provider) post(ctx context.Context, target string, form url.Values, key
 		}
 		return oe
 	}
+}
+
+// lastNonce is the DPoP-Nonce the provider last sent from target.
+func (p *Provider) lastNonce(target string) string {
+	n, _ := p.nonces.Load(target)
+	s, _ := n.(string)
+	return s
 }
 
 // authenticate adds the client's authentication to a back-channel form

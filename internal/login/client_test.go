@@ -127,14 +127,13 @@ type fapiOP struct {
 	proofs   []string       // the token requests' DPoP headers
 	jtis     map[string]int // client assertion ids seen
 	nonceFor int            // token requests answered use_dpop_nonce
+	nonce    string         // the nonce the token endpoint wants now
 }
-
-const opNonce = "nonce-from-the-op"
 
 func newFAPIOP(t *testing.T, clientJWKS []byte) *fapiOP {
 	t.Helper()
 	idk, _ := rsa.GenerateKey(rand.Reader, 2048)
-	op := &fapiOP{idk: idk, jwks: &jose.JSONWebKeySet{}, jtis: map[string]int{}}
+	op := &fapiOP{idk: idk, jwks: &jose.JSONWebKeySet{}, jtis: map[string]int{}, nonce: "nonce-1"}
 	if err := json.Unmarshal(clientJWKS, op.jwks); err != nil {
 		t.Fatal(err)
 	}
@@ -185,11 +184,14 @@ func newFAPIOP(t *testing.T, clientJWKS []byte) *fapiOP {
 			oauthFail(w, "invalid_dpop_proof", err.Error(), "")
 			return
 		}
-		if claims["nonce"] != opNonce {
+		op.mu.Lock()
+		want := op.nonce
+		op.mu.Unlock()
+		if claims["nonce"] != want {
 			op.mu.Lock()
 			op.nonceFor++
 			op.mu.Unlock()
-			oauthFail(w, "use_dpop_nonce", "a nonce is needed", opNonce)
+			oauthFail(w, "use_dpop_nonce", "a nonce is needed", want)
 			return
 		}
 		op.mu.Lock()
@@ -202,8 +204,11 @@ func newFAPIOP(t *testing.T, clientJWKS []byte) *fapiOP {
 		idt := signWith(t, idk, "op", map[string]any{"iss": u, "aud": "bff", "sub": "alice", "nonce": first.Get("nonce"),
 			"iat": time.Now().Unix(), "exp": time.Now().Add(time.Minute).Unix(), "auth_time": time.Now().Unix(), "acr": "urn:bff:acr:mfa"})
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": "at", "token_type": "DPoP", "id_token": idt,
-			"authorization_details": json.RawMessage(first.Get("authorization_details"))})
+		reply := map[string]any{"access_token": "at", "token_type": "DPoP", "id_token": idt}
+		if d := first.Get("authorization_details"); d != "" {
+			reply["authorization_details"] = json.RawMessage(d)
+		}
+		_ = json.NewEncoder(w).Encode(reply)
 	})
 	return op
 }
@@ -343,6 +348,30 @@ func TestFAPI2LoginThroughPAR(t *testing.T) {
 	}
 	if len(op.jtis) != 3 {
 		t.Fatalf("%d distinct assertion ids for 3 requests: %v", len(op.jtis), op.jtis)
+	}
+
+	// The next login uses the nonce the provider gave: no second try.
+	login := func() {
+		t.Helper()
+		_, state, err := p.Begin(context.Background(), "/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Callback(context.Background(), state, "the-code", op.srv.URL, ""); err != nil {
+			t.Fatalf("Callback: %v", err)
+		}
+	}
+	login()
+	if op.nonceFor != 1 || len(op.tokens) != 3 {
+		t.Fatalf("a second login: %d token requests in all, nonce asked %d times; want the remembered nonce used", len(op.tokens), op.nonceFor)
+	}
+	// The provider moved to a new nonce: one more try, with it.
+	op.mu.Lock()
+	op.nonce = "nonce-2"
+	op.mu.Unlock()
+	login()
+	if op.nonceFor != 2 || len(op.tokens) != 5 {
+		t.Fatalf("after the provider's new nonce: %d token requests in all, nonce asked %d times; want one retry", len(op.tokens), op.nonceFor)
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -149,8 +150,9 @@ type Provider struct {
 	redirect   string
 	authURL    string
 	tokenURL   string
-	par        string // pushed_authorization_request_endpoint; "": front channel
-	dpop       bool   // DPoP at the token endpoint, dpop_jkt with the request
+	par        string   // pushed_authorization_request_endpoint; "": front channel
+	dpop       bool     // DPoP at the token endpoint, dpop_jkt with the request
+	nonces     sync.Map // target URL → the provider's last DPoP-Nonce (string)
 	fapi2      bool
 	verifier   *oidc.IDTokenVerifier
 	endSession string
