@@ -117,6 +117,7 @@ func jwkOf(t *testing.T, k any, kid string) string {
 // test takes the code the PAR's request would have got.
 type fapiOP struct {
 	srv  *httptest.Server
+	mux  *http.ServeMux // more endpoints, for a test's own
 	idk  *rsa.PrivateKey
 	jwks *jose.JSONWebKeySet // the client's public keys
 	meta map[string]any
@@ -128,22 +129,28 @@ type fapiOP struct {
 	jtis     map[string]int // client assertion ids seen
 	nonceFor int            // token requests answered use_dpop_nonce
 	nonce    string         // the nonce the token endpoint wants now
+	// rotate, when set, is the nonce the next successful token response
+	// announces (DPoP-Nonce, RFC 9449 section 8.2) and then wants.
+	rotate string
+	// idAlg signs ID tokens: PS256 (FAPI 2.0 section 5.4.1) unless a test
+	// says otherwise.
+	idAlg jose.SignatureAlgorithm
 }
 
 func newFAPIOP(t *testing.T, clientJWKS []byte) *fapiOP {
 	t.Helper()
 	idk, _ := rsa.GenerateKey(rand.Reader, 2048)
-	op := &fapiOP{idk: idk, jwks: &jose.JSONWebKeySet{}, jtis: map[string]int{}, nonce: "nonce-1"}
+	op := &fapiOP{idk: idk, jwks: &jose.JSONWebKeySet{}, jtis: map[string]int{}, nonce: "nonce-1", idAlg: jose.PS256}
 	if err := json.Unmarshal(clientJWKS, op.jwks); err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	op.srv = httptest.NewServer(mux)
+	op.srv, op.mux = httptest.NewServer(mux), mux
 	t.Cleanup(op.srv.Close)
 	u := op.srv.URL
 	op.meta = map[string]any{
 		"issuer": u, "authorization_endpoint": u + "/auth", "token_endpoint": u + "/token", "jwks_uri": u + "/jwks",
-		"id_token_signing_alg_values_supported":          []string{"RS256"},
+		"id_token_signing_alg_values_supported":          []string{"PS256"},
 		"pushed_authorization_request_endpoint":          u + "/par",
 		"token_endpoint_auth_methods_supported":          []string{"private_key_jwt"},
 		"authorization_response_iss_parameter_supported": true,
@@ -154,7 +161,7 @@ func newFAPIOP(t *testing.T, clientJWKS []byte) *fapiOP {
 		_ = json.NewEncoder(w).Encode(op.meta)
 	})
 	mux.HandleFunc("/jwks", func(w http.ResponseWriter, r *http.Request) {
-		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &idk.PublicKey, KeyID: "op", Algorithm: "RS256", Use: "sig"}}})
+		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &idk.PublicKey, KeyID: "op", Use: "sig"}}})
 	})
 	mux.HandleFunc("/par", func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
@@ -201,7 +208,14 @@ func newFAPIOP(t *testing.T, clientJWKS []byte) *fapiOP {
 			oauthFail(w, "invalid_grant", "the code is bound to another key", "")
 			return
 		}
-		idt := signWith(t, idk, "op", map[string]any{"iss": u, "aud": "bff", "sub": "alice", "nonce": first.Get("nonce"),
+		op.mu.Lock()
+		alg := op.idAlg
+		if op.rotate != "" {
+			w.Header().Set("DPoP-Nonce", op.rotate)
+			op.nonce, op.rotate = op.rotate, ""
+		}
+		op.mu.Unlock()
+		idt := signAlg(t, alg, idk, "op", map[string]any{"iss": u, "aud": "bff", "sub": "alice", "nonce": first.Get("nonce"),
 			"iat": time.Now().Unix(), "exp": time.Now().Add(time.Minute).Unix(), "auth_time": time.Now().Unix(), "acr": "urn:bff:acr:mfa"})
 		w.Header().Set("Content-Type", "application/json")
 		reply := map[string]any{"access_token": "at", "token_type": "DPoP", "id_token": idt}

@@ -213,8 +213,15 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	default:
 		return nil, fmt.Errorf("login: profile %q is not one of \"\", %q", o.Profile, ProfileFAPI2)
 	}
+	idAlgs := supportedAlgs(meta.Algs)
 	if fapi2 {
-		if missing := fapi2Missing(o, meta.PAR, meta.AuthMethods, meta.IssParam, meta.DPoPAlgs, meta.Methods); len(missing) > 0 {
+		// FAPI 2.0 section 5.4.1: PS256, ES256 or EdDSA, never RS256.
+		idAlgs = slices.DeleteFunc(idAlgs, func(a string) bool { return !slices.Contains(fapi2Algs, jose.SignatureAlgorithm(a)) })
+		missing := fapi2Missing(o, meta.PAR, meta.AuthMethods, meta.IssParam, meta.DPoPAlgs, meta.Methods)
+		if len(idAlgs) == 0 {
+			missing = append(missing, "PS256, ES256 or EdDSA in id_token_signing_alg_values_supported (FAPI 2.0 section 5.4.1)")
+		}
+		if len(missing) > 0 {
 			return nil, fmt.Errorf("login: the fapi2 profile needs what the OpenID provider's discovery document does not offer: %s", strings.Join(missing, "; "))
 		}
 	}
@@ -237,7 +244,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		dpop: fapi2 || slices.Contains(meta.DPoPAlgs, string(jose.ES256)), fapi2: fapi2,
 		scopes: scopes,
 		verifier: oidc.NewVerifier(o.Issuer, &keySet{url: meta.JWKS, client: o.HTTPClient, now: o.Now, observe: o.Observe},
-			&oidc.Config{ClientID: o.ClientID, Now: o.Now, SupportedSigningAlgs: supportedAlgs(meta.Algs)}),
+			&oidc.Config{ClientID: o.ClientID, Now: o.Now, SupportedSigningAlgs: idAlgs}),
 		endSession: meta.EndSession,
 		claim:      o.UserIDClaim,
 		postLogout: o.PostLogoutRedirectURL,
@@ -251,6 +258,9 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		issParam:   meta.IssParam || fapi2,
 	}, nil
 }
+
+// fapi2Algs are the JWS algorithms FAPI 2.0 allows (section 5.4.1).
+var fapi2Algs = []jose.SignatureAlgorithm{jose.PS256, jose.ES256, jose.EdDSA}
 
 // fapi2Missing names what the fapi2 profile needs and the provider or the
 // configuration lacks.
