@@ -188,6 +188,15 @@ func TestStepUpApprovedPaymentIsSentOnce(t *testing.T) {
 	if rec := record(t, b, "big-1"); rec["state"] != string(ledger.StateAwaiting) || rec["status"] != float64(401) || rec["stepUpUrl"] == nil {
 		t.Fatalf("record while held: got %v", rec)
 	}
+	// Only the session that made it can approve it, so only it is shown
+	// where: the same user's other session sees the hold, no stepUpUrl.
+	other := webLogin(t, e, "alice")
+	if rec := record(t, other, "big-1"); rec["state"] != string(ledger.StateAwaiting) || rec["stepUpUrl"] != nil {
+		t.Fatalf("the user's other session reads %v, want the hold without its stepUpUrl", rec)
+	}
+	if r := other.do("GET", "/bff/payments", ""); r.status != http.StatusOK || strings.Contains(string(r.body), "stepUpUrl") {
+		t.Fatalf("the user's other session lists %d %s, want no stepUpUrl", r.status, r.body)
+	}
 	if n := paymentPosts(e.sim); n != before {
 		t.Fatalf("the held payment reached the upstream (%d creations)", n-before)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/problem"
+	"github.com/fintech-bff/bff/internal/session"
 )
 
 // PaymentRecords is what the edge needs of payments.Service to serve the
@@ -65,6 +66,10 @@ func listPayments(a *authn, pay PaymentRecords, budget SessionBudget, observe Ob
 		if err != nil {
 			return err
 		}
+		handle := session.Handle(p.id)
+		for i := range page.Items {
+			page.Items[i] = page.Items[i].ForSession(handle)
+		}
 		return c.JSON(http.StatusOK, page)
 	}
 }
@@ -88,6 +93,6 @@ func getPayment(a *authn, pay PaymentRecords, budget SessionBudget, observe Obse
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, rec)
+		return c.JSON(http.StatusOK, rec.ForSession(session.Handle(p.id)))
 	}
 }

@@ -186,7 +186,7 @@ func (ps *pushStream) catchUp(ctx context.Context, ch Changes) error {
 			return err
 		}
 		for _, c := range list {
-			data, err := json.Marshal(c.Record)
+			data, err := json.Marshal(c.Record.ForSession(ps.Handle))
 			if err != nil {
 				return err
 			}

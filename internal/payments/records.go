@@ -52,8 +52,9 @@ type Record struct {
 	// (STEP_UP_REQUIRED) awaiting approval, 403 (STEP_UP_DECLINED)
 	// declined; absent in flight.
 	Status int `json:"status,omitempty"`
-	// StepUpURL, awaiting approval, is where the user approves it (from
-	// the session that made it).
+	// StepUpURL, awaiting approval, is where the user approves it: only
+	// the session that made it can, so only that session is shown it
+	// (ForSession).
 	StepUpURL string `json:"stepUpUrl,omitempty"`
 	// Declined says why a declined payment was not sent: denied, mismatch,
 	// expired or withdrawn.
@@ -64,6 +65,19 @@ type Record struct {
 	PaymentStatus *string   `json:"paymentStatus"`
 	CreatedAt     time.Time `json:"createdAt"`
 	UpdatedAt     time.Time `json:"updatedAt"`
+
+	// sessionRef is the session that made it (session.Handle).
+	sessionRef string
+}
+
+// ForSession is the record as the session handle sees it: a hold's
+// stepUpUrl only for the session that made the payment, the only one
+// whose approval can release it.
+func (r Record) ForSession(handle string) Record {
+	if r.sessionRef != handle {
+		r.StepUpURL = ""
+	}
+	return r
 }
 
 // Records reads the user's records. Safe for concurrent use.
@@ -82,7 +96,7 @@ type Page struct {
 
 func (s *Records) record(userID string, e ledger.Entry) Record {
 	r := Record{Key: e.Key, Route: e.Route, State: string(e.State), PaymentID: e.PaymentID,
-		CreatedAt: e.CreatedAt.UTC(), UpdatedAt: e.UpdatedAt.UTC()}
+		CreatedAt: e.CreatedAt.UTC(), UpdatedAt: e.UpdatedAt.UTC(), sessionRef: e.SessionRef}
 	if e.PaymentStatus != "" {
 		r.PaymentStatus = &e.PaymentStatus
 	}

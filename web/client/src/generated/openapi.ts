@@ -200,6 +200,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/auth/jwks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public keys of the BFF's client assertions
+         * @description With `auth.oidc.client_keys_file` set, the BFF authenticates to the OpenID provider with
+         *     `private_key_jwt` (RFC 7523) and publishes every configured key's public part here, for
+         *     the provider to fetch as the client's `jwks_uri` (or to copy once for static
+         *     registration). No private part is ever in it. 404 when the client authenticates
+         *     otherwise. Needs no session.
+         */
+        get: operations["getClientJWKS"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/methods": {
         parameters: {
             query?: never;
@@ -991,7 +1015,7 @@ export interface components {
             status?: number;
             /**
              * Format: uri
-             * @description While `awaiting_approval`: where the user approves it (as the `STEP_UP_REQUIRED` answer's `stepUpUrl`), from the session that made it.
+             * @description While `awaiting_approval`, and only to the session that made the payment (the only one whose approval can release it): where the user approves it (as the `STEP_UP_REQUIRED` answer's `stepUpUrl`). The user's other sessions see the hold without it.
              */
             stepUpUrl?: string;
             /**
@@ -2290,6 +2314,44 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["StoreUnavailable"];
+        };
+    };
+    getClientJWKS: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A JWK Set (RFC 7517) of public keys, each with `kid`, `alg` and `use` `sig`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    /** @description `public, max-age=300`: a key rotated in is seen within minutes. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/jwk-set+json": {
+                        keys: ({
+                            kty: string;
+                            kid: string;
+                            /** @enum {string} */
+                            alg: "ES256" | "EdDSA" | "PS256";
+                            /** @enum {string} */
+                            use: "sig";
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                    };
+                };
+            };
+            404: components["responses"]["ModeNotEnabled"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
         };
     };
     getAuthMethods: {
