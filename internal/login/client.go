@@ -262,7 +262,7 @@ func (p *Provider) post(ctx context.Context, target string, form url.Values, key
 			}
 			req.Header.Set("DPoP", proof)
 		}
-		resp, err := p.client.Do(req)
+		resp, err := p.backChannel.Do(req)
 		if err != nil {
 			return err
 		}

@@ -169,6 +169,9 @@ type Provider struct {
 	// (authorization_response_iss_parameter_supported), so one without
 	// it is refused.
 	issParam bool
+	// backChannel is client without redirects, for the pushed request and
+	// the code exchange (client.go's post).
+	backChannel *http.Client
 }
 
 // New discovers the provider (/.well-known/openid-configuration) and
@@ -234,6 +237,12 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	case o.ClientSecret != "":
 		auth = authSecretBasic
 	}
+	// The back-channel POSTs follow no redirect: a 307 or 308 would send
+	// the form (the client's assertion or secret, the code and its
+	// verifier) and the DPoP proof on to wherever it points; a 302 or 303
+	// would read another URL's answer as the provider's.
+	backChannel := *o.HTTPClient
+	backChannel.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	scopes := o.Scopes
 	if !slices.Contains(scopes, oidc.ScopeOpenID) {
 		scopes = append([]string{oidc.ScopeOpenID}, scopes...)
@@ -256,6 +265,8 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		details:    meta.Details,
 		issuer:     o.Issuer,
 		issParam:   meta.IssParam || fapi2,
+
+		backChannel: &backChannel,
 	}, nil
 }
 
