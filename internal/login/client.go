@@ -181,14 +181,20 @@ func (k proofKey) thumbprint() string {
 }
 
 // proof is a DPoP proof for a POST to target, with the provider's nonce
-// when it asked for one.
+// when it asked for one. Its htu is target without query and fragment
+// (RFC 9449 section 4.2).
 func (k proofKey) proof(target, nonce string, now time.Time) (string, error) {
+	htu, err := url.Parse(target)
+	if err != nil {
+		return "", err
+	}
+	htu.RawQuery, htu.ForceQuery, htu.Fragment, htu.RawFragment = "", false, "", ""
 	opts := (&jose.SignerOptions{EmbedJWK: true}).WithType("dpop+jwt")
 	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k.priv}, opts)
 	if err != nil {
 		return "", err
 	}
-	claims := map[string]any{"jti": random(), "htm": http.MethodPost, "htu": target, "iat": now.Unix()}
+	claims := map[string]any{"jti": random(), "htm": http.MethodPost, "htu": htu.String(), "iat": now.Unix()}
 	if nonce != "" {
 		claims["nonce"] = nonce
 	}
