@@ -277,14 +277,16 @@ func (p *Provider) post(ctx context.Context, target string, form url.Values, key
 		if err != nil {
 			return err
 		}
+		// A nonce comes with a refusal (use_dpop_nonce) or, the next one,
+		// with a success (RFC 9449 section 8.2): either is the one to use.
+		if n := resp.Header.Get("DPoP-Nonce"); key != nil && n != "" {
+			p.nonces.Store(target, n)
+		}
 		if resp.StatusCode == want {
 			if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
 				return fmt.Errorf("the answer is %q, not JSON", mt)
 			}
 			return json.Unmarshal(body, out)
-		}
-		if n := resp.Header.Get("DPoP-Nonce"); key != nil && n != "" {
-			p.nonces.Store(target, n)
 		}
 		oe := &oauthError{Status: resp.StatusCode}
 		_ = json.Unmarshal(body, oe)
