@@ -84,6 +84,13 @@ func ParseClientKeys(jwks []byte, activeKID string) (*ClientKeys, error) {
 		if err != nil {
 			return nil, fmt.Errorf("login: client keys: key %q: %w", key.KeyID, err)
 		}
+		// What the JWK says it is for (RFC 7517 sections 4.2, 4.4) holds.
+		if key.Use != "" && key.Use != "sig" {
+			return nil, fmt.Errorf("login: client keys: key %q has use %q, not sig", key.KeyID, key.Use)
+		}
+		if key.Algorithm != "" && key.Algorithm != string(alg) {
+			return nil, fmt.Errorf("login: client keys: key %q has alg %q, but signs %s", key.KeyID, key.Algorithm, alg)
+		}
 		p := key.Public()
 		p.Algorithm, p.Use = string(alg), "sig"
 		pub.Keys = append(pub.Keys, p)
