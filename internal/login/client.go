@@ -233,7 +233,7 @@ type tokenReply struct {
 
 // oauthError is an OAuth error response (RFC 6749 5.2).
 type oauthError struct {
-	Status      int
+	Status      int    `json:"-"` // the response's, never the body's
 	Code        string `json:"error"`
 	Description string `json:"error_description"`
 }
@@ -379,7 +379,7 @@ func (p *Provider) exchange(ctx context.Context, code, verifier string, key *pro
 	// that offers DPoP may still answer Bearer (the BFF uses only the ID
 	// token and the granted details).
 	if p.fapi2 && !strings.EqualFold(reply.TokenType, "DPoP") {
-		return tokenReply{}, fmt.Errorf("the token is %q, not DPoP-bound", reply.TokenType)
+		return tokenReply{}, fmt.Errorf("the token is %q, not DPoP-bound", sanitize(reply.TokenType))
 	}
 	return reply, nil
 }
