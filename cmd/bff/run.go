@@ -34,7 +34,9 @@ import (
 	"github.com/fintech-bff/bff/internal/metrics"
 	"github.com/fintech-bff/bff/internal/payments"
 	"github.com/fintech-bff/bff/internal/proxy"
+	"github.com/fintech-bff/bff/internal/receipts"
 	"github.com/fintech-bff/bff/internal/session"
+	"github.com/fintech-bff/bff/internal/signing"
 	"github.com/fintech-bff/bff/internal/telemetry"
 	"github.com/fintech-bff/bff/internal/tokens"
 	"github.com/fintech-bff/bff/internal/webhooks"
@@ -309,6 +311,10 @@ func (p *parts) money(ctx context.Context, a *app) error {
 		},
 		Logger: log, Observe: p.obs.Upstream,
 	})
+	receiptKeys, err := openReceiptKeys(cfg, p.keys.enc, p.keys.dec)
+	if err != nil {
+		return err
+	}
 	var background payments.Ledger = led
 	if pg, ok := led.(*ledger.Postgres); ok {
 		background = pg.Background() // the loops' own connections
@@ -321,6 +327,7 @@ func (p *parts) money(ctx context.Context, a *app) error {
 		Follow: payments.Follow{Interval: cfg.Payments.WatchInterval, MaxInterval: cfg.Payments.WatchMaxInterval,
 			For: cfg.Payments.WatchFor, Batch: cfg.Payments.WatchBatch},
 		StepUp: stepUpPolicy(cfg), ListLag: cfg.Payments.ListLag,
+		ReceiptKeys: receiptKeys, Issuer: strings.TrimSuffix(cfg.PublicURL, "/"),
 	})
 	hub := events.NewHub(events.Limits{PerUser: cfg.Limits.StreamsPerUser, PerAddress: cfg.Limits.StreamsPerAddress,
 		PerInstance: events.InstanceBound(cfg.Limits.StreamsPerInstance)})
@@ -684,6 +691,26 @@ func stepUpPolicy(cfg *config.Config) *payments.StepUp {
 	}
 	return &payments.StepUp{Routes: su.Routes, Always: su.Always, Thresholds: thresholds, ACRValues: su.ACRValues,
 		MaxAge: su.MaxAge, HoldFor: su.HoldFor, URL: strings.TrimSuffix(cfg.PublicURL, "/") + "/auth/step-up"}
+}
+
+// openReceiptKeys reads payments.receipts.keys_file or, without one,
+// derives an Ed25519 key from the encryption key (and one from each
+// decryption key, published so that receipts signed before a rotation
+// still verify): the same on every instance.
+func openReceiptKeys(cfg *config.Config, encKey []byte, decKeys [][]byte) (*signing.Keys, error) {
+	r := cfg.Payments.Receipts
+	if r.KeysFile == "" {
+		return signing.Derived("bff payment receipts", append([][]byte{encKey}, decKeys...)...)
+	}
+	b, err := os.ReadFile(r.KeysFile)
+	if err != nil {
+		return nil, fmt.Errorf("payments.receipts.keys_file: %w", err) // names the path, never the content
+	}
+	k, err := signing.Parse(b, r.KeyID, receipts.Algorithms...)
+	if err != nil {
+		return nil, fmt.Errorf("payments.receipts.keys_file %s: %w", r.KeysFile, err)
+	}
+	return k, nil
 }
 
 // openLogin discovers the OpenID provider and makes the login binding

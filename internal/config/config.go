@@ -166,11 +166,22 @@ type Payments struct {
 	// StepUp holds payments for the user's approval (docs/payments.md,
 	// "Payments the user approves").
 	StepUp StepUp `yaml:"step_up"`
+	// Receipts signs the receipts of payments.
+	Receipts Receipts `yaml:"receipts"`
 	// ListLag is how long the upstream's payment list may take to show a
 	// payment it made: "not made" is concluded only from a list read at
 	// least that long after the request stopped acting (0: the list is
 	// current).
 	ListLag time.Duration `yaml:"list_lag"`
+}
+
+// Receipts configures the signing keys of payment receipts.
+type Receipts struct {
+	// KeysFile is a JWK Set of private keys (ES256 or EdDSA); "": an
+	// Ed25519 key derived from redis.encryption_key.
+	KeysFile string `yaml:"keys_file"`
+	// KeyID names the key that signs (default: the first).
+	KeyID string `yaml:"key_id"`
 }
 
 // StepUp is the policy of payments the user approves: a fresh, stronger

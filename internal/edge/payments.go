@@ -20,6 +20,10 @@ import (
 type PaymentRecords interface {
 	Records(ctx context.Context, userID, cursor string, limit int) (payments.Page, error)
 	Record(ctx context.Context, userID, key string) (payments.Record, error)
+	// Receipt is the signed receipt of one (a compact JWS), ReceiptJWKS
+	// the receipts' public keys (nil: no receipts).
+	Receipt(ctx context.Context, userID, key string) (string, error)
+	ReceiptJWKS() []byte
 }
 
 var _ PaymentRecords = (*payments.Service)(nil)
@@ -74,6 +78,53 @@ func listPayments(a *authn, pay PaymentRecords, budget SessionBudget, observe Ob
 	}
 }
 
+// paymentKey is the Idempotency-Key in GET /bff/payments/{key}[suffix],
+// from the escaped path, unescaped once: Echo's parameter is the raw
+// path's only when Go kept one (RawPath), so a key with a '%' would
+// otherwise be read twice unescaped.
+func paymentKey(c echo.Context, suffix string) (string, error) {
+	p, ok := strings.CutSuffix(strings.TrimPrefix(c.Request().URL.EscapedPath(), paymentsPrefix), suffix)
+	key, err := url.PathUnescape(p)
+	if !ok || err != nil {
+		return "", problem.New(problem.CodeRouteNotFound, "no payment request of yours has this Idempotency-Key")
+	}
+	return key, nil
+}
+
+// getReceipt is GET /bff/payments/{idempotencyKey}/receipt: the signed
+// receipt of one of the caller's money-moving requests, as a compact JWS
+// (application/jose), offered as a download.
+func getReceipt(a *authn, pay PaymentRecords, budget SessionBudget, observe Observer) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		p, err := authorized(c, a, budget, observe)
+		if err != nil {
+			return err
+		}
+		key, err := paymentKey(c, "/receipt")
+		if err != nil {
+			return err
+		}
+		jws, err := pay.Receipt(c.Request().Context(), p.rec.UserID, key)
+		if err != nil {
+			return err
+		}
+		h := c.Response().Header()
+		h.Set("Cache-Control", "no-store")
+		h.Set("Content-Disposition", `attachment; filename="payment-receipt.jws"`)
+		return c.Blob(http.StatusOK, "application/jose", []byte(jws))
+	}
+}
+
+// receiptJWKS is GET /bff/receipts/jwks.json: the public keys receipts
+// are signed with, every one still published (a rotation keeps old
+// receipts verifiable). Public; cached briefly.
+func receiptJWKS(jwks []byte) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set("Cache-Control", "public, max-age=300")
+		return c.Blob(http.StatusOK, "application/jwk-set+json", jwks)
+	}
+}
+
 // getPayment is GET /bff/payments/{idempotencyKey}: one of the caller's
 // money-moving requests; another user's key is 404 like an unused one.
 func getPayment(a *authn, pay PaymentRecords, budget SessionBudget, observe Observer) echo.HandlerFunc {
@@ -82,12 +133,9 @@ func getPayment(a *authn, pay PaymentRecords, budget SessionBudget, observe Obse
 		if err != nil {
 			return err
 		}
-		// The key from the escaped path, unescaped once: Echo's parameter
-		// is the raw path's only when Go kept one (RawPath), so a key with
-		// a '%' would otherwise be read twice unescaped.
-		key, err := url.PathUnescape(strings.TrimPrefix(c.Request().URL.EscapedPath(), paymentsPrefix))
+		key, err := paymentKey(c, "")
 		if err != nil {
-			return problem.New(problem.CodeRouteNotFound, "no payment request of yours has this Idempotency-Key")
+			return err
 		}
 		rec, err := pay.Record(c.Request().Context(), p.rec.UserID, key)
 		if err != nil {

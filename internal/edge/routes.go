@@ -56,6 +56,10 @@ func routes(e *echo.Echo, d Deps) {
 	if d.Payments.Records != nil {
 		e.GET("/bff/payments", listPayments(a, d.Payments.Records, lim.Budget, observe))
 		e.GET("/bff/payments/:key", getPayment(a, d.Payments.Records, lim.Budget, observe))
+		if jwks := d.Payments.Records.ReceiptJWKS(); jwks != nil {
+			e.GET("/bff/payments/:key/receipt", getReceipt(a, d.Payments.Records, lim.Budget, observe))
+			e.GET("/bff/receipts/jwks.json", receiptJWKS(jwks))
+		}
 	}
 	if d.Payments.Streams != nil {
 		e.GET("/bff/events", streamEvents(a, d.Payments.Streams, lim.IPv6Prefix, lim.Budget, observe, log))

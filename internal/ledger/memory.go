@@ -43,6 +43,7 @@ type memRecord struct {
 	watchNext     time.Time
 	watchOwner    string
 	watchWait     time.Duration
+	approval      []byte // migration 007's column
 }
 
 // NewMemory returns an empty in-process ledger; now is its clock (nil:
@@ -117,7 +118,7 @@ func (m *Memory) Record(_ context.Context, id int64) (*Record, error) {
 }
 
 // Approve is Postgres.Approve.
-func (m *Memory) Approve(_ context.Context, id int64, bound time.Duration) (*Claim, error) {
+func (m *Memory) Approve(_ context.Context, id int64, bound time.Duration, proof Approval) (*Claim, error) {
 	if err := checkBound(bound); err != nil {
 		return nil, err
 	}
@@ -127,6 +128,7 @@ func (m *Memory) Approve(_ context.Context, id int64, bound time.Duration) (*Cla
 		return r.State == StateAwaiting && now.Before(r.Deadline)
 	}, func(r *memRecord) {
 		r.State, r.owner, r.ClaimedAt, r.Deadline = StateInFlight, c.Owner, now, now.Add(bound)
+		r.approval = proof.column()
 	})
 	if !ok {
 		return nil, nil

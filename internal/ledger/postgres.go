@@ -340,21 +340,22 @@ func (p *Postgres) Record(ctx context.Context, id int64) (*Record, error) {
 // in_flight under a new owner, with a deadline bound away, as a claim
 // does. It returns nil when the record is not held, or its hold has run
 // out: one approval releases it once.
-func (p *Postgres) Approve(ctx context.Context, id int64, bound time.Duration) (*Claim, error) {
+func (p *Postgres) Approve(ctx context.Context, id int64, bound time.Duration, proof Approval) (*Claim, error) {
 	if err := checkBound(bound); err != nil {
 		return nil, err
 	}
 	c := Claim{ID: id, Owner: newOwner()}
 	err := p.pool.QueryRow(ctx, `
 WITH a AS (
-  UPDATE money_requests SET state = 'in_flight', owner = $2, claimed_at = now(), deadline = now() + $3 * interval '1 microsecond'
+  UPDATE money_requests SET state = 'in_flight', owner = $2, claimed_at = now(), deadline = now() + $3 * interval '1 microsecond',
+    approval = $5
   WHERE id = $1 AND state = 'awaiting_approval' AND now() < deadline
   RETURNING id, claimed_at, session_ref, client_ip, request_id
 ), e AS (
   INSERT INTO money_request_events (money_request, what, session_ref, client_ip, request_id)
   SELECT id, $4, session_ref, client_ip, request_id FROM a
 )
-SELECT claimed_at FROM a`, id, c.Owner, bound.Microseconds(), EventApproved).Scan(&c.ClaimedAt)
+SELECT claimed_at FROM a`, id, c.Owner, bound.Microseconds(), EventApproved, proof.column()).Scan(&c.ClaimedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

@@ -59,7 +59,7 @@ func TestHolds(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					a, err := s.Approve(ctx, c.ID, time.Minute)
+					a, err := s.Approve(ctx, c.ID, time.Minute, ledger.Approval{})
 					if err != nil {
 						t.Error(err)
 					}
@@ -91,7 +91,7 @@ func TestHolds(t *testing.T) {
 			if ok, err := s.Decline(ctx, c.ID, ledger.EndMismatch); !ok || err != nil {
 				t.Fatalf("decline: got %v, %v", ok, err)
 			}
-			if a, err := s.Approve(ctx, c.ID, time.Minute); a != nil || err != nil {
+			if a, err := s.Approve(ctx, c.ID, time.Minute, ledger.Approval{}); a != nil || err != nil {
 				t.Fatalf("approve after decline: got %v, %v; want nothing", a, err)
 			}
 			_, rec, _ := s.Claim(ctx, req, time.Hour)
@@ -103,7 +103,7 @@ func TestHolds(t *testing.T) {
 		t.Run("a hold past its time is never approved, and expires", func(t *testing.T) {
 			_, c := hold("h4", 50*time.Millisecond)
 			wait(100 * time.Millisecond) // the hold's time passes on the store's clock
-			if a, err := s.Approve(ctx, c.ID, time.Minute); a != nil || err != nil {
+			if a, err := s.Approve(ctx, c.ID, time.Minute, ledger.Approval{}); a != nil || err != nil {
 				t.Fatalf("approve after expiry: got %v, %v; want nothing", a, err)
 			}
 			if n, err := s.ExpireHolds(ctx); n < 1 || err != nil {
@@ -130,7 +130,7 @@ func TestHolds(t *testing.T) {
 
 		t.Run("the hold's own claim never sends: once approved, only the approval's claim may", func(t *testing.T) {
 			_, c := hold("h6", time.Hour)
-			a, err := s.Approve(ctx, c.ID, time.Minute)
+			a, err := s.Approve(ctx, c.ID, time.Minute, ledger.Approval{})
 			if err != nil || a == nil || a.ID != c.ID || a.Owner == c.Owner {
 				t.Fatalf("approve: got %+v, %v; want a claim of the record with an owner of its own", a, err)
 			}
@@ -140,7 +140,7 @@ func TestHolds(t *testing.T) {
 			if ok, _ := s.Finish(ctx, c, ledger.Outcome{Ending: ledger.EndAnswered, PaymentID: "01JHOLDER"}); ok {
 				t.Fatal("the hold's claim finished the approved payment")
 			}
-			if again, err := s.Approve(ctx, c.ID, time.Minute); again != nil || err != nil {
+			if again, err := s.Approve(ctx, c.ID, time.Minute, ledger.Approval{}); again != nil || err != nil {
 				t.Fatalf("a second approval after the first: got %v, %v; want nothing", again, err)
 			}
 			rec, _ := s.Record(ctx, c.ID)
@@ -178,7 +178,7 @@ func TestHolds(t *testing.T) {
 			if rec, _ := s.Record(ctx, live.ID); rec.State != ledger.StateAwaiting || rec.Ending != "" {
 				t.Fatalf("the live hold: got %s/%s, want still awaiting approval", rec.State, rec.Ending)
 			}
-			if a, err := s.Approve(ctx, live.ID, time.Minute); a == nil || err != nil {
+			if a, err := s.Approve(ctx, live.ID, time.Minute, ledger.Approval{}); a == nil || err != nil {
 				t.Fatalf("approving the live hold: got %v, %v", a, err)
 			}
 		})

@@ -51,7 +51,7 @@ type store interface {
 	PruneDeliveries(ctx context.Context, age time.Duration) error
 	// Holds (payments.HoldLedger).
 	Record(ctx context.Context, id int64) (*ledger.Record, error)
-	Approve(ctx context.Context, id int64, bound time.Duration) (*ledger.Claim, error)
+	Approve(ctx context.Context, id int64, bound time.Duration, proof ledger.Approval) (*ledger.Claim, error)
 	Decline(ctx context.Context, id int64, ending string) (bool, error)
 	ExpireHolds(ctx context.Context) (int64, error)
 
@@ -774,7 +774,7 @@ func TestTransitions(t *testing.T) {
 			return c
 		}},
 		{name: "approved", held: true, set: func(t *testing.T, s store, c *ledger.Claim) *ledger.Claim {
-			a, err := s.Approve(ctx, c.ID, time.Hour)
+			a, err := s.Approve(ctx, c.ID, time.Hour, ledger.Approval{})
 			if err != nil || a == nil {
 				t.Fatalf("approve: got %v, %v", a, err)
 			}
@@ -840,7 +840,7 @@ func TestTransitions(t *testing.T) {
 						}
 					case approve:
 						var a *ledger.Claim
-						a, err = s.Approve(ctx, c.ID, time.Hour)
+						a, err = s.Approve(ctx, c.ID, time.Hour, ledger.Approval{})
 						ok = a != nil
 					case decline:
 						ok, err = s.Decline(ctx, c.ID, ledger.EndDenied)

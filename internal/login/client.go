@@ -4,10 +4,8 @@ import (
 	"context"
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -20,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fintech-bff/bff/internal/signing"
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 )
@@ -48,103 +47,33 @@ const (
 // ClientKeys are the client's own signing keys for private_key_jwt: one
 // active key signs every assertion; all of them are published (PublicJWKS)
 // so that a key being rotated in or out still verifies at the provider.
-type ClientKeys struct {
-	active jose.JSONWebKey
-	alg    jose.SignatureAlgorithm
-	public []byte // the JWK Set of every key's public part
-}
+type ClientKeys = signing.Keys
 
 // ParseClientKeys reads a JWK Set of private keys (EC P-256: ES256,
-// Ed25519: EdDSA, RSA of 2048 bits or more: PS256; each with a kid) and
-// makes the one whose kid is activeKID, or the first when it is empty,
-// the active key.
+// Ed25519: EdDSA, RSA of 2048 bits or more: PS256; each with a kid, and
+// any use or alg it states true of it) and makes the one whose kid is
+// activeKID, or the first when it is empty, the active key.
 func ParseClientKeys(jwks []byte, activeKID string) (*ClientKeys, error) {
-	var set jose.JSONWebKeySet
-	if err := json.Unmarshal(jwks, &set); err != nil {
-		return nil, fmt.Errorf("login: client keys: not a JWK Set: %w", err)
+	k, err := signing.Parse(jwks, activeKID, signing.ES256, signing.EdDSA, signing.PS256)
+	if err != nil {
+		return nil, fmt.Errorf("login: client keys: %w", err)
 	}
-	if len(set.Keys) == 0 {
-		return nil, errors.New("login: client keys: the JWK Set holds no key")
-	}
-	k := &ClientKeys{}
-	var pub jose.JSONWebKeySet
-	seen := map[string]bool{}
-	for i, key := range set.Keys {
-		if key.KeyID == "" {
-			return nil, fmt.Errorf("login: client keys: key %d has no kid", i)
-		}
-		if seen[key.KeyID] {
-			return nil, fmt.Errorf("login: client keys: kid %q is used twice", key.KeyID)
-		}
-		seen[key.KeyID] = true
-		if key.IsPublic() {
-			return nil, fmt.Errorf("login: client keys: key %q has no private part", key.KeyID)
-		}
-		alg, err := keyAlg(key.Key)
-		if err != nil {
-			return nil, fmt.Errorf("login: client keys: key %q: %w", key.KeyID, err)
-		}
-		// What the JWK says it is for (RFC 7517 sections 4.2, 4.4) holds.
-		if key.Use != "" && key.Use != "sig" {
-			return nil, fmt.Errorf("login: client keys: key %q has use %q, not sig", key.KeyID, key.Use)
-		}
-		if key.Algorithm != "" && key.Algorithm != string(alg) {
-			return nil, fmt.Errorf("login: client keys: key %q has alg %q, but signs %s", key.KeyID, key.Algorithm, alg)
-		}
-		p := key.Public()
-		p.Algorithm, p.Use = string(alg), "sig"
-		pub.Keys = append(pub.Keys, p)
-		if (activeKID == "" && i == 0) || key.KeyID == activeKID {
-			k.active, k.alg = key, alg
-		}
-	}
-	if k.active.Key == nil {
-		return nil, fmt.Errorf("login: client keys: no key has the active kid %q", activeKID)
-	}
-	k.public, _ = json.Marshal(pub)
 	return k, nil
 }
-
-// keyAlg is the FAPI 2.0 algorithm a private key signs with.
-func keyAlg(key any) (jose.SignatureAlgorithm, error) {
-	switch k := key.(type) {
-	case *ecdsa.PrivateKey:
-		if k.Curve != elliptic.P256() {
-			return "", errors.New("an EC key must be on P-256 (ES256)")
-		}
-		return jose.ES256, nil
-	case ed25519.PrivateKey:
-		return jose.EdDSA, nil
-	case *rsa.PrivateKey:
-		if k.N.BitLen() < 2048 {
-			return "", errors.New("an RSA key must have 2048 bits or more (PS256)")
-		}
-		return jose.PS256, nil
-	}
-	return "", fmt.Errorf("%T is not an EC P-256, Ed25519 or RSA private key", key)
-}
-
-// ActiveKeyID is the kid of the key that signs.
-func (k *ClientKeys) ActiveKeyID() string { return k.active.KeyID }
-
-// PublicJWKS is the JWK Set of every key's public part, for the provider
-// to fetch (GET /auth/jwks.json) or for static registration.
-func (k *ClientKeys) PublicJWKS() []byte { return k.public }
 
 // assertion is a private_key_jwt client assertion (RFC 7523 section 3):
 // iss and sub the client, aud the issuer (FAPI 2.0 section 5.3.2.1), a
 // fresh jti, valid for assertionTTL.
-func (k *ClientKeys) assertion(clientID, issuer string, now time.Time) (string, error) {
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: k.alg, Key: k.active},
-		(&jose.SignerOptions{}).WithType("JWT"))
-	if err != nil {
-		return "", err
-	}
-	return jwt.Signed(signer).Claims(jwt.Claims{
+func assertion(k *ClientKeys, clientID, issuer string, now time.Time) (string, error) {
+	claims, err := json.Marshal(jwt.Claims{
 		Issuer: clientID, Subject: clientID, Audience: jwt.Audience{issuer}, ID: random(),
 		IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now.Add(-5 * time.Second)),
 		Expiry: jwt.NewNumericDate(now.Add(assertionTTL)),
-	}).Serialize()
+	})
+	if err != nil {
+		return "", err
+	}
+	return k.Sign(claims, "JWT")
 }
 
 // proofKey is a login's DPoP key (RFC 9449): made when the login starts,
@@ -326,7 +255,7 @@ func (p *Provider) authenticate(form url.Values) error {
 	case authSecretPost:
 		form.Set("client_secret", p.secret)
 	case authPrivateKeyJWT:
-		a, err := p.keys.assertion(p.clientID, p.issuer, p.now())
+		a, err := assertion(p.keys, p.clientID, p.issuer, p.now())
 		if err != nil {
 			return err
 		}

@@ -63,7 +63,7 @@ func TestParseClientKeys(t *testing.T) {
 	if k.ActiveKeyID() != "k1" {
 		t.Fatalf("active kid %q, want the first, k1", k.ActiveKeyID())
 	}
-	if k, err = ParseClientKeys(privateJWKS(t, p256a, p256b, ed), "k3"); err != nil || k.ActiveKeyID() != "k3" || k.alg != jose.EdDSA {
+	if k, err = ParseClientKeys(privateJWKS(t, p256a, p256b, ed), "k3"); err != nil || k.ActiveKeyID() != "k3" || k.Algorithm() != jose.EdDSA {
 		t.Fatalf("named active key: %v %v", k, err)
 	}
 	var pub struct {

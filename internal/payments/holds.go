@@ -2,6 +2,8 @@ package payments
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -16,6 +18,7 @@ import (
 	"github.com/fintech-bff/bff/internal/mutant"
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
+	"github.com/gowebpki/jcs"
 )
 
 // Payments the user approves (docs/payments.md, "Payments the user
@@ -36,7 +39,7 @@ import (
 // id, its one release (Approve), and its end without a send (Decline).
 type HoldLedger interface {
 	Record(ctx context.Context, id int64) (*ledger.Record, error)
-	Approve(ctx context.Context, id int64, bound time.Duration) (*ledger.Claim, error)
+	Approve(ctx context.Context, id int64, bound time.Duration, proof ledger.Approval) (*ledger.Claim, error)
 	Decline(ctx context.Context, id int64, ending string) (bool, error)
 }
 
@@ -292,6 +295,19 @@ type Approval struct {
 	ClientIP  string
 }
 
+// proof is what the ledger keeps of the approval, for the payment's
+// receipt: the class and time of the authentication, and the SHA-256 of
+// the granted details' canonical JSON (RFC 8785), which anyone holding
+// the details can compute again.
+func (a Approval) proof() ledger.Approval {
+	p := ledger.Approval{ACR: a.ACR, AuthTime: a.AuthTime.UTC()}
+	if c, err := jcs.Transform(a.Details); err == nil {
+		sum := sha256.Sum256(c)
+		p.DetailsSHA256 = base64.RawURLEncoding.EncodeToString(sum[:])
+	}
+	return p
+}
+
 // Approve checks an approval, completed in session sessionRef of userID,
 // against the held payment ref names (the user, the session, the authentication's class and time, and the granted
 // authorization_details against the held content) and, when every check
@@ -337,7 +353,7 @@ func (s *Holds) Approve(ctx context.Context, ref, userID, sessionRef string, a A
 // money path. What became of it is the ledger's record, never a guess.
 func (s *Holds) release(bg context.Context, rec *ledger.Record, held heldRequest, a Approval) (Record, *problem.Problem) {
 	claim, err := withLedger(bg, func(ctx context.Context) (*ledger.Claim, error) {
-		return s.ledger.Approve(ctx, rec.ID, s.timeout+ownerMargin)
+		return s.ledger.Approve(ctx, rec.ID, s.timeout+ownerMargin, a.proof())
 	})
 	switch {
 	case err != nil:

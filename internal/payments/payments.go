@@ -52,6 +52,7 @@ import (
 	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/proxy"
 	"github.com/fintech-bff/bff/internal/seal"
+	"github.com/fintech-bff/bff/internal/signing"
 )
 
 // Ledger is the ledger of money-moving requests as New takes it
@@ -64,6 +65,7 @@ type Ledger interface {
 	FollowLedger
 	RecordLedger
 	HoldLedger
+	ReceiptLedger
 }
 
 var (
@@ -111,6 +113,10 @@ type Options struct {
 	// StepUp, when set, holds the payments it names for the user's
 	// approval (holds.go); nil: no payment is held.
 	StepUp *StepUp
+	// ReceiptKeys sign the receipts of payments (receipt.go), Issuer (the
+	// BFF's public URL) names who signed; nil keys: no receipts.
+	ReceiptKeys *signing.Keys
+	Issuer      string
 	// ListLag is how long the upstream's payment list may take to show a
 	// payment it made: settling concludes "not made" only from a list read
 	// at least that long after the request stopped acting.
@@ -127,7 +133,8 @@ type Service struct {
 	recoverer *Recoverer
 	follower  *Follower
 	records   *Records
-	holds     *Holds // nil also when step-up is off
+	holds     *Holds    // nil also when step-up is off
+	receipts  *Receipts // nil also without receipt keys
 }
 
 // New returns a Service.
@@ -151,6 +158,9 @@ func New(o Options) *Service {
 	ev := &evidence{base: b, ledger: o.Ledger, listLag: o.ListLag}
 	s.records = &Records{ledger: o.Ledger, cursors: derive(key, "bff payment cursors", o.DecryptionKeys)}
 	s.money = &MoneyPath{base: b, ledger: o.Ledger, evidence: ev, timeout: o.Timeout}
+	if o.ReceiptKeys != nil {
+		s.receipts = &Receipts{ledger: o.Ledger, keys: o.ReceiptKeys, issuer: o.Issuer, now: time.Now}
+	}
 	if o.StepUp != nil {
 		refs := &holdRefs{box: derive(key, "bff step-up holds", o.DecryptionKeys), url: o.StepUp.URL}
 		s.records.refs = refs
@@ -264,6 +274,23 @@ func (s *Service) Record(ctx context.Context, userID, key string) (Record, error
 		return Record{}, noLedger()
 	}
 	return s.records.Record(ctx, userID, key)
+}
+
+// Receipt is the signed receipt of the user's request with key
+// (Receipts.Receipt).
+func (s *Service) Receipt(ctx context.Context, userID, key string) (string, error) {
+	if s.receipts == nil {
+		return "", noLedger()
+	}
+	return s.receipts.Receipt(ctx, userID, key)
+}
+
+// ReceiptJWKS is the receipts' public keys, or nil without receipts.
+func (s *Service) ReceiptJWKS() []byte {
+	if s.receipts == nil {
+		return nil
+	}
+	return s.receipts.JWKS()
 }
 
 // Changes returns the user's records changed after a position

@@ -127,7 +127,7 @@ type racingLedger struct {
 func (l *racingLedger) Decline(ctx context.Context, id int64, ending string) (bool, error) {
 	if !l.once {
 		l.once = true
-		if c, err := l.Memory.Approve(ctx, id, 10*time.Second); err != nil || c == nil {
+		if c, err := l.Memory.Approve(ctx, id, 10*time.Second, ledger.Approval{}); err != nil || c == nil {
 			return false, err
 		}
 	}
