@@ -402,6 +402,59 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/bff/payments/{idempotencyKey}/receipt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A signed receipt of one of the caller's finished money-moving requests
+         * @description A compact JWS (RFC 7515; ES256 or EdDSA; `kid` names a key of `GET /bff/receipts/jwks.json`;
+         *     `typ` `bff-receipt+json`) whose payload is the canonical JSON (RFC 8785) of what the BFF's
+         *     ledger knows of the request (`Receipt`): the key and route, the status answered, the payment
+         *     id, the amount in minor units and its currency, the payee (name, masked account), when it was
+         *     requested and answered, the bank's latest status and when it was seen, the SHA-256 of the
+         *     payment the BFF sent, and, for a payment the user approved, the approval's `acr`,
+         *     `auth_time` and the SHA-256 of the canonical JSON of the granted `authorization_details`.
+         *     Verify it offline with `verifyReceipt` of `@fintech-bff/client` or `cmd/verify-receipt`. It
+         *     proves what this BFF recorded and signed, not the bank's own statement. A request whose
+         *     outcome the BFF does not know yet (in flight, awaiting approval, being settled) has none:
+         *     409, saying why. Another user's key and a key never used are the same 404 as
+         *     `GET /bff/payments/{idempotencyKey}`.
+         */
+        get: operations["getPaymentReceipt"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/bff/receipts/jwks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public keys receipts are signed with
+         * @description A JWK Set (RFC 7517) of every key receipts are signed with that is still published: after a
+         *     rotation the old key stays, so old receipts still verify. Save it for offline checks. Needs
+         *     no session.
+         */
+        get: operations["getReceiptKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/bff/events": {
         parameters: {
             query?: never;
@@ -995,6 +1048,66 @@ export interface components {
         };
         /** @description The cursor for the next page (pass it as `nextPage`); `null` on the last page. */
         NextPage: string | null;
+        /**
+         * @description A receipt's document: the payload of `GET /bff/payments/{idempotencyKey}/receipt`'s JWS, as
+         *     canonical JSON (RFC 8785). Times are RFC 3339 in UTC; a member that is absent is not known.
+         */
+        Receipt: {
+            /**
+             * @description The document's version; a verifier refuses another.
+             * @enum {integer}
+             */
+            v: 1;
+            /** @description The BFF's public URL: who signed it. */
+            iss: string;
+            /** Format: date-time */
+            issuedAt: string;
+            userId: string;
+            /** @description The request's Idempotency-Key. */
+            key: string;
+            /** @description The money route, e.g. `/v2/payments`. */
+            route: string;
+            /**
+             * @description `done`: answered; `declined`: held and never approved, never sent.
+             * @enum {string}
+             */
+            state: "done" | "declined";
+            /** @description The HTTP status the BFF answered. */
+            status: number;
+            /** @description Why a declined payment was not sent: denied, mismatch, expired or withdrawn. */
+            declined?: string;
+            paymentId?: string;
+            amount?: {
+                /** @description The amount in the currency's minor units. */
+                minor: number;
+                currency: string;
+                /** @description The same amount as decimal text, e.g. `1000.50`. */
+                text: string;
+            };
+            payee?: {
+                name?: string;
+                /** @description The IBAN masked to its country, check digits and last four characters (`DE89 … 3000`). */
+                account?: string;
+                merchantId?: string;
+            };
+            /** Format: date-time */
+            requestedAt: string;
+            /** Format: date-time */
+            answeredAt?: string;
+            /** @description The bank's latest known status. */
+            paymentStatus?: string;
+            /** Format: date-time */
+            paymentStatusAt?: string;
+            /** @description base64url SHA-256 of the payment the BFF sent, as it recorded it (its own encoding of paymentInformation and redirectUrl). */
+            bodySha256?: string;
+            approval?: {
+                acr: string;
+                /** Format: date-time */
+                authTime: string;
+                /** @description base64url SHA-256 of the canonical JSON (RFC 8785) of the authorization_details the provider granted. */
+                detailsSha256: string;
+            };
+        };
         /** @description A money-moving request of the caller, as the payments ledger records it. */
         PaymentRecord: {
             /** @description The `Idempotency-Key` as the client sent it. */
@@ -2643,6 +2756,78 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["RecordsUnavailable"];
+        };
+    };
+    getPaymentReceipt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The `Idempotency-Key` as it was sent, percent-encoded. */
+                idempotencyKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The receipt, as a download (`Content-Disposition: attachment`). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/jose": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["SessionRequired"];
+            /** @description `ROUTE_NOT_FOUND`: no request of the caller has this key. */
+            404: components["responses"]["BadRequest"];
+            /** @description `IDEMPOTENCY_IN_PROGRESS` (action `retry_later`): the request's outcome is not known yet; `detail` says why (still being sent, waiting for the user's approval, being settled with the bank). A receipt never states more than the ledger knows. */
+            409: components["responses"]["BadRequest"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RecordsUnavailable"];
+        };
+    };
+    getReceiptKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The receipts' public keys, each with `kid`, `alg` (`ES256` or `EdDSA`) and `use` `sig`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    /** @description `public, max-age=300`. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/jwk-set+json": {
+                        keys: ({
+                            kty: string;
+                            kid: string;
+                            /** @enum {string} */
+                            alg: "ES256" | "EdDSA";
+                            /** @enum {string} */
+                            use: "sig";
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                    };
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
         };
     };
     paymentEvents: {
