@@ -399,6 +399,9 @@ func (a *Auth) validate(v *validator, prod bool) {
 		if o.ClientKeyID != "" && o.ClientKeysFile == "" {
 			v.addf("auth.oidc.client_key_id", "needs auth.oidc.client_keys_file")
 		}
+		if o.Profile == "" && o.ClientKeysFile != "" && o.ClientSecret != "" {
+			v.addf("auth.oidc.client_secret", "set either it or auth.oidc.client_keys_file (private_key_jwt), not both: the keys would be used and the secret ignored")
+		}
 	case AuthModeDev:
 		if prod {
 			v.addf("auth.mode", "dev is refused when env is production")
@@ -771,6 +774,9 @@ func (v *validator) stepUp(c *Config) {
 func (v *validator) payments(c *Config) {
 	p := c.Payments
 	v.stepUp(c)
+	if r := c.Payments.Receipts; r.KeyID != "" && r.KeysFile == "" {
+		v.addf("payments.receipts.key_id", "needs payments.receipts.keys_file (the derived key has its own kid)")
+	}
 	switch {
 	case p.WatchInterval < 0:
 		v.addf("payments.watch_interval", "must not be negative (0 follows no payment)")

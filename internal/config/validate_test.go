@@ -258,6 +258,8 @@ func TestValidate(t *testing.T) {
 		{name: "oidc fapi2 refuses a secret", env: map[string]string{"BFF_AUTH_OIDC_PROFILE": "fapi2", "BFF_AUTH_OIDC_CLIENT_KEYS_FILE": "/run/keys.json", "BFF_AUTH_OIDC_CLIENT_SECRET": "s"}, want: `auth.oidc.client_secret: must be empty with auth.oidc.profile fapi2`},
 		{name: "oidc fapi2 with keys", env: map[string]string{"BFF_AUTH_OIDC_PROFILE": "fapi2", "BFF_AUTH_OIDC_CLIENT_KEYS_FILE": "/run/keys.json", "BFF_AUTH_OIDC_CLIENT_SECRET": ""}},
 		{name: "oidc client_key_id needs the file", env: map[string]string{"BFF_AUTH_OIDC_CLIENT_KEY_ID": "k2"}, want: `auth.oidc.client_key_id: needs auth.oidc.client_keys_file`},
+		{name: "oidc keys and a secret", env: map[string]string{"BFF_AUTH_OIDC_CLIENT_KEYS_FILE": "/run/keys.json", "BFF_AUTH_OIDC_CLIENT_SECRET": "s"}, want: `auth.oidc.client_secret: set either it or auth.oidc.client_keys_file`},
+		{name: "receipts key_id needs the file", env: map[string]string{"BFF_PAYMENTS_RECEIPTS_KEY_ID": "r2"}, want: `payments.receipts.key_id: needs payments.receipts.keys_file`},
 		{name: "dev mode needs no oidc", base: devEnv(), env: map[string]string{"BFF_AUTH_OIDC_SCOPES": "[]"}},
 		{name: "mobile redirect custom scheme", env: map[string]string{"BFF_AUTH_MOBILE_REDIRECT_URIS": "[\"com.example.app:/cb\", \"https://app.example.com/m\", \"http://127.0.0.1:7777/cb\"]"}},
 		{name: "mobile redirect loopback IPs in production", env: map[string]string{"BFF_AUTH_MOBILE_REDIRECT_URIS": `["http://127.0.0.1:7777/cb", "http://[::1]:7777/cb", "http://127.0.0.1/cb"]`}},
