@@ -184,3 +184,48 @@ func TestHolds(t *testing.T) {
 		})
 	})
 }
+
+// TestReceiptFacts: what a receipt states is what the ledger holds: the
+// content sent (opened), when it was answered, and for a released hold
+// the approval's proof, written with the release itself; a request
+// never held has no approval.
+func TestReceiptFacts(t *testing.T) {
+	ctx := context.Background()
+	stores(t, func(t *testing.T, s store, wait func(time.Duration)) {
+		req := request("receipt")
+		req.Content = []byte(`{"paymentInformation":{"amount":"10.00"}}`)
+		req.Held = []byte(`{"p":"/v2/payments"}`)
+		c, _, err := s.Claim(ctx, req, time.Hour)
+		if err != nil || c == nil {
+			t.Fatalf("hold: %v %v", c, err)
+		}
+		if f, ok, err := s.Facts(ctx, req.UserID, req.Key); err != nil || !ok || f.State != ledger.StateAwaiting || f.Approval != nil {
+			t.Fatalf("held: %+v %v %v", f, ok, err)
+		}
+		proof := ledger.Approval{ACR: "urn:bff:acr:mfa", AuthTime: time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC), DetailsSHA256: "abc"}
+		a, err := s.Approve(ctx, c.ID, time.Minute, proof)
+		if err != nil || a == nil {
+			t.Fatalf("approve: %v %v", a, err)
+		}
+		if ok, err := s.Finish(ctx, a, ledger.Outcome{Ending: ledger.EndAnswered, UpstreamStatus: 201, PaymentID: "01JPAYMENT", Response: created}); !ok || err != nil {
+			t.Fatalf("finish: %v %v", ok, err)
+		}
+		f, ok, err := s.Facts(ctx, req.UserID, req.Key)
+		if err != nil || !ok {
+			t.Fatalf("facts: %v %v", ok, err)
+		}
+		if f.State != ledger.StateDone || f.Answered != 201 || f.PaymentID != "01JPAYMENT" || !bytes.Equal(f.Content, req.Content) ||
+			f.FinishedAt.IsZero() || f.Approval == nil || f.Approval.ACR != proof.ACR || !f.Approval.AuthTime.Equal(proof.AuthTime) || f.Approval.DetailsSHA256 != "abc" {
+			t.Fatalf("facts after the release: %+v (approval %+v)", f, f.Approval)
+		}
+		plain := request("never held")
+		pc, _, _ := s.Claim(ctx, plain, time.Hour)
+		_, _ = s.Finish(ctx, pc, ledger.Outcome{Ending: ledger.EndAnswered, UpstreamStatus: 201, Response: created})
+		if f, ok, err := s.Facts(ctx, plain.UserID, plain.Key); err != nil || !ok || f.Approval != nil || f.Content != nil {
+			t.Fatalf("a request never held: %+v %v %v", f, ok, err)
+		}
+		if _, ok, err := s.Facts(ctx, "bob", req.Key); ok || err != nil {
+			t.Fatalf("another user's key: %v %v", ok, err)
+		}
+	})
+}

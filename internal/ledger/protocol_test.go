@@ -42,6 +42,7 @@ type store interface {
 	// The user's records and their stream (payments.RecordLedger).
 	List(ctx context.Context, userID string, after ledger.Cursor, limit int) ([]ledger.Entry, error)
 	Get(ctx context.Context, userID, key string) (ledger.Entry, bool, error)
+	Facts(ctx context.Context, userID, key string) (ledger.Facts, bool, error)
 	Changes(ctx context.Context, userID string, after int64, limit int) ([]ledger.Entry, error)
 	Position(ctx context.Context, userID string) (int64, error)
 	// Following (payments.FollowLedger).
