@@ -6,7 +6,7 @@ import type {
   Account, AccountPage, AccountQuery, Connection, ConnectionCreate, ConnectionCreated,
   ConnectionPage, ConnectionQuery, DevSession, MobileToken, OpenBankingInit,
   OpenBankingInitReply, Page, Payment, PaymentCreate, PaymentCreated, PaymentEvent, PaymentPage,
-  PaymentQuery, PaymentRecord, PaymentRecordPage, PaymentRecordQuery, Provider, ProviderQuery, RefreshReply, Session, SessionInfo,
+  PaymentQuery, PaymentRecord, PaymentRecordPage, PaymentRecordQuery, Provider, ProviderQuery, ReceiptKeySet, RefreshReply, Session, SessionInfo,
   StepUpApproval, Transaction, TransactionCategory, TransactionPage, TransactionPatch, TransactionQuery,
 } from "./models.js";
 
@@ -738,6 +738,46 @@ export function createClient(options: ClientOptions) {
      */
     paymentRecord(idempotencyKey: string): Promise<PaymentRecord> {
       return data<PaymentRecord>("GET", `/bff/payments/${seg(idempotencyKey)}`);
+    },
+    /**
+     * The signed receipt of one of the caller's finished payments, by its Idempotency-Key (GET
+     * /bff/payments/{key}/receipt): the compact JWS as text (`application/jose`), to save as a file
+     * or check with `verifyReceipt(jws, await client.receiptKeys())`. It is not checked here.
+     * 409 IDEMPOTENCY_IN_PROGRESS (retried like any GET, then thrown) while the BFF does not know
+     * the outcome yet, `detail` saying why (being sent, awaiting approval, being settled); 404
+     * ROUTE_NOT_FOUND for a key the caller never used; UNEXPECTED_RESPONSE for an answer that is
+     * not a JWS (a BFF without receipts serving the app's index.html).
+     */
+    async paymentReceipt(idempotencyKey: string): Promise<string> {
+      const path = `/bff/payments/${seg(idempotencyKey)}/receipt`;
+      const res = await call<unknown>("GET", path, { headers: { Accept: "application/jose" } });
+      const contentType = res.headers.get("Content-Type");
+      if (typeof res.data !== "string" || contentType === null || !/^application\/jose\s*(;|$)/i.test(contentType)) {
+        throw new BffError({
+          method: "GET", path, status: res.status, code: "UNEXPECTED_RESPONSE", action: "contact_support",
+          retryable: false, requestId: res.requestId,
+          detail: `The receipt answered ${contentType ?? "no Content-Type"}, not application/jose.`,
+        });
+      }
+      return res.data.trim();
+    },
+    /**
+     * The JWK Set of the keys receipts are signed with (GET /bff/receipts/jwks.json; public, no
+     * session needed): every key still published, so older receipts verify too. Save it next to
+     * the receipts you keep: a receipt outlives the keys a deployment publishes.
+     */
+    async receiptKeys(): Promise<ReceiptKeySet> {
+      const path = "/bff/receipts/jwks.json";
+      const res = await call<unknown>("GET", path, { anonymous: true, quietSession: true });
+      const set = res.data as { keys?: unknown } | null | undefined;
+      if (typeof set !== "object" || set === null || !Array.isArray(set.keys)) {
+        throw new BffError({
+          method: "GET", path, status: res.status, code: "UNEXPECTED_RESPONSE", action: "contact_support",
+          retryable: false, requestId: res.requestId,
+          detail: `The receipt keys answered ${res.headers.get("Content-Type") ?? "no Content-Type"}, not a JWK Set.`,
+        });
+      }
+      return set as ReceiptKeySet;
     },
     /**
      * The caller's payment changes, live (GET /bff/events): `for await (const ev of

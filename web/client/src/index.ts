@@ -18,5 +18,9 @@ export type { RetryOptions } from "./retry.js";
 export type * from "./models.js";
 export type { components, operations, paths } from "./generated/openapi.js";
 export { createPkce, pkceChallenge } from "./pkce.js";
+export {
+  canonicalJson, isReceiptError, ReceiptError, receiptType, receiptVersion, verifyReceipt,
+} from "./receipts.js";
+export type { JsonWebKeySet, ReceiptErrorReason, ReceiptKey, VerifiedReceipt } from "./receipts.js";
 export { SseParser } from "./sse.js";
 export type { SseEvent } from "./sse.js";

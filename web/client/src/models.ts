@@ -47,6 +47,13 @@ export type PaymentRecordStatus = NonNullable<PaymentRecord["paymentStatus"]>;
 /** `PaymentRecord.state`: `awaiting_approval` and `declined` are payments held for the user's approval. */
 export type PaymentRecordState = PaymentRecord["state"];
 
+// Payment receipts: the document a receipt's JWS signs (GET /bff/payments/{key}/receipt; see
+// verifyReceipt), and the JWK Set of the keys receipts are signed with (GET /bff/receipts/jwks.json)
+/** What a receipt states: the payload of its JWS, once verifyReceipt has checked it. */
+export type Receipt = Schemas["Receipt"];
+/** The receipts' public keys, as `receiptKeys()` answers them: each with `kid`, `alg` and `use` `sig`. */
+export type ReceiptKeySet = operations["getReceiptKeys"]["responses"][200]["content"]["application/jwk-set+json"];
+
 // Payments the user approves (step-up): the 401 STEP_UP_REQUIRED body, and a native app's
 // approval (POST /auth/step-up/token)
 export type StepUpRequiredProblem = Schemas["StepUpRequired"];

@@ -157,6 +157,7 @@ test("consumer/main.ts compiles against the installed package and runs as ESM", 
     user: "u1",
     codes: true,
     isBffError: false,
+    receiptReason: "malformed",
   });
 });
 

@@ -2,8 +2,8 @@
 // moduleResolution nodenext, strict, skipLibCheck off, then runs it): ESM, the types, and the
 // requests and answers as the OpenAPI document has them.
 import {
-  createClient, isBffError, problemCodes,
-  type Payment, type PaymentCreate, type Session,
+  createClient, isBffError, isReceiptError, problemCodes, verifyReceipt,
+  type JsonWebKeySet, type Payment, type PaymentCreate, type ReceiptKeySet, type Session, type VerifiedReceipt,
 } from "@fintech-bff/client";
 
 const sent: { url: string; key: string | null; body: unknown }[] = [];
@@ -55,6 +55,14 @@ const again: PaymentCreate = {
 // An answer the BFF makes itself is exact.
 const me: Session = { userId: "u1", expiresAt: "2026-01-01T00:00:00Z" };
 
+// A receipt is checked offline against a key set the BFF answered (or a saved copy of it).
+const published: ReceiptKeySet = { keys: [{ kty: "OKP", kid: "k1", alg: "EdDSA", use: "sig", crv: "Ed25519", x: "AAAA" }] };
+const saved: JsonWebKeySet = published;
+const receiptReason = await verifyReceipt("not.a-receipt", saved).then(
+  (v: VerifiedReceipt) => v.receipt.state,
+  (e: unknown) => (isReceiptError(e) ? e.reason : "other"),
+);
+
 console.log(JSON.stringify({
   status: made.status,
   key: made.idempotencyKey,
@@ -65,4 +73,5 @@ console.log(JSON.stringify({
   user: me.userId,
   codes: problemCodes.includes("PAYMENT_OUTCOME_UNKNOWN"),
   isBffError: isBffError(new Error("x")),
+  receiptReason,
 }));
