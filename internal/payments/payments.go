@@ -13,8 +13,8 @@
 // the ledger: the money path (MoneyPath: admit, claim, send as the owner,
 // answer a repeat), the recoverer (Recoverer: the background settler), the
 // follower (Follower: polls and webhooks), the records (Records: list,
-// get, changes, position) and the holds (Holds: held, approve, decline;
-// nil when step-up is off). Evidence gathering is shared by the money path
+// get, changes, position), their receipts (Receipts) and the holds
+// (Holds: held, approve, decline; nil when step-up is off). Evidence gathering is shared by the money path
 // and the recoverer. Service puts them together for the edge.
 //
 // Each file depends only on files before it in this order (checked by
@@ -30,6 +30,7 @@
 //	evidence.go   evidence gathering, and a conclusion stored
 //	holdrefs.go   the sealed references of holds
 //	records.go    the user's records
+//	receipt.go    a finished request's signed receipt
 //	holds.go      payments the user approves
 //	money.go      the money path's state and its ledger calls
 //	owner.go      the owner's send, one phase per class of end
