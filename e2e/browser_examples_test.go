@@ -192,7 +192,9 @@ const moreHidden = `(() => { const b = document.getElementById("payments-more");
 
 // TestBrowserPaymentsReadTrue: in each app, a payment the bank refused
 // (400, recorded by the BFF as done with that status) reads "Not accepted"
-// among the recent payments, never "Sent"; and the payments at the bank,
+// among the recent payments, never "Sent"; one the plan refused (403
+// NOT_AVAILABLE_ON_PLAN) reads there in the sentence the pay page showed;
+// and the payments at the bank,
 // more than one page of them, are listed once each, after which "Load
 // more" is gone and a click on it (by a script: a person can no longer
 // reach it) lists nothing again.
@@ -233,10 +235,26 @@ func TestBrowserPaymentsReadTrue(t *testing.T) {
 				chromedp.Click(chromedp.CSS(`#pay-form button[type="submit"]`)),
 				chromedp.WaitVisible(chromedp.CSS(`#iban[aria-invalid="true"]`)))
 
+			// One the plan refuses reads the same on the pay page and in the list.
+			e.sim.InjectFault(upstreamsim.Fault{Method: http.MethodPost, PathPrefix: "/v2/payments", UserID: browserUser, Times: 1, Status: 403,
+				Body: `{"type":"NOT_AVAILABLE_ON_PLAN","message":"Upgrade to use this endpoint"}`})
+			const planRefusal = `.error[data-code="NOT_AVAILABLE_ON_PLAN"] .message`
+			browsertest.Do(t, tab, "a payment the plan refuses",
+				chromedp.Navigate(base+"/pay"),
+				chromedp.WaitVisible(chromedp.ID("pay-form")),
+				chromedp.Click(chromedp.CSS(`#pay-form button[type="submit"]`)),
+				chromedp.WaitVisible(chromedp.CSS(planRefusal)))
+			said := textOf(t, tab, planRefusal)
+
 			browsertest.Do(t, tab, "opening the payments", chromedp.Click(chromedp.CSS(`#nav a[href="/payments"]`)))
-			waitCount(t, tab, "#recent-payments-table tr[data-key]", 1)
+			waitCount(t, tab, "#recent-payments-table tr[data-key]", 2)
+			refused := browsertest.Get(t, tab, "reading the payment the plan refused", chromedp.Evaluate[[]string](
+				`[...document.querySelector('#recent-payments-table tr[data-key][data-status="403"]').cells].map((c) => c.textContent)`))
+			if len(refused) != 4 || refused[2] != "Not accepted" || refused[3] != said {
+				t.Errorf("the payment the plan refused reads %q in the list, want %q with the pay page's %q", refused, "Not accepted", said)
+			}
 			cells := browsertest.Get(t, tab, "reading the refused payment's row", chromedp.Evaluate[[]string](
-				`[...document.querySelector("#recent-payments-table tr[data-key]").cells].map((c) => c.textContent)`))
+				`[...document.querySelector('#recent-payments-table tr[data-key][data-status="400"]').cells].map((c) => c.textContent)`))
 			if len(cells) != 4 || cells[2] != "Not accepted" {
 				t.Errorf("the refused payment's row reads %q, want its request %q", cells, "Not accepted")
 			}

@@ -81,6 +81,10 @@ payments:
 			if remit := browsertest.Get(t, tab, "the provider's reference", chromedp.TextContent(chromedp.ID("op-payment-remittance"))); remit != "Approve me" {
 				t.Fatalf("the provider shows the reference %q, want %q", remit, "Approve me")
 			}
+			// The form's payee name (creditorName), not the IBAN alone.
+			if payee := browsertest.Get(t, tab, "the provider's payee", chromedp.TextContent(chromedp.ID("op-payment-payee"))); payee != "Dana Levi" {
+				t.Fatalf("the provider shows the payee %q, want the form's %q", payee, "Dana Levi")
+			}
 			browsertest.Do(t, tab, "approving at the provider",
 				chromedp.SendKeys(chromedp.ID("op-otp"), "246810"),
 				chromedp.Click(chromedp.ID("op-approve")))

@@ -436,6 +436,7 @@ function payPage(): void {
           paymentInformation: {
             amount: fields.amount!.input.value.trim(),
             currency: fields.currency!.input.value.trim(),
+            creditorName: fields.payee!.input.value.trim(),
             creditorAccount: { iban: fields.iban!.input.value.replace(/\s+/g, "") },
             remittanceInformation: fields.remittance!.input.value,
           },
@@ -462,7 +463,10 @@ function payPage(): void {
     },
     field("amount", "paymentInformation.amount", "Amount", "12.50", { inputmode: "decimal" }),
     field("currency", "paymentInformation.currency", "Currency", "ILS", { readonly: true }),
-    field("iban", "paymentInformation.creditorAccount.iban", "Creditor IBAN", "IL620108000000099999999", { class: "mono", autocomplete: "off" }),
+    // The payee's name goes with the IBAN, so the bank's page (and the sign-in provider's, for a
+    // payment the user approves there) names who is paid, not only an account number.
+    field("payee", "paymentInformation.creditorName", "Payee name", "Dana Levi", { autocomplete: "off" }),
+    field("iban", "paymentInformation.creditorAccount.iban", "Payee IBAN", "IL620108000000099999999", { class: "mono", autocomplete: "off" }),
     field("remittance", "paymentInformation.remittanceInformation", "Description", "Example payment"),
     submit,
   );

@@ -68,6 +68,7 @@ export const fieldMessages: Record<string, string> = {
   amount: "Enter an amount, such as 12.50.",
   currency: "Enter a currency, such as ILS.",
   iban: "Enter the IBAN of the account to pay, such as IL62 0108 0000 0009 9999 999.",
+  payee: "Enter the name of the person or business you pay.",
   remittance: "Enter a short description of the payment.",
   provider: "Choose a bank.",
   userId: "Enter a user id.",
@@ -84,11 +85,17 @@ export const ui = {
   refreshRunning: "A refresh is already running.",
 };
 
-/** A payment's status in words, by its ISO 20022 code; undefined for one not listed. */
+/**
+ * A payment's status at the bank in words, by its ISO 20022 code; undefined for one not listed.
+ * The bank's first statuses (INIT, RCVD, PDNG) come once the app has sent the payment, after an
+ * approval in the app too: they say the bank has it (INIT: and waits for the user's confirmation
+ * there), never "waiting for approval" as if an approval already given did not count.
+ */
 export const paymentStatus: Record<string, string> = {
   ACSC: "Paid", ACCC: "Paid", ACSP: "Being paid", ACTC: "Accepted", ACWC: "Accepted", ACFC: "Accepted",
-  PATC: "Accepted", ACCP: "Accepted", PDNG: "Pending", PENDING: "Pending", RCVD: "Received",
-  INIT: "Waiting for approval", PART: "Partly paid", RJCT: "Rejected", CANC: "Cancelled", ERROR: "Failed",
+  PATC: "Accepted", ACCP: "Accepted", PDNG: "Being processed by the bank", PENDING: "Being processed by the bank",
+  RCVD: "Received by the bank", INIT: "Received by the bank, to be confirmed there", PART: "Partly paid",
+  RJCT: "Rejected by the bank", CANC: "Cancelled", ERROR: "Failed at the bank",
 };
 
 /**
@@ -98,8 +105,9 @@ export const paymentStatus: Record<string, string> = {
 export const recordWords = {
   /** in_flight: sent or being sent, no answer yet. */
   sending: "Sending",
-  /** done with a 2xx: the bank took the request; the payment's status follows. */
-  sent: "Sent",
+  /** done with a 2xx: the bank took the request; the payment's status, which may still be a
+   * rejection, is the bank's and follows in its own column. */
+  sent: "Sent to the bank",
   /** done with any other status: the bank refused the request (why: refusedMessages). */
   notAccepted: "Not accepted",
   /** unknown: whether the bank acted is not known; the BFF keeps checking. */
@@ -135,7 +143,9 @@ export const approvalWords = {
   approve: "Approve the payment",
   startOver: "Start a new payment instead",
   checking: "Checking the payment…",
-  approved: "Payment approved and sent",
+  approved: "Payment approved and sent to your bank",
+  /** The bank's status of an approved payment that was sent (paymentStatus's words). */
+  atBank: "At your bank: {status}",
   approvedRefused: "Payment approved, but the bank did not accept it",
   approvedUnknown: "Payment approved: we are checking whether it went through",
   continueAtBank: "Continue to your bank",
@@ -148,11 +158,16 @@ export const approvalWords = {
   none: "This page was opened without a payment approval.",
 };
 
-/** Why the bank refused a payment request, by the HTTP status the BFF answered it with. */
+/**
+ * Why the bank refused a payment request, by the HTTP status the BFF answered it with (a record
+ * keeps no code). A 403 reads as NOT_AVAILABLE_ON_PLAN's sentence, the one the pay page showed for
+ * it: the plan's refusal is the 403 a payment meets (docs/errors.md; FORBIDDEN, a 403 with no
+ * type, is a gateway's or a policy's).
+ */
 export const refusedMessages: Record<number, string> = {
   400: "Some details were not accepted.",
   402: "Not enough credits.",
-  403: "Not allowed on your plan.",
+  403: errorMessages.NOT_AVAILABLE_ON_PLAN!,
   404: "The bank could not find what it refers to.",
   409: "It conflicted with another request.",
   422: "Some details were not accepted.",

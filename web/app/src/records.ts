@@ -3,7 +3,7 @@
 // status or why there is none. A request the bank refused is never "sent".
 import type { PaymentRecord, StepUpOutcome } from "../../client/src/index.ts";
 import {
-  approvalWords, declinedMessages, declinedOther, paymentStatus, recordWords, refusedMessages, refusedOther, statusWords,
+  approvalWords, declinedMessages, declinedOther, fill, paymentStatus, recordWords, refusedMessages, refusedOther, statusWords,
 } from "./messages.ts";
 
 /** A record in words: the request's fate, and the payment's status or why there is none. */
@@ -64,7 +64,8 @@ export function describeApproval(outcome: StepUpOutcome | undefined, rec: Paymen
     if (rec.state === "done") {
       const consent = rec.paymentStatus === null || rec.paymentStatus === "INIT";
       const tone = rec.paymentStatus && badStatuses.has(rec.paymentStatus) ? "error" : consent ? "pending" : "ok";
-      return view("approved", tone, approvalWords.approved, detail, { canContinue: consent });
+      // The title says it was sent: the detail is the bank's status alone, not "Sent" again.
+      return view("approved", tone, approvalWords.approved, fill(approvalWords.atBank, { status: words.status }), { canContinue: consent });
     }
     return view("approved", "pending", approvalWords.approvedUnknown, detail);
   }

@@ -182,6 +182,7 @@ function Accounts() {
 
 const payFields = {
   amount: "paymentInformation.amount",
+  payee: "paymentInformation.creditorName",
   iban: "paymentInformation.creditorAccount.iban",
   remittance: "paymentInformation.remittanceInformation",
 } as const;
@@ -189,7 +190,7 @@ type PayField = keyof typeof payFields;
 
 function Pay() {
   const [values, setValues] = useState<Record<PayField, string>>({
-    amount: "12.50", iban: "IL620108000000099999999", remittance: "Example payment",
+    amount: "12.50", payee: "Dana Levi", iban: "IL620108000000099999999", remittance: "Example payment",
   });
   // Kept across a second submit of the same payment: a payment whose answer was lost is never
   // made twice. A refused one made nothing, so its corrected form gets a new key.
@@ -221,6 +222,7 @@ function Pay() {
       paymentInformation: {
         amount: values.amount.trim(),
         currency: "ILS",
+        creditorName: values.payee.trim(),
         creditorAccount: { iban: values.iban.replace(/\s+/g, "") },
         remittanceInformation: values.remittance,
       },
@@ -255,7 +257,8 @@ function Pay() {
       <p className="muted">You approve the payment at your bank and come back here.</p>
       <form id="pay-form" noValidate onSubmit={submit}>
         {field("amount", "Amount", { inputMode: "decimal" })}
-        {field("iban", "Creditor IBAN", { className: "mono" })}
+        {field("payee", "Payee name")}
+        {field("iban", "Payee IBAN", { className: "mono" })}
         {field("remittance", "Description")}
         <button type="submit" disabled={sending}>Pay</button>
       </form>
