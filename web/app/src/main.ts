@@ -17,7 +17,7 @@ import {
   approvalWords, connectionStatus, errorMessages, fieldMessages, fill, offersRetry, paymentStatus, say, sessionMethod, statusWords, ui,
 } from "./messages.ts";
 import { approvalReturn, dropHeld, heldBody, keepHeld } from "./held.ts";
-import { describeApproval, describeRecord, isNewer } from "./records.ts";
+import { describeApproval, describeRecord, isNewer, statusMoves } from "./records.ts";
 import type { components } from "../../client/src/generated/openapi.ts";
 
 // Build-time settings (build.mjs, from APP_TOTAL_TIMEOUT_MS and APP_SLOW_AFTER_MS); null: the
@@ -645,9 +645,6 @@ function markFields(err: BffError, fields: Fields): void {
 
 const finalOk = new Set(["ACCC", "ACSC", "ACSP", "ACTC", "ACWC", "ACFC", "PATC"]);
 const finalBad = new Set(["RJCT", "CANC", "ERROR"]);
-/** The statuses after which a payment does not change (the BFF stops following it). */
-const finalStatuses = new Set(["ACSC", "ACCC", "RJCT", "CANC", "ERROR"]);
-const isFinal = (status: string) => finalStatuses.has(status);
 
 function paymentDonePage(): void {
   const id = new URLSearchParams(location.search).get("paymentId");
@@ -686,7 +683,7 @@ function paymentDonePage(): void {
     }
   }
   // A final status is not undone by an older state of the payment arriving late.
-  const moves = (status: string) => shown !== null && status !== shown.status && !(isFinal(shown.status) && !isFinal(status));
+  const moves = (status: string) => shown !== null && statusMoves(shown.status, status);
   /** On each connection of the stream: a change made before it opened is not in it. */
   async function reread(): Promise<void> {
     if (!shown) return; // the first read (load) is still on its way, or failed and offers Retry
@@ -815,8 +812,7 @@ function recentPayments(limit = 10): RecentPayments {
     },
     stopped(err) {
       if (!isBffError(err)) console.error(err);
-      void load().then(() => msg.append(h("p", { class: "muted", id: "recent-payments-stopped" },
-        "These statuses are no longer updated: reload the page to see the latest.")));
+      void load().then(() => msg.append(h("p", { class: "muted", id: "recent-payments-stopped" }, ui.notLive)));
     },
   };
 }

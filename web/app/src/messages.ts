@@ -83,6 +83,7 @@ export const ui = {
   fieldHelp: "Check this field.",
   refreshAccepted: "Your data is being refreshed: new transactions appear in a few minutes.",
   refreshRunning: "A refresh is already running.",
+  notLive: "These statuses are no longer updated: reload the page to see the latest.",
 };
 
 /**

@@ -32,6 +32,18 @@ export function isNewer(a: PaymentRecord, b: PaymentRecord): boolean {
 
 const badStatuses = new Set(["RJCT", "CANC", "ERROR"]);
 
+/** The statuses after which a payment does not change (the BFF stops following it). */
+const finalStatuses = new Set(["ACSC", "ACCC", "RJCT", "CANC", "ERROR"]);
+
+/**
+ * Whether a payment shown with status `shown` moves to `status`, which came later (an event, or
+ * a read when the event stream opened): a final status is not undone by an older state of the
+ * payment arriving late.
+ */
+export function statusMoves(shown: string, status: string): boolean {
+  return status !== shown && !(finalStatuses.has(shown) && !finalStatuses.has(status));
+}
+
 /**
  * What the page an approval came back to shows (both apps): which view (its element id is
  * `step-up-<view>`), its words and tone, and what it offers. The record, once read, wins over

@@ -3,6 +3,7 @@
 // the message table with its Retry and reference (Problem). Copy this file with bff.ts.
 import { useCallback, useEffect, useRef, useState, useSyncExternalStore } from "react";
 import { isBffError, type PaymentRecord } from "../../client/src/index.ts";
+import { isNewer } from "../../app/src/records.ts";
 import { errorMessages, fill, offersRetry, say, ui } from "../../app/src/messages.ts";
 import { bff, slowCount, subscribeSlow } from "./bff.ts";
 
@@ -134,6 +135,71 @@ export function useWatchedPayment(key: string | undefined): Watched {
     return () => stop.abort();
   }, [key]);
   return state;
+}
+
+/**
+ * The page's one stream of payment changes (GET /bff/events, web/app's live()): opened() runs
+ * each time it (re)opens, where the page reads what it shows again (a stream sends changes from
+ * when it opens, so a change made before is in no event), and changed(rec) for each event. The
+ * client reconnects by itself; the unmount ends it. Returns the error that ended it (a refusal,
+ * such as an ended session), undefined while it runs.
+ */
+export function usePaymentEvents(opened: () => void, changed: (rec: PaymentRecord) => void): unknown {
+  const [ended, setEnded] = useState<unknown>();
+  // The latest handlers, for a stream opened once.
+  const on = useRef({ opened, changed });
+  on.current = { opened, changed };
+  useEffect(() => {
+    const stop = new AbortController();
+    void (async () => {
+      try {
+        for await (const ev of bff.events({ signal: stop.signal, onOpen: () => on.current.opened() })) on.current.changed(ev.data);
+      } catch (error) {
+        if (!stop.signal.aborted) setEnded(error);
+      }
+    })();
+    return () => stop.abort();
+  }, []);
+  return ended;
+}
+
+/** The newest payment records, kept current by the page's events. */
+export interface Recent {
+  /** Undefined until the first read is in. */
+  records: PaymentRecord[] | undefined;
+  error: unknown;
+  /** (Re)reads the newest records (GET /bff/payments), keeping what events said since. */
+  load: () => void;
+  /** Shows a payment's latest state (an event's data). */
+  update: (rec: PaymentRecord) => void;
+}
+
+/**
+ * The user's newest payment records as the BFF keeps them, limit of them newest first: each
+ * payment once, its later state winning (isNewer; an event wins a tie with a read). Read at once;
+ * load() and update() are for the page's usePaymentEvents.
+ */
+export function useRecentRecords(limit: number): Recent {
+  const byKey = useRef(new Map<string, PaymentRecord>());
+  const [view, setView] = useState<{ records?: PaymentRecord[]; error?: unknown }>({});
+  const keep = useCallback((rec: PaymentRecord, overTie: boolean) => {
+    const had = byKey.current.get(rec.key);
+    if (!had || isNewer(rec, had) || (overTie && rec.updatedAt === had.updatedAt)) byKey.current.set(rec.key, rec);
+  }, []);
+  const newest = useCallback(() => [...byKey.current.values()]
+    .sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0)).slice(0, limit), [limit]);
+  const load = useCallback(() => {
+    bff.paymentRecords({ limit }).then((page) => {
+      for (const rec of page.items) keep(rec, false);
+      setView({ records: newest() });
+    }, (error: unknown) => setView((v) => ({ ...v, error })));
+  }, [limit, keep, newest]);
+  const update = useCallback((rec: PaymentRecord) => {
+    keep(rec, true);
+    setView((v) => ({ ...v, records: newest() }));
+  }, [keep, newest]);
+  useEffect(load, [load]);
+  return { records: view.records, error: view.error, load, update };
 }
 
 /** "Still trying…" while a call waits longer than the client's slowAfterMs. */

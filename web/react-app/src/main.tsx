@@ -2,7 +2,7 @@
 // Idempotency-Key per payment), and the payments list, with the same message table, formatters
 // and stylesheet as web/app (../app/src). Served by the BFF from static_dir, like web/app.
 import "../../app/src/app.css";
-import { StrictMode, useEffect, useState, type FormEvent, type ReactNode } from "react";
+import { StrictMode, useCallback, useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
 import { createRoot } from "react-dom/client";
 import {
   isBffError, isStepUpRequired, startStepUp, stepUpReturn,
@@ -11,9 +11,11 @@ import {
 import { formatDateTime, formatMoney, providerName } from "../../app/src/format.ts";
 import { approvalWords, fieldMessages, fill, paymentStatus, statusWords, ui } from "../../app/src/messages.ts";
 import { approvalReturn, dropHeld, heldBody, keepHeld } from "../../app/src/held.ts";
-import { describeApproval, describeRecord } from "../../app/src/records.ts";
+import { describeApproval, describeRecord, statusMoves } from "../../app/src/records.ts";
 import { authMethods, bff, session } from "./bff.ts";
-import { Problem, StillTrying, useCall, usePaged, useWatchedPayment } from "./hooks.tsx";
+import {
+  Problem, StillTrying, useCall, usePaged, usePaymentEvents, useRecentRecords, useWatchedPayment, type Recent,
+} from "./hooks.tsx";
 
 // ---- Routing: plain paths with history.pushState (the BFF answers any path with index.html).
 
@@ -363,10 +365,52 @@ function StepUpDone({ go }: { go: Go }) {
 const finalOk = new Set(["ACCC", "ACSC", "ACSP", "ACTC", "ACWC", "ACFC", "PATC"]);
 const finalBad = new Set(["RJCT", "CANC", "ERROR"]);
 
+/**
+ * A payment at the bank by its id, live as web/app's /payment-done: read at once and again each
+ * time the page's event stream opens (reread), and moved by its events (moved); a final status
+ * is not undone by an older state arriving late.
+ */
+function useBankPayment(id: string | null) {
+  const [state, setState] = useState<{ pay?: Payment; error?: unknown; loading: boolean }>({ loading: !!id });
+  const shown = useRef<Payment | undefined>(undefined);
+  const show = useCallback((pay: Payment) => {
+    shown.current = pay;
+    setState({ pay, loading: false });
+  }, []);
+  const load = useCallback(() => {
+    if (!id) return;
+    setState((s) => ({ ...s, error: undefined, loading: s.pay === undefined }));
+    // The bank's redirect says what it says; the BFF's answer is what counts.
+    bff.payment(id).then((pay) => {
+      if (!shown.current || statusMoves(shown.current.status, pay.status)) show(pay);
+    }, (error: unknown) => {
+      // Once a status is shown it stays, and the stream goes on; before, the error with a Retry.
+      if (!shown.current) setState({ error, loading: false });
+    });
+  }, [id, show]);
+  useEffect(load, [load]);
+  const moved = useCallback((rec: PaymentRecord) => {
+    const was = shown.current;
+    if (was && rec.paymentId === id && rec.paymentStatus && statusMoves(was.status, rec.paymentStatus)) {
+      show({ ...was, status: rec.paymentStatus });
+    }
+  }, [id, show]);
+  return { ...state, retry: load, reread: load, moved };
+}
+
 function PaymentDone({ go }: { go: Go }) {
   const id = new URLSearchParams(location.search).get("paymentId");
-  const p = useCall(() => (id ? bff.payment(id) : Promise.resolve(undefined)), [id]);
-  const pay = p.data;
+  const p = useBankPayment(id);
+  const recent = useRecentRecords(10);
+  // The bank may still be deciding: the outcome and the list follow the payment's changes.
+  const ended = usePaymentEvents(() => {
+    recent.load();
+    p.reread();
+  }, (rec) => {
+    recent.update(rec);
+    p.moved(rec);
+  });
+  const pay = p.pay;
   const cls = pay && (finalOk.has(pay.status) ? "ok" : finalBad.has(pay.status) ? "error" : "pending");
   return (
     <>
@@ -383,7 +427,8 @@ function PaymentDone({ go }: { go: Go }) {
           </div>
         )}
       </div>
-      <p className="links"><Link to="/payments" go={go}>All payments</Link></p>
+      <p className="links"><Link to="/pay" go={go}>Make another payment</Link> · <Link to="/payments" go={go}>All payments</Link></p>
+      <RecentPayments recent={recent} ended={ended} />
     </>
   );
 }
@@ -416,20 +461,25 @@ function RecordRow({ rec }: { rec: PaymentRecord }) {
   );
 }
 
-/** The newest payment requests the BFF recorded (GET /bff/payments). */
-function RecentPayments() {
-  const records = useCall(() => bff.paymentRecords({ limit: 10 }), []);
+/**
+ * The newest payment requests the BFF recorded (GET /bff/payments), live from the page's events
+ * (useRecentRecords, usePaymentEvents); ended: the error that ended the stream.
+ */
+function RecentPayments({ recent, ended }: { recent: Recent; ended: unknown }) {
+  const records = recent.records;
   return (
     <section id="recent-payments">
       <h2>Recent payments</h2>
-      {records.loading && <p>{ui.loading}</p>}
-      {records.error !== undefined && <Problem error={records.error} retry={records.retry} />}
-      {records.data && (records.data.items.length === 0 ? <p id="recent-payments-empty">No payments yet.</p> : (
+      <p className="muted">Their status at the bank, kept up to date on this page.</p>
+      {records === undefined && recent.error === undefined && <p>{ui.loading}</p>}
+      {recent.error !== undefined && <Problem error={recent.error} retry={recent.load} />}
+      {records && (records.length === 0 ? <p id="recent-payments-empty">No payments yet.</p> : (
         <table id="recent-payments-table" className="cards">
           <thead><tr><th>Created</th><th>Payment</th><th>Request</th><th>Status</th></tr></thead>
-          <tbody>{records.data.items.map((rec) => <RecordRow key={rec.key} rec={rec} />)}</tbody>
+          <tbody>{records.map((rec) => <RecordRow key={rec.key} rec={rec} />)}</tbody>
         </table>
       ))}
+      {ended !== undefined && <p className="muted" id="recent-payments-stopped">{ui.notLive}</p>}
     </section>
   );
 }
@@ -439,17 +489,25 @@ function Payments() {
   const list = usePaged(
     (nextPage) => bff.payments({ limit: 20, sort: -1, ...(nextPage ? { nextPage } : {}) }),
     (p: Payment) => p.id, []);
+  const recent = useRecentRecords(10);
+  // The statuses the events brought since the list was read, by payment id: each row shows its own.
+  const [moved, setMoved] = useState<ReadonlyMap<string, Payment["status"]>>(new Map());
+  const ended = usePaymentEvents(recent.load, (rec) => {
+    recent.update(rec);
+    const { paymentId, paymentStatus } = rec;
+    if (paymentId && paymentStatus) setMoved((m) => new Map(m).set(paymentId, paymentStatus));
+  });
   const n = list.items.length;
   return (
     <>
       <h1>Payments</h1>
-      <RecentPayments />
+      <RecentPayments recent={recent} ended={ended} />
       <h2>All payments at the bank</h2>
       <p className="muted">Newest first.</p>
       {n > 0 && (
         <table id="payments-table" className="cards">
           <thead><tr><th>Created</th><th className="num">Amount</th><th>Description</th><th>Status</th></tr></thead>
-          <tbody>{list.items.map((p) => <PaymentRow key={p.id} p={p} />)}</tbody>
+          <tbody>{list.items.map((p) => <PaymentRow key={p.id} p={moved.has(p.id) ? { ...p, status: moved.get(p.id)! } : p} />)}</tbody>
         </table>
       )}
       <div id="payments-msg">
