@@ -35,8 +35,10 @@ import (
 //   - a fenced block right after an sh block (only blank lines between) is
 //     what it prints, `…` standing for anything;
 //   - a `text stream` block is what the open stream prints by then;
-//   - `<!-- walkthrough: approve ... -->` is the reader approving the last
-//     payment at its payUrl in the browser;
+//   - `<!-- walkthrough: the bank's page ... -->` is the reader opening the
+//     last payment's payUrl in the browser, which must show the bank's
+//     Approve; the curl block after it approves (the simulator's control
+//     call), so only that block can make the stream show the payment ACSC;
 //   - a `js` block is a verbatim part of web/client/examples/pay-from-node.mjs;
 //   - any other sh block is one of walkthroughCommands, which says how the
 //     test covers it.
@@ -68,8 +70,8 @@ func TestReadmeWalkthrough(t *testing.T) {
 	if len(w.streams) == 0 || !strings.Contains(w.streams[0].out.String(), `"paymentStatus":"ACSC"`) {
 		t.Errorf("the walkthrough's event stream did not show the approved payment")
 	}
-	if !w.approved || !w.ranExample {
-		t.Errorf("the walkthrough approved the payment: %v; ran the Node.js example: %v", w.approved, w.ranExample)
+	if !w.sawBank || !w.ranExample {
+		t.Errorf("the walkthrough opened the bank's page: %v; ran the Node.js example: %v", w.sawBank, w.ranExample)
 	}
 	// It ends with a logout, which closes the session's streams: the
 	// reader's curl -N returns.
@@ -101,10 +103,10 @@ var walkthroughCommands = map[string]func(w *walker, want string){
 type stepKind int
 
 const (
-	stepShell   stepKind = iota // an sh block, with what it prints (want, may be empty)
-	stepStream                  // a text stream block: what the open stream prints by then
-	stepApprove                 // the reader approves the last payment at the bank
-	stepSnippet                 // a js block: a verbatim part of the Node.js example
+	stepShell    stepKind = iota // an sh block, with what it prints (want, may be empty)
+	stepStream                   // a text stream block: what the open stream prints by then
+	stepBankPage                 // the reader opens the last payment's page at the bank
+	stepSnippet                  // a js block: a verbatim part of the Node.js example
 )
 
 type step struct {
@@ -137,8 +139,8 @@ func walkthroughSteps(t *testing.T, readme string) []step {
 	lastFenceEnd := -1 // the line after the closing fence of the last sh block
 	for i := from; i < to; i++ {
 		l := lines[i]
-		if strings.HasPrefix(l, "<!-- walkthrough: approve") {
-			steps = append(steps, step{kind: stepApprove, line: i + 1})
+		if strings.HasPrefix(l, "<!-- walkthrough: the bank's page") {
+			steps = append(steps, step{kind: stepBankPage, line: i + 1})
 			continue
 		}
 		if !strings.HasPrefix(l, "```") {
@@ -187,7 +189,7 @@ type walker struct {
 	vars       string   // the variables the blocks set, as declare -p lines
 	outputs    []string // what each block printed
 	streams    []*shellStream
-	approved   bool
+	sawBank    bool
 	ranExample bool
 }
 
@@ -219,8 +221,8 @@ func (w *walker) do(s step) {
 	t := w.t
 	t.Helper()
 	switch s.kind {
-	case stepApprove:
-		w.approve(s)
+	case stepBankPage:
+		w.bankPage(s)
 	case stepSnippet:
 		example, err := os.ReadFile("../web/client/examples/pay-from-node.mjs")
 		if err != nil {
@@ -344,10 +346,10 @@ func (w *walker) openStream(s step) {
 	w.streams = append(w.streams, st)
 }
 
-// approve does what the reader does at the bank: opens the last payUrl a
-// block printed and clicks Approve (the consent page's form, posted as the
-// browser posts it).
-func (w *walker) approve(s step) {
+// bankPage opens the last payUrl a block printed, as the reader's browser
+// does, and checks that it is the bank's page with its Approve button. It
+// does not approve: the README's next block does, with curl.
+func (w *walker) bankPage(s step) {
 	t := w.t
 	t.Helper()
 	var payURL string
@@ -377,15 +379,7 @@ func (w *walker) approve(s step) {
 	if page.StatusCode != http.StatusOK || !strings.Contains(string(body), "Approve") {
 		t.Fatalf("the bank's page %s: %d, want 200 with an Approve button:\n%s", payURL, page.StatusCode, body)
 	}
-	res, err := bank.PostForm(payURL, url.Values{"token": {u.Query().Get("token")}, "decision": {"approve"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusSeeOther {
-		t.Fatalf("approving at the bank: %d, want 303", res.StatusCode)
-	}
-	w.approved = true
+	w.sawBank = true
 }
 
 // runExample runs web/client/examples/pay-from-node.mjs as the README's
