@@ -54,7 +54,8 @@ test: test-deps
 
 ## test-unit: the Go tests that need Go only, with the race detector: no
 ## Redis, PostgreSQL, Node.js, HAProxy or Chromium (the files tagged
-## integration are left out, see TAGS); about a minute on 2 cores
+## integration are left out, see TAGS); on 2 cores 1.5 minutes with a warm
+## build cache, 4.6 from a clean clone (README.md)
 test-unit:
 	$(GO) test -race -count=1 -timeout 10m $(PKGS)
 
