@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"net/url"
 	"strings"
 	"sync"
@@ -14,7 +13,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/fintech-bff/bff/internal/testing/browsertest"
-	"github.com/fintech-bff/bff/internal/upstreamsim"
 )
 
 // TestFAPI2InTheBrowser: with the fapi2 profile, the example app signs in
@@ -27,21 +25,7 @@ func TestFAPI2InTheBrowser(t *testing.T) {
 	dist := buildApp(t)
 	pub := freeAddr(t)
 	base := "http://" + pub
-	e, op, _ := fapi2Env(t, options{
-		publicAddr:   pub,
-		secureCookie: true,
-		sim:          upstreamsim.Options{AllowedRedirectURLs: []string{base + "/payment-done", base + "/connection-done"}, Control: true},
-		limitsYAML:   "limits: { requests_per_second: 0, auth_per_minute: 0, refresh_interval: 15m, sessions_per_user: 0 }",
-		extraYAML: fmt.Sprintf(`static_dir: %q
-payments:
-  watch_interval: %s
-  step_up:
-    enabled: true
-    thresholds: ["EUR 100.00"]
-    acr_values: ["urn:bff:acr:mfa"]
-    max_age: 5m
-    hold_for: 10m`, dist, liveWatchInterval),
-	})
+	e, op, _ := fapi2Env(t, appStepUpOptions(pub, dist))
 	tab := browsertest.Start(t)
 	var (
 		mu   sync.Mutex

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -21,7 +20,6 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/fintech-bff/bff/internal/testing/dpoptest"
-	"github.com/fintech-bff/bff/internal/testing/redistest"
 )
 
 // The BFF with auth.oidc.profile fapi2 against the test provider in its
@@ -243,14 +241,7 @@ func TestFAPI2RefusesASecret(t *testing.T) {
 	base := "http://" + pub
 	op := startOPWith(t, OPMode{Profile: "fapi2"}, OPClient{ID: opClientID, AuthMethod: "private_key_jwt", JWKSURI: base + "/auth/jwks.json",
 		DPoPBound: true, RedirectURIs: []string{base + "/auth/callback"}})
-	e := start(t, options{publicAddr: pub, authYAML: fmt.Sprintf(`auth:
-  mode: oidc
-  oidc:
-    issuer: %q
-    client_id: %q
-    client_secret: %q
-    redirect_url: %q
-    user_id_claim: sub`, op.Issuer, opClientID, opClientSecret, base+"/auth/callback")})
+	e := secretClientBFF(t, pub, op)
 	wantProblem(t, e.browser().do("GET", "/auth/login?returnTo=/", ""), http.StatusBadRequest, "LOGIN_FAILED")
 	if !strings.Contains(op.Output(), "invalid_client") {
 		t.Fatalf("the provider did not refuse the client's authentication; its log:\n%s", op.Output())
@@ -416,25 +407,5 @@ func TestFAPI2NoSecretsInLogsOrRedis(t *testing.T) {
 	_ = json.Unmarshal(jwk, &priv)
 	secrets := map[string]string{"client private key": priv.D, "provider code": mustURL(t, cb).Query().Get("code"),
 		"refused response's code": badCode, "session cookie": cookie, "login cookie": bindingCookie}
-	for name, s := range secrets {
-		if s == "" {
-			t.Fatalf("the scenario did not produce a %s: the scan would check nothing", name)
-		}
-	}
-	rc, _ := redistest.Client(t)
-	ctx := context.Background()
-	var stored strings.Builder
-	for _, k := range redistest.Keys(ctx, rc, e.prefix) {
-		stored.WriteString(k + "\n" + rc.Get(ctx, k).Val() + "\n" + strings.Join(rc.SMembers(ctx, k).Val(), ",") + "\n")
-	}
-	e.stop()
-	logs := e.logs.String()
-	for name, s := range secrets {
-		if strings.Contains(logs, s) {
-			t.Errorf("the %s appears in the logs", name)
-		}
-		if strings.Contains(stored.String(), s) {
-			t.Errorf("the %s appears in Redis in plain text", name)
-		}
-	}
+	wantNoSecrets(t, e, secrets)
 }

@@ -88,15 +88,21 @@ func parOfferedEnv(t *testing.T) (*env, *OP) {
 	pub := freeAddr(t)
 	base := "http://" + pub
 	op := startOPWith(t, OPMode{PAR: "offered"}, OPClient{ID: opClientID, Secret: opClientSecret, RedirectURIs: []string{base + "/auth/callback"}})
-	e := start(t, options{publicAddr: pub, authYAML: fmt.Sprintf(`auth:
+	return secretClientBFF(t, pub, op), op
+}
+
+// secretClientBFF is a BFF on pub in auth.mode oidc with no profile,
+// authenticating to op with the client secret.
+func secretClientBFF(t *testing.T, pub string, op *OP) *env {
+	t.Helper()
+	return start(t, options{publicAddr: pub, authYAML: fmt.Sprintf(`auth:
   mode: oidc
   oidc:
     issuer: %q
     client_id: %q
     client_secret: %q
     redirect_url: %q
-    user_id_claim: sub`, op.Issuer, opClientID, opClientSecret, base+"/auth/callback")})
-	return e, op
+    user_id_claim: sub`, op.Issuer, opClientID, opClientSecret, "http://"+pub+"/auth/callback")})
 }
 
 func pct(d []time.Duration, p int) time.Duration {

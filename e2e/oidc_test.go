@@ -424,6 +424,17 @@ func TestOIDCNoSecretsInLogsOrRedis(t *testing.T) {
 	for i, tok := range e.bearers.seen() {
 		secrets[fmt.Sprintf("upstream token %d", i)] = tok
 	}
+	// Read Redis while a login is pending: its state (PKCE verifier, nonce)
+	// is there now.
+	pending := e.browser()
+	secrets["pending login nonce"] = mustURL(t, beginLogin(t, pending, "")).Query().Get("nonce")
+	wantNoSecrets(t, e, secrets)
+}
+
+// wantNoSecrets stops the instance and fails for each secret that appears
+// in its logs or, in plain text, in what its Redis namespace holds now.
+func wantNoSecrets(t *testing.T, e *env, secrets map[string]string) {
+	t.Helper()
 	for name, s := range secrets {
 		if s == "" {
 			t.Fatalf("the scenario did not produce a %s: the scan would check nothing", name)
@@ -431,11 +442,6 @@ func TestOIDCNoSecretsInLogsOrRedis(t *testing.T) {
 	}
 	rc, _ := redistest.Client(t)
 	ctx := context.Background()
-	// Read Redis while a login is pending: its state (PKCE verifier, nonce)
-	// is there now.
-	pending := e.browser()
-	pendingNonce := mustURL(t, beginLogin(t, pending, "")).Query().Get("nonce")
-	secrets["pending login nonce"] = pendingNonce
 	var stored strings.Builder
 	for _, k := range redistest.Keys(ctx, rc, e.prefix) {
 		stored.WriteString(k + "\n" + rc.Get(ctx, k).Val() + "\n" + strings.Join(rc.SMembers(ctx, k).Val(), ",") + "\n")

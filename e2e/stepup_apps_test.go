@@ -13,6 +13,27 @@ import (
 	"github.com/fintech-bff/bff/internal/upstreamsim"
 )
 
+// appStepUpOptions is an example app (its build in dist) served by a BFF
+// on pub that holds payments for approval, with its status followed live.
+func appStepUpOptions(pub, dist string) options {
+	base := "http://" + pub
+	return options{
+		publicAddr:   pub,
+		secureCookie: true,
+		sim:          upstreamsim.Options{AllowedRedirectURLs: []string{base + "/payment-done", base + "/connection-done"}, Control: true},
+		limitsYAML:   "limits: { requests_per_second: 0, auth_per_minute: 0, refresh_interval: 15m, sessions_per_user: 0 }",
+		extraYAML: fmt.Sprintf(`static_dir: %q
+payments:
+  watch_interval: %s
+  step_up:
+    enabled: true
+    thresholds: ["EUR 100.00"]
+    acr_values: ["urn:bff:acr:mfa"]
+    max_age: 5m
+    hold_for: 10m`, dist, liveWatchInterval),
+	}
+}
+
 // TestStepUpInTheExampleApps: both example apps (web/app and
 // web/react-app, served by the BFF) handle STEP_UP_REQUIRED. A payment the
 // policy holds (the apps pay in ILS, a currency with no threshold: always
@@ -29,21 +50,7 @@ func TestStepUpInTheExampleApps(t *testing.T) {
 			dist := app.build(t)
 			pub := freeAddr(t)
 			base := "http://" + pub
-			e, _ := oidcEnvWith(t, options{
-				publicAddr:   pub,
-				secureCookie: true,
-				sim:          upstreamsim.Options{AllowedRedirectURLs: []string{base + "/payment-done", base + "/connection-done"}, Control: true},
-				limitsYAML:   "limits: { requests_per_second: 0, auth_per_minute: 0, refresh_interval: 15m, sessions_per_user: 0 }",
-				extraYAML: fmt.Sprintf(`static_dir: %q
-payments:
-  watch_interval: %s
-  step_up:
-    enabled: true
-    thresholds: ["EUR 100.00"]
-    acr_values: ["urn:bff:acr:mfa"]
-    max_age: 5m
-    hold_for: 10m`, dist, liveWatchInterval),
-			})
+			e, _ := oidcEnvWith(t, appStepUpOptions(pub, dist))
 			tab := browsertest.Start(t)
 			browsertest.Do(t, tab, "opening the app",
 				chromedp.Navigate(base+"/"),
