@@ -54,21 +54,7 @@ func TestBrowserSeesPaymentStatusLive(t *testing.T) {
 		chromedp.Click(chromedp.ID("oidc-login")))
 	signIn(t, tab, browserUser, "#accounts-table")
 
-	browsertest.Do(t, tab, "paying",
-		chromedp.Click(chromedp.CSS(`#nav a[href="/pay"]`)),
-		chromedp.WaitVisible(chromedp.ID("pay-form")),
-		setInput("remittance", "Live status"),
-		chromedp.Click(chromedp.CSS(`#pay-form button[type="submit"]`)),
-		chromedp.WaitVisible(chromedp.ID("approve")))
-	// The bank's consent page is <simulator>/consent/payments/{paymentId}?token=….
-	bank := mustURL(t, browsertest.Get(t, tab, "location", chromedp.Location()))
-	paymentID, ok := strings.CutPrefix(bank.Path, "/consent/payments/")
-	if !ok || paymentID == "" || strings.Contains(paymentID, "/") {
-		t.Fatalf("the bank's page is at %s, want /consent/payments/{paymentId}", bank)
-	}
-	if got, _ := e.sim.PaymentRemittance(browserUser, paymentID); got != "Live status" {
-		t.Fatalf("the simulator's payment %s has remittance %q, want the one just made", paymentID, got)
-	}
+	paymentID := payToTheBank(t, tab, e, "Live status")
 
 	// The page's stream is held before it reaches the BFF: a change made
 	// while it opens is in no event (a stream starts from now), so the page
@@ -215,4 +201,27 @@ func simPaymentStatus(t *testing.T, e *env, paymentID, status string) {
 	if resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("POST /_sim/payments/%s/status %s: got %d, want 204", paymentID, status, resp.StatusCode)
 	}
+}
+
+// payToTheBank pays from the app's pay page with the given reference and
+// waits for the bank's consent page; it returns the payment's id and
+// checks the simulator made that payment.
+func payToTheBank(t *testing.T, tab context.Context, e *env, remittance string) string {
+	t.Helper()
+	browsertest.Do(t, tab, "paying",
+		chromedp.Click(chromedp.CSS(`#nav a[href="/pay"]`)),
+		chromedp.WaitVisible(chromedp.ID("pay-form")),
+		typeInto("remittance", remittance),
+		chromedp.Click(chromedp.CSS(`#pay-form button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.ID("approve")))
+	// The bank's consent page is <simulator>/consent/payments/{paymentId}?token=….
+	bank := mustURL(t, browsertest.Get(t, tab, "location", chromedp.Location()))
+	paymentID, ok := strings.CutPrefix(bank.Path, "/consent/payments/")
+	if !ok || paymentID == "" || strings.Contains(paymentID, "/") {
+		t.Fatalf("the bank's page is at %s, want /consent/payments/{paymentId}", bank)
+	}
+	if got, _ := e.sim.PaymentRemittance(browserUser, paymentID); got != remittance {
+		t.Fatalf("the simulator's payment %s has remittance %q, want the one just made", paymentID, got)
+	}
+	return paymentID
 }

@@ -37,20 +37,7 @@ func TestBrowserReactSeesPaymentStatusLive(t *testing.T) {
 		chromedp.Click(chromedp.ID("oidc-login")))
 	signIn(t, tab, browserUser, "#accounts-table")
 
-	browsertest.Do(t, tab, "paying",
-		chromedp.Click(chromedp.CSS(`#nav a[href="/pay"]`)),
-		chromedp.WaitVisible(chromedp.ID("pay-form")),
-		typeInto("remittance", "Live status"),
-		chromedp.Click(chromedp.CSS(`#pay-form button[type="submit"]`)),
-		chromedp.WaitVisible(chromedp.ID("approve")))
-	bank := mustURL(t, browsertest.Get(t, tab, "location", chromedp.Location()))
-	paymentID, ok := strings.CutPrefix(bank.Path, "/consent/payments/")
-	if !ok || paymentID == "" || strings.Contains(paymentID, "/") {
-		t.Fatalf("the bank's page is at %s, want /consent/payments/{paymentId}", bank)
-	}
-	if got, _ := e.sim.PaymentRemittance(browserUser, paymentID); got != "Live status" {
-		t.Fatalf("the simulator's payment %s has remittance %q, want the one just made", paymentID, got)
-	}
+	paymentID := payToTheBank(t, tab, e, "Live status")
 	if page := textOf(t, tab, "body"); !strings.Contains(page, "Dana Levi") {
 		t.Errorf("the bank's page does not name the form's payee, Dana Levi:\n%s", page)
 	}
