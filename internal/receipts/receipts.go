@@ -117,7 +117,9 @@ func Verify(receipt string, jwks []byte) (Document, string, error) {
 	if err := json.Unmarshal(jwks, &set); err != nil {
 		return Document{}, "", fmt.Errorf("the key set is not a JWK Set: %w", err)
 	}
-	jws, err := jose.ParseSigned(receipt, Algorithms)
+	// Compact only (ParseSigned would take the JSON serialization too),
+	// with its payload base64url-encoded: what the TypeScript client reads.
+	jws, err := jose.ParseSignedCompact(receipt, Algorithms)
 	if err != nil {
 		return Document{}, "", fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
@@ -127,6 +129,11 @@ func Verify(receipt string, jwks []byte) (Document, string, error) {
 	h := jws.Signatures[0].Protected
 	if h.ExtraHeaders[jose.HeaderType] != Type {
 		return Document{}, "", fmt.Errorf("%w: its typ is not %s", ErrInvalid, Type)
+	}
+	for _, name := range []jose.HeaderKey{"b64", "crit"} {
+		if _, ok := h.ExtraHeaders[name]; ok {
+			return Document{}, "", fmt.Errorf("%w: its header has %s, which a receipt never has", ErrInvalid, name)
+		}
 	}
 	keys := set.Key(h.KeyID)
 	if len(keys) != 1 || !keys[0].IsPublic() {
