@@ -18,10 +18,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/fintech-bff/bff/internal/receipts"
 )
@@ -69,10 +73,26 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // maxInput bounds what is read of a key set or a receipt.
 const maxInput = 1 << 20
 
+// errPlainHTTP refuses a key set over plain http from another machine:
+// anyone on the way could swap the keys.
+var errPlainHTTP = errors.New("fetch the key set over https (plain http only from this machine)")
+
 func readJWKS(from string) ([]byte, error) {
-	if strings.HasPrefix(from, "https://") || strings.HasPrefix(from, "http://localhost") || strings.HasPrefix(from, "http://127.0.0.1") {
-		c := &http.Client{Timeout: 10 * time.Second}
-		resp, err := c.Get(from)
+	if strings.HasPrefix(from, "https://") || strings.HasPrefix(from, "http://") {
+		u, err := url.Parse(from)
+		if err != nil || !fetchable(u) {
+			return nil, errPlainHTTP
+		}
+		c := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			if !fetchable(req.URL) {
+				return errPlainHTTP
+			}
+			return nil
+		}}
+		resp, err := c.Get(u.String())
 		if err != nil {
 			return nil, err
 		}
@@ -80,17 +100,30 @@ func readJWKS(from string) ([]byte, error) {
 		if resp.StatusCode != http.StatusOK {
 			return nil, fmt.Errorf("%s answered %s", from, resp.Status)
 		}
-		return io.ReadAll(io.LimitReader(resp.Body, maxInput))
-	}
-	if strings.HasPrefix(from, "http://") {
-		return nil, errors.New("fetch the key set over https (plain http only from this machine)")
+		return readAll(resp.Body)
 	}
 	return readFile(from)
 }
 
+// fetchable is whether a key set may be fetched from u: over https, or
+// over plain http from this machine (localhost, a loopback address), the
+// host as a URL parser reads it, not a prefix of the text
+// ("http://localhost.example.com" is another machine).
+func fetchable(u *url.URL) bool {
+	switch u.Scheme {
+	case "https":
+		return u.Host != ""
+	case "http":
+		host := u.Hostname()
+		ip := net.ParseIP(host)
+		return host == "localhost" || (ip != nil && ip.IsLoopback())
+	}
+	return false
+}
+
 func readReceipt(from string, stdin io.Reader) ([]byte, error) {
 	if from == "-" {
-		return io.ReadAll(io.LimitReader(stdin, maxInput))
+		return readAll(stdin)
 	}
 	return readFile(from)
 }
@@ -101,14 +134,27 @@ func readFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, maxInput))
+	return readAll(f)
+}
+
+// readAll reads r to its end, refusing more than maxInput bytes rather
+// than cutting them off.
+func readAll(r io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxInput {
+		return nil, fmt.Errorf("larger than %d bytes", maxInput)
+	}
+	return b, nil
 }
 
 // printFacts prints what the receipt states, one fact a line.
 func printFacts(w io.Writer, d receipts.Document, kid string) {
 	line := func(name, value string) {
 		if value != "" {
-			fmt.Fprintf(w, "%-18s %s\n", name+":", value)
+			fmt.Fprintf(w, "%-18s %s\n", name+":", printable(value))
 		}
 	}
 	line("verified", "signed by "+d.Issuer+" with key "+kid)
@@ -137,4 +183,15 @@ func printFacts(w io.Writer, d receipts.Document, kid string) {
 		line("approved", "at "+a.AuthTime+", "+a.ACR)
 		line("details sha-256", a.DetailsSHA256)
 	}
+}
+
+// printable is v as it is when every character of it prints as itself,
+// else quoted with Go's escapes: a value (a payee's name is the user's
+// own text) must not break into lines that read as other facts, nor
+// move the terminal's cursor or the text's direction.
+func printable(v string) string {
+	if strings.IndexFunc(v, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(v)
+	}
+	return v
 }
