@@ -108,14 +108,18 @@ func (r *Receipts) document(userID string, f ledger.Facts) (receipts.Document, *
 
 // MaskIBAN keeps an IBAN's country, check digits and last four
 // characters: enough to recognise the account, not to pay into it
-// ("DE89 … 3000").
+// ("DE89 … 3000"). Shorter than any IBAN (15 characters), it keeps
+// nothing: what it keeps would be all or most of it.
 func MaskIBAN(iban string) string {
-	iban = strings.ReplaceAll(iban, " ", "")
-	if len(iban) < 8 {
+	r := []rune(strings.ReplaceAll(iban, " ", ""))
+	if len(r) < minIBAN {
 		return "…"
 	}
-	return iban[:4] + " … " + iban[len(iban)-4:]
+	return string(r[:4]) + " … " + string(r[len(r)-4:])
 }
+
+// minIBAN is the length of the shortest IBAN (Norway's).
+const minIBAN = 15
 
 // stamp is t in RFC 3339, UTC, to the microsecond; "" for the zero time.
 func stamp(t time.Time) string {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fintech-bff/bff/internal/ledger"
 	"github.com/fintech-bff/bff/internal/money"
@@ -61,9 +62,20 @@ func TestReceiptDocument(t *testing.T) {
 }
 
 func TestMaskIBAN(t *testing.T) {
-	for in, want := range map[string]string{"DE89370400440532013000": "DE89 … 3000", "DE89 3704 0044 0532 0130 00": "DE89 … 3000", "DE8": "…"} {
-		if got := MaskIBAN(in); got != want {
+	for in, want := range map[string]string{"DE89370400440532013000": "DE89 … 3000", "DE89 3704 0044 0532 0130 00": "DE89 … 3000", "DE8": "…",
+		// Short enough that the kept characters are all or most of it:
+		// nothing kept (the shortest IBAN, Norway's, has 15).
+		"DE891234": "…", "NO93860111179": "…", "NO9386011117947": "NO93 … 7947",
+		// Characters, not bytes: a multi-byte one is kept whole or not at
+		// all, never cut into invalid UTF-8.
+		"D€89370400440532013000é€": "D€89 … 00é€",
+	} {
+		got := MaskIBAN(in)
+		if got != want {
 			t.Errorf("MaskIBAN(%q) = %q, want %q", in, got, want)
+		}
+		if !utf8.ValidString(got) {
+			t.Errorf("MaskIBAN(%q) = %q: not UTF-8", in, got)
 		}
 	}
 }
