@@ -9,6 +9,9 @@
 package receipts
 
 import (
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -139,6 +142,9 @@ func Verify(receipt string, jwks []byte) (Document, string, error) {
 	if len(keys) != 1 || !keys[0].IsPublic() {
 		return Document{}, "", fmt.Errorf("%w: no public key in the set has its kid %q", ErrInvalid, h.KeyID)
 	}
+	if why := notFor(keys[0], jose.SignatureAlgorithm(h.Algorithm)); why != "" {
+		return Document{}, "", fmt.Errorf("%w: the key %q %s", ErrInvalid, h.KeyID, why)
+	}
 	payload, err := jws.Verify(keys[0])
 	if err != nil {
 		return Document{}, "", fmt.Errorf("%w: the signature does not verify", ErrInvalid)
@@ -155,4 +161,26 @@ func Verify(receipt string, jwks []byte) (Document, string, error) {
 		return Document{}, "", fmt.Errorf("%w: version %d is not %d", ErrInvalid, d.Version, Version)
 	}
 	return d, h.KeyID, nil
+}
+
+// notFor says why key is not one to verify alg with ("" when it is): the
+// JWK's alg and use, when it has them, and its type and curve.
+func notFor(key jose.JSONWebKey, alg jose.SignatureAlgorithm) string {
+	switch {
+	case key.Algorithm != "" && key.Algorithm != string(alg):
+		return fmt.Sprintf("is for %s, not %s", key.Algorithm, alg)
+	case key.Use != "" && key.Use != "sig":
+		return fmt.Sprintf("has use %q, not sig", key.Use)
+	}
+	switch k := key.Key.(type) {
+	case *ecdsa.PublicKey:
+		if alg == signing.ES256 && k.Curve == elliptic.P256() {
+			return ""
+		}
+	case ed25519.PublicKey:
+		if alg == signing.EdDSA {
+			return ""
+		}
+	}
+	return fmt.Sprintf("is not a key for %s", alg)
 }

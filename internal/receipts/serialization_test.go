@@ -62,3 +62,26 @@ func TestVerifyOnlyCompactEncoded(t *testing.T) {
 		t.Errorf("an unencoded payload (b64 false) verified: %v", err)
 	}
 }
+
+// The key its kid names must be one for the receipt's algorithm, as the
+// JWK says it (alg, use) and as it is (an EC key on P-256 for ES256), as
+// the TypeScript client checks: a key published for another algorithm,
+// or for encryption, verifies no receipt.
+func TestVerifyRefusesAKeyForSomethingElse(t *testing.T) {
+	k := keys(t, "secret-1")
+	jws, _ := Sign(k, doc())
+	for name, edit := range map[string]func(*jose.JSONWebKey){
+		"alg ES256": func(j *jose.JSONWebKey) { j.Algorithm = "ES256" },
+		"use enc":   func(j *jose.JSONWebKey) { j.Use = "enc" },
+	} {
+		var set jose.JSONWebKeySet
+		if err := json.Unmarshal(k.PublicJWKS(), &set); err != nil {
+			t.Fatal(err)
+		}
+		edit(&set.Keys[0])
+		b, _ := json.Marshal(set)
+		if _, _, err := Verify(jws, b); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
