@@ -162,7 +162,13 @@ func printFacts(w io.Writer, d receipts.Document, kid string) {
 	line("user", d.UserID)
 	line("idempotency key", d.Key)
 	line("route", d.Route)
-	line("outcome", fmt.Sprintf("%s, answered %d", d.State, d.Status))
+	outcome := fmt.Sprintf("%s, answered %d", d.State, d.Status)
+	if d.State == "done" && d.Status >= 400 {
+		// The upstream's refusal, kept as answered: the amount and payee
+		// below are what was asked, not what was paid.
+		outcome += ": an error, not a success"
+	}
+	line("outcome", outcome)
 	line("declined", d.Declined)
 	line("payment id", d.PaymentID)
 	if a := d.Amount; a != nil {

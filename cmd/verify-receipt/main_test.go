@@ -112,3 +112,19 @@ func TestRefusesAnInputOverTheBound(t *testing.T) {
 		t.Fatalf("a key set over the bound: exit %d: %s", code, errs.String())
 	}
 }
+
+// A request the upstream refused is "done" (answered) with its error
+// status and no payment id: the outcome line says it was no success, so
+// that the amount and payee printed below are not read as paid.
+func TestPrintsARefusalAsSuch(t *testing.T) {
+	d := document()
+	d.Status, d.PaymentID = 422, ""
+	jws, jwks := signed(t, d)
+	var out, errs bytes.Buffer
+	if code := run([]string{"-jwks", jwks, "-"}, strings.NewReader(jws), &out, &errs); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+	if !strings.Contains(out.String(), "outcome:           done, answered 422: an error, not a success\n") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+}
