@@ -94,6 +94,7 @@ func (m *Memory) Claim(_ context.Context, req Request, bound time.Duration) (*Cl
 	}
 	r.content = m.sealContent(req.UserID, req.Route, req.Key, req.Content)
 	r.held = m.sealHeld(req.UserID, req.Route, req.Key, req.Held)
+	r.approval = nil // an earlier attempt's approval is not this one's
 	r.ClaimedAt, r.Deadline = now, now.Add(bound)
 	r.UpstreamStatus, r.Ending = 0, ""
 	r.Sent, r.Send, r.settleNext = false, SendEvidence{}, time.Time{}

@@ -234,7 +234,7 @@ WITH c AS (
   VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $12::bytea IS NULL THEN 'in_flight' ELSE 'awaiting_approval' END,
     $8, now() + $9 * interval '1 microsecond', $11, $12)
   ON CONFLICT ON CONSTRAINT money_requests_key DO UPDATE
-    SET state = excluded.state, held = excluded.held, owner = excluded.owner, attempts = m.attempts + 1, claimed_at = now(), match_key = NULL,
+    SET state = excluded.state, held = excluded.held, approval = NULL, owner = excluded.owner, attempts = m.attempts + 1, claimed_at = now(), match_key = NULL,
         deadline = excluded.deadline, finished_at = NULL, ending = NULL, upstream_status = NULL,
         session_ref = excluded.session_ref, client_ip = excluded.client_ip, request_id = excluded.request_id,
         sending_at = NULL, content = excluded.content, snapshot = false, seen_before = NULL, seen_from = NULL,

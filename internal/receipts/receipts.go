@@ -61,10 +61,10 @@ type Document struct {
 	// PaymentStatusAt.
 	PaymentStatus   string `json:"paymentStatus,omitempty"`
 	PaymentStatusAt string `json:"paymentStatusAt,omitempty"`
-	// BodySHA256 is the base64url SHA-256 of the payment the BFF sent, as
-	// it recorded it (its own encoding of the request's
-	// paymentInformation and redirectUrl: the amount and payee above come
-	// from it).
+	// BodySHA256 is the base64url SHA-256 of the payment the BFF sent (or,
+	// declined, held and never sent), as it recorded it (its own encoding
+	// of the request's paymentInformation and redirectUrl: the amount and
+	// payee above come from it).
 	BodySHA256 string `json:"bodySha256,omitempty"`
 	// Approval is the user's approval of a held payment.
 	Approval *Approval `json:"approval,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -22,7 +23,7 @@ func doc() Document {
 
 func keys(t *testing.T, secret string) *signing.Keys {
 	t.Helper()
-	k, err := signing.Derived("receipts test", []byte(secret))
+	k, err := signing.Derived("receipts test", secret32(secret))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,8 +98,8 @@ func TestVerifyRefusesTampering(t *testing.T) {
 // After a rotation, a receipt signed by the old key still verifies under
 // the set that publishes both.
 func TestRotationKeepsOldReceipts(t *testing.T) {
-	before, _ := signing.Derived("receipts test", []byte("old"))
-	after, _ := signing.Derived("receipts test", []byte("new"), []byte("old"))
+	before, _ := signing.Derived("receipts test", secret32("old"))
+	after, _ := signing.Derived("receipts test", secret32("new"), secret32("old"))
 	jws, _ := Sign(before, doc())
 	if _, kid, err := Verify(jws, after.PublicJWKS()); err != nil || kid != before.ActiveKeyID() {
 		t.Fatalf("an old receipt under the rotated set: %v (kid %q)", err, kid)
@@ -108,3 +109,6 @@ func TestRotationKeepsOldReceipts(t *testing.T) {
 		t.Fatalf("a new receipt is signed by %q", kid)
 	}
 }
+
+// secret32 is s padded to the 32 bytes a derived key needs.
+func secret32(s string) []byte { return []byte(fmt.Sprintf("%-32s", s)) }

@@ -98,11 +98,17 @@ func Parse(jwks []byte, activeKID string, allowed ...jose.SignatureAlgorithm) (*
 // as its info): the first signs, the others (earlier secrets, kept for a
 // rotation) are published so that what they signed still verifies. Every
 // instance configured with the same secrets has the same keys, and the
-// public keys say nothing of the secrets. kids are "<label prefix>-" and
-// the key's thumbprint's first 16 characters.
+// public keys say nothing of the secrets. kids are "derived-" and the
+// key's thumbprint's first 16 characters. A secret under 32 bytes is
+// refused: a key derived from it could be guessed.
 func Derived(label string, secrets ...[]byte) (*Keys, error) {
 	if len(secrets) == 0 {
 		return nil, errors.New("no secret to derive a key from")
+	}
+	for _, s := range secrets {
+		if len(s) < 32 {
+			return nil, errors.New("a secret to derive a key from must have 32 bytes or more")
+		}
 	}
 	var set jose.JSONWebKeySet
 	for i, s := range secrets {

@@ -117,6 +117,9 @@ func TestDerived(t *testing.T) {
 	if strings.Contains(string(a.PublicJWKS()), "c3Nzc3Nz") { // base64 of the secret's bytes
 		t.Fatal("the secret is in the public set")
 	}
+	if _, err := Derived("purpose", []byte("short")); err == nil {
+		t.Fatal("a set derived from a 5-byte secret")
+	}
 	if _, err := Derived("purpose"); err == nil {
 		t.Fatal("a set derived from no secret")
 	}
