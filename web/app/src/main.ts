@@ -14,10 +14,12 @@ import type {
 } from "../../client/src/index.ts";
 import { formatDate, formatDateTime, formatMoney, providerName, providerNames } from "./format.ts";
 import {
-  approvalWords, connectionStatus, errorMessages, fieldMessages, fill, offersRetry, paymentStatus, say, sessionMethod, statusWords, ui,
+  approvalWords, connectionStatus, errorMessages, fieldMessages, fill, offersRetry, paymentStatus, receiptWords, say, sessionMethod,
+  statusWords, ui,
 } from "./messages.ts";
 import { approvalReturn, dropHeld, heldBody, keepHeld } from "./held.ts";
 import { describeApproval, describeRecord, isNewer, statusMoves } from "./records.ts";
+import { downloadReceipt, hasReceipt, receiptFacts, receiptProblem, type SavedReceipt } from "./receipt.ts";
 import type { components } from "../../client/src/generated/openapi.ts";
 
 // Build-time settings (build.mjs, from APP_TOTAL_TIMEOUT_MS and APP_SLOW_AFTER_MS); null: the
@@ -649,10 +651,20 @@ const finalBad = new Set(["RJCT", "CANC", "ERROR"]);
 function paymentDonePage(): void {
   const id = new URLSearchParams(location.search).get("paymentId");
   const box = h("div", { id: "payment-outcome" }, "Checking the payment…");
-  const recent = recentPayments();
+  // Download receipt, once the payment's record (among the recent ones) says its outcome is known.
+  const receipt = h("div", { id: "receipt" });
+  let offered = false;
+  const recent = recentPayments(10, (records) => {
+    const rec = records.find((r) => r.paymentId === id);
+    if (offered || !rec || !hasReceipt(rec)) return;
+    offered = true;
+    const out = h("div", { id: "receipt-result", "aria-live": "polite" });
+    receipt.replaceChildren(h("div", { class: "row" }, receiptButton(rec.key, out, "receipt", "receipt-download")), out);
+  });
   render(
     h("h1", {}, "Payment"),
     box,
+    receipt,
     h("p", { class: "links" }, link("/pay", "Make another payment"), " · ", link("/payments", "All payments"), " · ", link("/", "Accounts")),
     recent.el,
   );
@@ -757,16 +769,19 @@ interface RecentPayments {
 
 /**
  * The user's newest payments as the BFF records them, with the bank's status: a table whose rows
- * (`tr[data-key][data-payment-id][data-payment-status]`) change in place as events arrive.
+ * (`tr[data-key][data-payment-id][data-payment-status]`) change in place as events arrive, each
+ * finished one with its **Download receipt** (`button.receipt-download`, the receipt shown in
+ * `#recent-receipt`). drawn(records) runs each time the rows are drawn.
  */
-function recentPayments(limit = 10): RecentPayments {
+function recentPayments(limit = 10, drawn?: (records: PaymentRecord[]) => void): RecentPayments {
   const byKey = new Map<string, PaymentRecord>();
   const t = table("recent-payments-table", recentColumns, []);
   const body = t.querySelector("tbody")!;
   t.hidden = true;
   const msg = h("div", { id: "recent-payments-msg" }, ui.loading);
+  const receiptOut = h("div", { id: "recent-receipt", "aria-live": "polite" });
   const el = h("section", { id: "recent-payments" }, h("h2", {}, "Recent payments"),
-    h("p", { class: "muted" }, "Their status at the bank, kept up to date on this page."), t, msg);
+    h("p", { class: "muted" }, "Their status at the bank, kept up to date on this page."), t, receiptOut, msg);
 
   /** Keeps the newer of two states of one payment (isNewer; an event wins a tie). */
   function keep(rec: PaymentRecord, overTie: boolean): void {
@@ -780,7 +795,8 @@ function recentPayments(limit = 10): RecentPayments {
       "data-payment-id": rec.paymentId ?? "", "data-payment-status": rec.paymentStatus ?? "",
     },
       h("td", {}, formatDateTime(rec.createdAt)),
-      h("td", { class: "mono" }, rec.paymentId ?? ""),
+      h("td", {}, h("span", {}, h("span", { class: "mono" }, rec.paymentId ?? ""),
+        hasReceipt(rec) ? receiptButton(rec.key, receiptOut, "recent-receipt") : null)),
       h("td", { class: "request-state" }, words.request),
       h("td", { class: "payment-status" }, words.status),
     );
@@ -791,6 +807,7 @@ function recentPayments(limit = 10): RecentPayments {
     labelCells(rows, recentColumns);
     body.replaceChildren(...Array.from(rows.children));
     t.hidden = newest.length === 0;
+    drawn?.(newest);
   }
   async function load(): Promise<void> {
     try {
@@ -815,6 +832,47 @@ function recentPayments(limit = 10): RecentPayments {
       void load().then(() => msg.append(h("p", { class: "muted", id: "recent-payments-stopped" }, ui.notLive)));
     },
   };
+}
+
+// ---- Receipts --------------------------------------------------------------
+
+/**
+ * **Download receipt** of the payment made with key: downloads its receipt, verifies it here
+ * against the BFF's published keys and saves it as a file (receipt.ts); out then shows the
+ * verified receipt (`[data-receipt-verified]`, its facts in `#<prefix>-facts`), "not known yet"
+ * for a 409 (`[data-receipt-not-yet]`), or the error.
+ */
+function receiptButton(key: string, out: HTMLElement, prefix: string, id?: string): HTMLButtonElement {
+  const button = h("button", {
+    ...(id ? { id } : {}),
+    class: "receipt-download", type: "button", "data-key": key,
+    onclick: async () => {
+      button.disabled = true;
+      out.replaceChildren(h("p", { class: "muted" }, receiptWords.downloading));
+      try {
+        out.replaceChildren(verifiedReceipt(await downloadReceipt(bff, key), prefix));
+      } catch (err) {
+        const why = receiptProblem(err);
+        out.replaceChildren(why === "not_yet"
+          ? h("div", { class: "pending", role: "status", "data-receipt-not-yet": "" }, receiptWords.notYet)
+          : why === "not_verified"
+          ? h("div", { class: "error", role: "alert", "data-receipt-refused": "" }, receiptWords.notVerified)
+          : errorBox(err));
+      } finally {
+        button.disabled = false;
+      }
+    },
+  }, receiptWords.download) as HTMLButtonElement;
+  return button;
+}
+
+/** A receipt that verified: who signed it with which key, and what it states. */
+function verifiedReceipt(v: SavedReceipt, prefix: string): HTMLElement {
+  const facts = receiptFacts(v.receipt).flatMap((f) => [h("dt", {}, f.label), h("dd", {}, h("bdi", {}, f.value))]);
+  return h("div", { class: "ok", "data-receipt-verified": v.kid, "data-key": v.receipt.key },
+    h("strong", {}, fill(receiptWords.verified, { iss: v.receipt.iss, kid: v.kid })),
+    h("dl", { id: prefix + "-facts", class: "facts" }, ...facts),
+    h("p", { class: "reference" }, fill(receiptWords.saved, { file: v.file })));
 }
 
 // ---- Payments --------------------------------------------------------------

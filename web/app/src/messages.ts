@@ -136,6 +136,25 @@ export const declinedMessages: Record<string, string> = {
 /** Why a held payment was not sent, for a reason declinedMessages does not list. */
 export const declinedOther = "It was not approved.";
 
+/**
+ * The words of a payment's signed receipt (receipt.ts): **Download receipt** on a payment whose
+ * outcome is known, what the app says once it verified the receipt, and the facts it states.
+ */
+export const receiptWords = {
+  download: "Download receipt",
+  downloading: "Downloading and checking the receipt…",
+  verified: "Verified receipt: signed by {iss}, key {kid}",
+  saved: "Saved as {file}.",
+  /** 409 IDEMPOTENCY_IN_PROGRESS: the BFF does not know the payment's outcome yet. */
+  notYet: "This payment's outcome is not known yet, so there is no receipt for it. Try again once it is.",
+  /** verifyReceipt refused it: the file is not saved. */
+  notVerified: "This receipt could not be verified, so it was not saved. Do not rely on it.",
+  amount: "Amount",
+  payee: "Payee",
+  status: "Status",
+  paymentId: "Payment id",
+};
+
 /** The words of a payment the BFF holds for the user's approval (payments.step_up). */
 export const approvalWords = {
   needed: "This payment needs your approval",

@@ -12,8 +12,19 @@ export interface RecordWords {
   status: string;
 }
 
+/**
+ * What describeRecord reads of a record: its state, the status answered, why it was declined and
+ * the bank's status. A receipt's document (receipt.ts) states the same.
+ */
+export interface RecordOutcome {
+  state: string;
+  status?: number | undefined;
+  declined?: string | undefined;
+  paymentStatus?: string | null | undefined;
+}
+
 /** Why a declined record was not sent. */
-function declinedWhy(rec: PaymentRecord): string {
+function declinedWhy(rec: RecordOutcome): string {
   return (rec.declined && declinedMessages[rec.declined]) || declinedOther;
 }
 
@@ -92,9 +103,10 @@ export function describeApproval(outcome: StepUpOutcome | undefined, rec: Paymen
 /**
  * Reads a record: `in_flight` is sending; `done` with a 2xx is sent, with the payment's status
  * as the bank last gave it; `done` with any other status is not accepted, with why; `unknown`
- * is an outcome not known yet, which the BFF keeps checking (do not pay again).
+ * is an outcome not known yet, which the BFF keeps checking (do not pay again). A receipt's
+ * document reads the same.
  */
-export function describeRecord(rec: PaymentRecord): RecordWords {
+export function describeRecord(rec: RecordOutcome): RecordWords {
   const known = rec.paymentStatus ? statusWords(paymentStatus, rec.paymentStatus) : undefined;
   switch (rec.state) {
     case "in_flight":

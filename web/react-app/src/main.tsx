@@ -2,16 +2,17 @@
 // Idempotency-Key per payment), and the payments list, with the same message table, formatters
 // and stylesheet as web/app (../app/src). Served by the BFF from static_dir, like web/app.
 import "../../app/src/app.css";
-import { StrictMode, useCallback, useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
+import { Fragment, StrictMode, useCallback, useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
 import { createRoot } from "react-dom/client";
 import {
   isBffError, isStepUpRequired, startStepUp, stepUpReturn,
   type Payment, type PaymentCreate, type PaymentRecord, type StepUpRequired, type StepUpTarget,
 } from "../../client/src/index.ts";
 import { formatDateTime, formatMoney, providerName } from "../../app/src/format.ts";
-import { approvalWords, fieldMessages, fill, paymentStatus, statusWords, ui } from "../../app/src/messages.ts";
+import { approvalWords, fieldMessages, fill, paymentStatus, receiptWords, statusWords, ui } from "../../app/src/messages.ts";
 import { approvalReturn, dropHeld, heldBody, keepHeld } from "../../app/src/held.ts";
 import { describeApproval, describeRecord, statusMoves } from "../../app/src/records.ts";
+import { downloadReceipt, hasReceipt, receiptFacts, receiptProblem, type SavedReceipt } from "../../app/src/receipt.ts";
 import { authMethods, bff, session } from "./bff.ts";
 import {
   Problem, StillTrying, useCall, usePaged, usePaymentEvents, useRecentRecords, useWatchedPayment, type Recent,
@@ -412,6 +413,9 @@ function PaymentDone({ go }: { go: Go }) {
   });
   const pay = p.pay;
   const cls = pay && (finalOk.has(pay.status) ? "ok" : finalBad.has(pay.status) ? "error" : "pending");
+  // Download receipt, once the payment's record (among the recent ones) says its outcome is known.
+  const rec = id ? recent.records?.find((r) => r.paymentId === id) : undefined;
+  const receipt = useReceipt();
   return (
     <>
       <h1>Payment</h1>
@@ -427,10 +431,75 @@ function PaymentDone({ go }: { go: Go }) {
           </div>
         )}
       </div>
+      <div id="receipt">
+        {rec && hasReceipt(rec) && (
+          <>
+            <div className="row">
+              <button id="receipt-download" className="receipt-download" type="button" data-key={rec.key}
+                disabled={receipt.state?.busy === rec.key} onClick={() => receipt.download(rec.key)}>{receiptWords.download}</button>
+            </div>
+            <div id="receipt-result" aria-live="polite"><ReceiptOutcome state={receipt.state} prefix="receipt" /></div>
+          </>
+        )}
+      </div>
       <p className="links"><Link to="/pay" go={go}>Make another payment</Link> · <Link to="/payments" go={go}>All payments</Link></p>
       <RecentPayments recent={recent} ended={ended} />
     </>
   );
+}
+
+// ---- Receipts
+
+/** The last Download receipt of a page: under way (busy, the payment's key), saved, or failed. */
+type ReceiptState = { busy?: string; saved?: SavedReceipt; error?: unknown } | undefined;
+
+/** A page's Download receipt: download(key) and its state; a download started later wins. */
+interface Receipts {
+  state: ReceiptState;
+  download: (key: string) => void;
+}
+
+/**
+ * Downloads a payment's receipt, verifies it here against the BFF's published keys and saves it as
+ * a file (../app/src/receipt.ts, as web/app does); an answer after a newer download is dropped.
+ */
+function useReceipt(): Receipts {
+  const [state, setState] = useState<ReceiptState>();
+  const latest = useRef(0);
+  const download = useCallback((key: string) => {
+    const run = ++latest.current;
+    setState({ busy: key });
+    downloadReceipt(bff, key).then(
+      (saved) => { if (latest.current === run) setState({ saved }); },
+      (error: unknown) => { if (latest.current === run) setState({ error }); });
+  }, []);
+  return { state, download };
+}
+
+/**
+ * What a Download receipt came to: the verified receipt (`[data-receipt-verified]`, its facts in
+ * `#<prefix>-facts`), "not known yet" for a 409 (`[data-receipt-not-yet]`), a receipt that did not
+ * verify, or the error in the table's words.
+ */
+function ReceiptOutcome({ state, prefix }: { state: ReceiptState; prefix: string }) {
+  if (!state) return null;
+  if (state.busy !== undefined) return <p className="muted">{receiptWords.downloading}</p>;
+  if (state.saved) {
+    const { receipt, kid, file } = state.saved;
+    return (
+      <div className="ok" data-receipt-verified={kid} data-key={receipt.key}>
+        <strong>{fill(receiptWords.verified, { iss: receipt.iss, kid })}</strong>
+        <dl id={prefix + "-facts"} className="facts">
+          {receiptFacts(receipt).map((f) => <Fragment key={f.label}><dt>{f.label}</dt><dd><bdi>{f.value}</bdi></dd></Fragment>)}
+        </dl>
+        <p className="reference">{fill(receiptWords.saved, { file })}</p>
+      </div>
+    );
+  }
+  const why = receiptProblem(state.error);
+  if (why === "not_yet") return <div className="pending" role="status" data-receipt-not-yet="">{receiptWords.notYet}</div>;
+  if (why === "not_verified") return <div className="error" role="alert" data-receipt-refused="">{receiptWords.notVerified}</div>;
+  return <Problem error={state.error} />;
 }
 
 // ---- Payments
@@ -447,14 +516,25 @@ function PaymentRow({ p }: { p: Payment }) {
   );
 }
 
-/** A payment request as the BFF recorded it: a refused one reads "Not accepted", never "Sent". */
-function RecordRow({ rec }: { rec: PaymentRecord }) {
+/**
+ * A payment request as the BFF recorded it: a refused one reads "Not accepted", never "Sent"; a
+ * finished one has its Download receipt.
+ */
+function RecordRow({ rec, receipt }: { rec: PaymentRecord; receipt: Receipts }) {
   const words = describeRecord(rec);
   return (
     <tr data-key={rec.key} data-state={rec.state} data-status={rec.status ?? ""}
       data-payment-id={rec.paymentId ?? ""} data-payment-status={rec.paymentStatus ?? ""}>
       <td data-label="Created">{formatDateTime(rec.createdAt)}</td>
-      <td data-label="Payment" className="mono">{rec.paymentId ?? ""}</td>
+      <td data-label="Payment">
+        <span>
+          <span className="mono">{rec.paymentId ?? ""}</span>
+          {hasReceipt(rec) && (
+            <button className="receipt-download" type="button" data-key={rec.key} disabled={receipt.state?.busy === rec.key}
+              onClick={() => receipt.download(rec.key)}>{receiptWords.download}</button>
+          )}
+        </span>
+      </td>
       <td data-label="Request" className="request-state">{words.request}</td>
       <td data-label="Status" className="payment-status">{words.status}</td>
     </tr>
@@ -467,6 +547,7 @@ function RecordRow({ rec }: { rec: PaymentRecord }) {
  */
 function RecentPayments({ recent, ended }: { recent: Recent; ended: unknown }) {
   const records = recent.records;
+  const receipt = useReceipt();
   return (
     <section id="recent-payments">
       <h2>Recent payments</h2>
@@ -476,9 +557,10 @@ function RecentPayments({ recent, ended }: { recent: Recent; ended: unknown }) {
       {records && (records.length === 0 ? <p id="recent-payments-empty">No payments yet.</p> : (
         <table id="recent-payments-table" className="cards">
           <thead><tr><th>Created</th><th>Payment</th><th>Request</th><th>Status</th></tr></thead>
-          <tbody>{records.map((rec) => <RecordRow key={rec.key} rec={rec} />)}</tbody>
+          <tbody>{records.map((rec) => <RecordRow key={rec.key} rec={rec} receipt={receipt} />)}</tbody>
         </table>
       ))}
+      <div id="recent-receipt" aria-live="polite"><ReceiptOutcome state={receipt.state} prefix="recent-receipt" /></div>
       {ended !== undefined && <p className="muted" id="recent-payments-stopped">{ui.notLive}</p>}
     </section>
   );
