@@ -18,9 +18,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fintech-bff/bff/internal/signing"
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/fintech-bff/bff/internal/signing"
 )
 
 // The client's requests to the provider's back channel: the pushed
