@@ -45,11 +45,11 @@ type Facts struct {
 	Approval *Approval
 }
 
-// factsColumns are scanFacts's columns after entryColumns. held is the
-// current attempt's: a claim of a released key sets it anew (NULL when the
-// new attempt is not held), while approval stays as its last Approve wrote
-// it.
-const factsColumns = `, content, finished_at, status_at, approval, held IS NOT NULL`
+// factsColumns are Facts's columns after entryColumns. approval is the
+// current attempt's: Approve writes it with a hold's release, and a claim
+// of a key given back clears it (an earlier attempt's approval is not the
+// next one's).
+const factsColumns = `, content, finished_at, status_at, approval`
 
 // Facts reads the user's request with key (the newest, as Get), with what
 // its receipt states; ok is false when there is none.
@@ -57,11 +57,10 @@ func (p *Postgres) Facts(ctx context.Context, userID, key string) (Facts, bool, 
 	var f Facts
 	var content, approval []byte
 	var finished, statusAt *time.Time
-	var held bool
 	row := p.pool.QueryRow(ctx, `SELECT `+entryColumns+factsColumns+` FROM money_requests
 WHERE user_id = $1 AND idem_key = $2 AND state <> 'released'
 ORDER BY created_at DESC, id DESC LIMIT 1`, userID, key)
-	e, err := p.scanEntry(scanMore{row, []any{&content, &finished, &statusAt, &approval, &held}})
+	e, err := p.scanEntry(scanMore{row, []any{&content, &finished, &statusAt, &approval}})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Facts{}, false, nil
 	}
@@ -78,7 +77,7 @@ ORDER BY created_at DESC, id DESC LIMIT 1`, userID, key)
 	if statusAt != nil {
 		f.StatusAt = *statusAt
 	}
-	if f.Approval, err = approvalOf(e.State, held, approval); err != nil {
+	if f.Approval, err = approvalOf(approval); err != nil {
 		return Facts{}, false, err
 	}
 	return f, true, nil
@@ -92,13 +91,9 @@ type scanMore struct {
 
 func (s scanMore) Scan(dest ...any) error { return s.row.Scan(append(dest, s.more...)...) }
 
-// approvalOf is the approval of the record's current attempt: only one
-// that was held (held) and released by an approval (neither still held
-// nor declined) has one. An approval kept from an earlier attempt of the
-// key, given back since (the upstream surely did not act), is not this
-// attempt's: a receipt must not state it.
-func approvalOf(state State, held bool, b []byte) (*Approval, error) {
-	if b == nil || !held || state == StateAwaiting || state == StateDeclined {
+// approvalOf reads the approval column; nil for none.
+func approvalOf(b []byte) (*Approval, error) {
+	if b == nil {
 		return nil, nil
 	}
 	var a Approval
@@ -129,7 +124,7 @@ func (m *Memory) Facts(_ context.Context, userID, key string) (Facts, bool, erro
 	if f.Content, err = m.sealer.openContent(userID, best.Route, best.Key, best.content); err != nil {
 		return Facts{}, false, err
 	}
-	if f.Approval, err = approvalOf(best.State, best.held != nil, best.approval); err != nil {
+	if f.Approval, err = approvalOf(best.approval); err != nil {
 		return Facts{}, false, err
 	}
 	return f, true, nil
