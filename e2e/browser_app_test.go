@@ -39,11 +39,7 @@ func TestBrowserRetry(t *testing.T) {
 	// retry_later, retried by the client twice before it shows.
 	e.sim.InjectFault(upstreamsim.Fault{PathPrefix: "/v2/data/accounts", Status: 503, EmptyBody: true})
 	tab := browsertest.Start(t)
-	browsertest.Do(t, tab, "opening the app",
-		chromedp.Navigate(base+"/"),
-		chromedp.WaitVisible(chromedp.ID("oidc-login")),
-		chromedp.Click(chromedp.ID("oidc-login")))
-	signIn(t, tab, browserUser, `#accounts .error button.retry`)
+	openAndSignIn(t, tab, base, browserUser, `#accounts .error button.retry`)
 
 	box := `#accounts .error[data-code="UPSTREAM_UNAVAILABLE"]`
 	if got, want := textOf(t, tab, box+" .message"), "The bank is not available right now. Try again in a moment."; got != want {

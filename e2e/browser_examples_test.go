@@ -211,11 +211,7 @@ func TestBrowserPaymentsReadTrue(t *testing.T) {
 				t.Fatalf("%d payments at the bank, want more than a page of 20", total)
 			}
 			tab := browsertest.Start(t)
-			browsertest.Do(t, tab, "opening the app",
-				chromedp.Navigate(base+"/"),
-				chromedp.WaitVisible(chromedp.ID("oidc-login")),
-				chromedp.Click(chromedp.ID("oidc-login")))
-			signIn(t, tab, browserUser, "#accounts")
+			openAndSignIn(t, tab, base, browserUser, "#accounts")
 
 			// A payment the BFF cannot read (no IBAN) is refused before it is
 			// recorded: the form marks the field, the payments list shows

@@ -48,11 +48,7 @@ func TestBrowserSeesPaymentStatusLive(t *testing.T) {
 	tab := browsertest.Start(t)
 	shots := browsertest.NewShots(t, os.Getenv("BFF_BROWSER_SHOTS"))
 
-	browsertest.Do(t, tab, "opening the app",
-		chromedp.Navigate(base+"/"),
-		chromedp.WaitVisible(chromedp.ID("oidc-login")),
-		chromedp.Click(chromedp.ID("oidc-login")))
-	signIn(t, tab, browserUser, "#accounts-table")
+	openAndSignIn(t, tab, base, browserUser, "#accounts-table")
 
 	paymentID := payToTheBank(t, tab, e, "Live status")
 
@@ -73,16 +69,7 @@ func TestBrowserSeesPaymentStatusLive(t *testing.T) {
 	// changed in place.
 	browsertest.Do(t, tab, "marking the page", chromedp.Evaluate[chromedp.Void](`window.__sameDocument = true`))
 
-	simPaymentStatus(t, e, paymentID, "ACTC")
-	listed := fmt.Sprintf(`fetch("/bff/payments", {credentials: "include"}).then((r) => r.json()).then((r) => JSON.stringify(r).includes(%s))`,
-		jsString(`"paymentStatus":"ACTC"`))
-	eventually(t, browsertest.Step, func() error {
-		if !browsertest.Get(t, tab, "listing the payments", chromedp.Evaluate[bool](listed, chromedp.EvalAwaitPromise)) {
-			return fmt.Errorf("the BFF has not stored ACTC while the page's stream is held")
-		}
-		return nil
-	})
-	streams.release(t)
+	streams.storedWhileHeld(t, e, paymentID, "ACTC")
 	browsertest.Until(t, tab, "the page showing ACTC, made before its stream opened",
 		fmt.Sprintf(`%[1]s !== null && %[1]s.dataset.paymentStatus === "ACTC" && document.querySelector('#payment-outcome [data-status="ACTC"]') !== null`, row))
 
@@ -133,6 +120,24 @@ func holdStreams(t *testing.T, tab context.Context) *heldStreams {
 		return err
 	}))
 	return h
+}
+
+// storedWhileHeld moves the payment to status at the bank and waits until
+// the BFF has stored it, while the page's event streams are held, then
+// releases them: a change the page can learn only by reading again when
+// its stream opens.
+func (h *heldStreams) storedWhileHeld(t *testing.T, e *env, paymentID, status string) {
+	t.Helper()
+	simPaymentStatus(t, e, paymentID, status)
+	listed := fmt.Sprintf(`fetch("/bff/payments", {credentials: "include"}).then((r) => r.json()).then((r) => JSON.stringify(r).includes(%s))`,
+		jsString(`"paymentStatus":"`+status+`"`))
+	eventually(t, browsertest.Step, func() error {
+		if !browsertest.Get(t, h.tab, "listing the payments", chromedp.Evaluate[bool](listed, chromedp.EvalAwaitPromise)) {
+			return fmt.Errorf("the BFF has not stored %s while the page's stream is held", status)
+		}
+		return nil
+	})
+	h.release(t)
 }
 
 // release lets the held openings go (at least one must have been held)

@@ -256,6 +256,17 @@ func signIn(t *testing.T, tab context.Context, user, want string) {
 	}
 }
 
+// openAndSignIn opens the app at base, follows its OpenID sign-in link and
+// signs in at the provider as user, until want is on the page.
+func openAndSignIn(t *testing.T, tab context.Context, base, user, want string) {
+	t.Helper()
+	browsertest.Do(t, tab, "opening the app",
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(chromedp.ID("oidc-login")),
+		chromedp.Click(chromedp.ID("oidc-login")))
+	signIn(t, tab, user, want)
+}
+
 // setInput sets the value of the input with the given id.
 func setInput(id, value string) chromedp.Action[chromedp.Void] {
 	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf("document.getElementById(%s).value = %s", jsString(id), jsString(value)))

@@ -45,11 +45,7 @@ func TestFAPI2InTheBrowser(t *testing.T) {
 		return err
 	}))
 
-	browsertest.Do(t, tab, "opening the app",
-		chromedp.Navigate(base+"/"),
-		chromedp.WaitVisible(chromedp.ID("oidc-login")),
-		chromedp.Click(chromedp.ID("oidc-login")))
-	signIn(t, tab, browserUser, "#nav")
+	openAndSignIn(t, tab, base, browserUser, "#nav")
 
 	browsertest.Do(t, tab, "paying",
 		chromedp.Navigate(base+"/pay"),

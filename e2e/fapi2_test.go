@@ -53,12 +53,9 @@ func fapi2Env(t *testing.T, o options) (*env, *OP, fapiClient) {
 	if err := os.WriteFile(keysFile, jwks, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	op := startOPWith(t, OPMode{Profile: "fapi2"}, OPClient{
-		ID: opClientID, AuthMethod: "private_key_jwt", JWKSURI: base + "/auth/jwks.json", DPoPBound: true,
-		RedirectURIs:           []string{base + "/auth/callback"},
-		PostLogoutRedirectURIs: []string{base + "/"},
-		BackchannelLogoutURI:   base + "/auth/backchannel-logout",
-	})
+	c := bffClient(base)
+	c.AuthMethod, c.JWKSURI, c.DPoPBound = "private_key_jwt", base+"/auth/jwks.json", true
+	op := startOPWith(t, OPMode{Profile: "fapi2"}, c)
 	o.publicAddr = pub
 	o.authYAML = fmt.Sprintf(`auth:
   mode: oidc

@@ -38,12 +38,9 @@ func oidcEnvWith(t *testing.T, o options) (*env, *OP) {
 		pub = freeAddr(t)
 	}
 	base := "http://" + pub
-	op := startOP(t, OPClient{
-		ID: opClientID, Secret: opClientSecret,
-		RedirectURIs:           []string{base + "/auth/callback"},
-		PostLogoutRedirectURIs: []string{base + "/"},
-		BackchannelLogoutURI:   base + "/auth/backchannel-logout",
-	})
+	c := bffClient(base)
+	c.Secret = opClientSecret
+	op := startOP(t, c)
 	o.publicAddr = pub
 	o.authYAML = fmt.Sprintf(`auth:
   mode: oidc
@@ -56,6 +53,18 @@ func oidcEnvWith(t *testing.T, o options) (*env, *OP) {
     user_id_claim: sub
   mobile_redirect_uris: [%q]`, op.Issuer, opClientID, opClientSecret, base+"/auth/callback", mobileRedirect)
 	return start(t, o), op
+}
+
+// bffClient is the BFF on base as the provider registers it (its
+// callback, post-logout and back-channel logout URIs), with no
+// authentication yet.
+func bffClient(base string) OPClient {
+	return OPClient{
+		ID:                     opClientID,
+		RedirectURIs:           []string{base + "/auth/callback"},
+		PostLogoutRedirectURIs: []string{base + "/"},
+		BackchannelLogoutURI:   base + "/auth/backchannel-logout",
+	}
 }
 
 // beginLogin asks the BFF to start a login and returns where it sent the

@@ -54,16 +54,7 @@ func TestBrowserReactSeesPaymentStatusLive(t *testing.T) {
 	}
 	browsertest.Do(t, tab, "marking the page", chromedp.Evaluate[chromedp.Void](`window.__sameDocument = true`))
 
-	simPaymentStatus(t, e, paymentID, "ACTC")
-	listed := fmt.Sprintf(`fetch("/bff/payments", {credentials: "include"}).then((r) => r.json()).then((r) => JSON.stringify(r).includes(%s))`,
-		jsString(`"paymentStatus":"ACTC"`))
-	eventually(t, browsertest.Step, func() error {
-		if !browsertest.Get(t, tab, "listing the payments", chromedp.Evaluate[bool](listed, chromedp.EvalAwaitPromise)) {
-			return fmt.Errorf("the BFF has not stored ACTC while the page's stream is held")
-		}
-		return nil
-	})
-	streams.release(t)
+	streams.storedWhileHeld(t, e, paymentID, "ACTC")
 	recentRow := fmt.Sprintf(`document.querySelector('#recent-payments-table tr[data-payment-id=%s]')`, jsString(paymentID))
 	browsertest.Until(t, tab, "/payment-done showing ACTC, made before its stream opened",
 		fmt.Sprintf(`document.querySelector('#payment-outcome [data-status="ACTC"]') !== null && %[1]s !== null && %[1]s.dataset.paymentStatus === "ACTC"`, recentRow))

@@ -53,11 +53,7 @@ func TestReceiptInTheExampleApps(t *testing.T) {
 				return err
 			}))
 
-			browsertest.Do(t, tab, "opening the app",
-				chromedp.Navigate(base+"/"),
-				chromedp.WaitVisible(chromedp.ID("oidc-login")),
-				chromedp.Click(chromedp.ID("oidc-login")))
-			signIn(t, tab, browserUser, "#accounts")
+			openAndSignIn(t, tab, base, browserUser, "#accounts")
 			browsertest.Do(t, tab, "paying",
 				chromedp.Navigate(base+"/pay"),
 				chromedp.WaitVisible(chromedp.ID("pay-form")),

@@ -52,11 +52,7 @@ func TestStepUpInTheExampleApps(t *testing.T) {
 			base := "http://" + pub
 			e, _ := oidcEnvWith(t, appStepUpOptions(pub, dist))
 			tab := browsertest.Start(t)
-			browsertest.Do(t, tab, "opening the app",
-				chromedp.Navigate(base+"/"),
-				chromedp.WaitVisible(chromedp.ID("oidc-login")),
-				chromedp.Click(chromedp.ID("oidc-login")))
-			signIn(t, tab, browserUser, "#nav")
+			openAndSignIn(t, tab, base, browserUser, "#nav")
 
 			// pay submits the app's payment form and waits for its
 			// approval box; it returns the payment's Idempotency-Key.
