@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/elliptic"
 	"crypto/rsa"
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -16,18 +15,7 @@ import (
 // signAlg is a JWT of claims signed by key with alg.
 func signAlg(t *testing.T, alg jose.SignatureAlgorithm, key *rsa.PrivateKey, kid string, claims map[string]any) string {
 	t.Helper()
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: jose.JSONWebKey{Key: key, KeyID: kid}},
-		(&jose.SignerOptions{}).WithType("JWT"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(claims)
-	obj, err := signer.Sign(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _ := obj.CompactSerialize()
-	return s
+	return signTyped(t, alg, "JWT", key, kid, claims)
 }
 
 // newFAPI2 is a fapi2 Provider at op, made after the test changed op's

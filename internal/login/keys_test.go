@@ -59,8 +59,14 @@ func (is *rotatingIssuer) addKey(t *testing.T, kid string) *rsa.PrivateKey {
 }
 
 func signWith(t *testing.T, key *rsa.PrivateKey, kid string, claims map[string]any) string {
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: key, KeyID: kid}},
-		(&jose.SignerOptions{}).WithType("logout+jwt"))
+	return signTyped(t, jose.RS256, "logout+jwt", key, kid, claims)
+}
+
+// signTyped is a JWS of claims signed by key (kid) with alg and typ.
+func signTyped(t *testing.T, alg jose.SignatureAlgorithm, typ jose.ContentType, key *rsa.PrivateKey, kid string, claims map[string]any) string {
+	t.Helper()
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: jose.JSONWebKey{Key: key, KeyID: kid}},
+		(&jose.SignerOptions{}).WithType(typ))
 	if err != nil {
 		t.Fatal(err)
 	}
