@@ -136,6 +136,8 @@ type Cache struct {
 	waiters waiters
 	alerted atomic.Bool
 	refresh sync.Map // store key -> struct{}: refresh-ahead in flight here
+	// ahead owns the refreshes ahead: Run's end cancels and waits for them.
+	ahead ahead
 }
 
 var _ Source = (*Cache)(nil)
@@ -172,6 +174,7 @@ func NewCache(store Store, source Source, secret *Secret, o CacheOptions) (*Cach
 		before: o.RefreshBefore, maxTTL: o.MaxTTL, mintTTL: o.MintTimeout, now: o.Now,
 		observe: o.Observe, log: o.Logger, secret: secret, id: hex.EncodeToString(id[:]),
 	}
+	c.ahead.ctx, c.ahead.cancel = context.WithCancel(context.Background())
 	c.local = nearcache.New(store, nearcache.Options[localEntry]{
 		MaxBytes: o.LocalBytes, Append: appendEntry, Read: readEntry,
 		Expires: func(e localEntry) time.Time { return time.Unix(0, e.until) },
@@ -187,8 +190,14 @@ func NewCache(store Store, source Source, secret *Secret, o CacheOptions) (*Cach
 // Run keeps the local copies correct until ctx ends, and returns once
 // everything it started has (nearcache): messages from other instances
 // forget local copies and wake waiters. While the subscription is down the
-// copies are bypassed (and forgotten), never trusted.
-func (c *Cache) Run(ctx context.Context) { c.local.Run(ctx) }
+// copies are bypassed (and forgotten), never trusted. When ctx ends it
+// also cancels the refreshes ahead in flight and waits for them, and
+// starts no more: once Run has returned, the cache uses the store only
+// for its callers, so the store may close after them.
+func (c *Cache) Run(ctx context.Context) {
+	c.local.Run(ctx)
+	c.ahead.stop()
+}
 
 // Live reports whether the invalidation subscription is up, so the local
 // layer is in use.

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/fintech-bff/bff/internal/kv"
@@ -143,13 +144,15 @@ func (c *Cache) put(ctx context.Context, gen *string, userID, key string, tok To
 
 // refreshAhead mints a new token in the background, once per user across
 // every instance (whoever takes the lock), while the current one is served.
+// It runs under c.ahead: none starts after Run's end, and Run waits for
+// those running.
 func (c *Cache) refreshAhead(userID string, gen *string, key string) {
 	if _, busy := c.refresh.LoadOrStore(key, struct{}{}); busy {
 		return
 	}
-	go func() {
+	started := c.ahead.start(func(actx context.Context) {
 		defer c.refresh.Delete(key)
-		ctx, cancel := context.WithTimeout(context.Background(), c.mintTTL+2*time.Second)
+		ctx, cancel := context.WithTimeout(actx, c.mintTTL+2*time.Second)
 		defer cancel()
 		k := c.keys(userID, *gen)
 		fence := make([]byte, 16)
@@ -158,7 +161,14 @@ func (c *Cache) refreshAhead(userID string, gen *string, key string) {
 		if err != nil || !got {
 			return // another instance is minting
 		}
-		defer func() { _, _ = c.store.DelIf(ctx, k.lock, fence) }()
+		defer func() {
+			// Released even when Run's end cancelled the mint: the lock
+			// would otherwise hold other instances' refreshes off until
+			// it expires.
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			defer cancel()
+			_, _ = c.store.DelIf(uctx, k.lock, fence)
+		}()
 		// Check again under the lock: another instance may have refreshed.
 		if v, ok, _ := c.recheck(ctx, gen, userID, k); ok && c.now().Before(v.refreshAt) {
 			return
@@ -171,7 +181,38 @@ func (c *Cache) refreshAhead(userID string, gen *string, key string) {
 			return // the current token is still served; a later request retries
 		}
 		_ = c.put(ctx, gen, userID, k.tok, tok)
-	}()
+	})
+	if !started {
+		c.refresh.Delete(key)
+	}
+}
+
+// ahead are the cache's background refreshes: start runs one unless stop
+// has been called; stop cancels those running and waits for each.
+type ahead struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	mu      sync.Mutex
+	stopped bool
+	running sync.WaitGroup
+}
+
+func (a *ahead) start(f func(ctx context.Context)) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopped {
+		return false
+	}
+	a.running.Go(func() { f(a.ctx) })
+	return true
+}
+
+func (a *ahead) stop() {
+	a.mu.Lock()
+	a.stopped = true
+	a.mu.Unlock()
+	a.cancel()
+	a.running.Wait()
 }
 
 // recentFailure returns the remembered failure of a mint under this key in
