@@ -96,6 +96,8 @@ type Layer[T any] struct {
 	forgets atomic.Uint64
 	// acks are the announcements waiting on the other members.
 	acks acks
+	// acking are this member's acknowledgements in flight.
+	acking acking
 }
 
 // entry is a copy as the layer keeps it: the caller's value and the
@@ -174,7 +176,8 @@ func (l *Layer[T]) now() int64 { return instant(l.o.Now()) }
 
 // Run keeps the layer correct until ctx ends, and returns once every loop
 // it started has: the channel's subscription, the store's reports of
-// changed keys (on a kv.Tracker) and, in a group, the lease's renewal.
+// changed keys (on a kv.Tracker) and, in a group, the lease's renewal
+// and the acknowledgements it sends (none is sent after Run returns).
 // While the subscription is down the layer is cleared and not live;
 // whenever the tracking goes down or up it is cleared and untracked until
 // the next confirmation.
@@ -195,6 +198,7 @@ func (l *Layer[T]) Run(ctx context.Context) {
 	}
 	l.store.Subscribe(ctx, l.o.Channel, l.onMessage, l.onSubscription)
 	l.live.Store(false)
+	l.acking.stop()
 	wg.Wait()
 }
 

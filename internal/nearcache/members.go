@@ -109,7 +109,7 @@ func (l *Layer[T]) onMessage(msg string) {
 		for _, k := range strings.Split(f[3], ",") {
 			l.ended(k)
 		}
-		go l.ack(f[1], f[2])
+		l.acking.start(func() { l.ack(f[1], f[2]) })
 	case len(f) == 4 && f[0] == "ack":
 		if f[3] == l.id {
 			l.acks.done(f[2], f[1])
@@ -124,6 +124,31 @@ func (l *Layer[T]) onMessage(msg string) {
 func (l *Layer[T]) ended(key string) {
 	l.Forget(key)
 	l.o.OnEnd(key)
+}
+
+// acking are the acknowledgements being sent: each runs on its own (the
+// channel's reader must not wait on the store), none starts after stop,
+// and stop waits for those running. Run stops them when it ends, so none
+// uses the store after Run has returned.
+type acking struct {
+	mu      sync.Mutex
+	stopped bool
+	running sync.WaitGroup
+}
+
+func (a *acking) start(f func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.stopped {
+		a.running.Go(f)
+	}
+}
+
+func (a *acking) stop() {
+	a.mu.Lock()
+	a.stopped = true
+	a.mu.Unlock()
+	a.running.Wait()
 }
 
 // ack tells the store and the announcing member that this one forgot the

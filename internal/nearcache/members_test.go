@@ -147,3 +147,55 @@ func TestAnnounceWaitsForEveryMember(t *testing.T) {
 		}
 	})
 }
+
+// heldAcks is a member whose acknowledgements wait until released.
+type heldAcks struct {
+	*member
+	acking  chan struct{}
+	release chan struct{}
+}
+
+func (h *heldAcks) Ack(ctx context.Context, group, self, id string) error {
+	h.acking <- struct{}{}
+	<-h.release
+	return h.member.Ack(ctx, group, self, id)
+}
+
+// Run returns only once the acknowledgements it started have: one still
+// writing to the store when Run's context ends holds Run, so the process
+// closes the store after it (and none starts once Run has returned).
+func TestRunWaitsForItsAcknowledgements(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := testclock.New(time.Unix(1_700_000_000, 0))
+		mem := kv.NewMemory(clk.Now)
+		var ea, eb ends
+		a := groupLayer(t, &member{Memory: mem}, clk, &ea)
+		bStore := &heldAcks{member: &member{Memory: mem}, acking: make(chan struct{}, 1), release: make(chan struct{})}
+		o := stringLayer(func(k string) (string, bool) { return k, true })
+		o.Now, o.Group, o.Members, o.OnEnd = clk.Now, "g", bStore, eb.add
+		b := nearcache.New(bStore, o)
+		ctx, stop := context.WithCancel(context.Background())
+		ran := make(chan struct{})
+		go func() { b.Run(ctx); close(ran) }()
+		synctest.Wait()
+		if !b.Member() {
+			t.Fatal("the second member's lease is not held")
+		}
+		go func() { _ = a.Announce(context.Background(), []string{"k"}) }()
+		<-bStore.acking // b heard the announcement and is acknowledging it
+		stop()
+		synctest.Wait()
+		select {
+		case <-ran:
+			t.Fatal("Run returned while its acknowledgement was still using the store")
+		default:
+		}
+		close(bStore.release)
+		synctest.Wait()
+		select {
+		case <-ran:
+		default:
+			t.Fatal("Run did not return once its acknowledgement was done")
+		}
+	})
+}
