@@ -29,7 +29,7 @@ import (
 //	Changes  a user's records changed after a position, in order.
 //	Listen   the announcements: which user's stream moved.
 //
-// Both writers keep a status by one rule, reported as a Write: a final
+// Both writers keep a status by one rule, reported as a StatusWrite: a final
 // status is never replaced, whatever its updatedAt (docs/payments.md,
 // "Webhooks"); otherwise only a strictly newer updatedAt replaces the
 // stored one (the upstream's has one-second resolution: an equal one may
@@ -54,7 +54,7 @@ const futureSkew = 5 * time.Minute
 // StatusWrite is what became of the status a poll or a webhook brought.
 type StatusWrite int
 
-// Writes.
+// The StatusWrites.
 const (
 	StatusStored StatusWrite = iota // stored; or the poll brought none (it failed)
 	// StatusKept: not stored, the stored status stands: its updatedAt is the same
@@ -79,7 +79,7 @@ func (w StatusWrite) String() string {
 	return "Write(" + strconv.Itoa(int(w)) + ")"
 }
 
-// write is the rule both ledgers keep a status by: the Write of status,
+// write is the rule both ledgers keep a status by: the StatusWrite of status,
 // dated at, over stored (dated storedAt; "" when none), on the writer's
 // clock now. The SQL of Postgres.Watched and Postgres.Webhook is its
 // twin (writeSQL).
@@ -124,11 +124,11 @@ func writeSQL(status, at, final, skew string) string {
 // status).
 var sqlWrites = map[string]StatusWrite{"none": StatusStored, "stored": StatusStored, "kept": StatusKept, "after_final": StatusAfterFinal, "future": StatusFuture}
 
-// writeRank orders the Writes of a webhook that reached several records:
+// writeRank orders the StatusWrites of a webhook that reached several records:
 // the one reported is the one a caller most needs to know of.
 var writeRank = [...]int{StatusKept: 0, StatusStored: 1, StatusFuture: 2, StatusAfterFinal: 3, StatusFenced: 4}
 
-// notable is the Write to report of a and b.
+// notable is the StatusWrite to report of a and b.
 func notable(a, b StatusWrite) StatusWrite {
 	if writeRank[b] > writeRank[a] {
 		return b
@@ -178,7 +178,7 @@ type Delivery int
 
 // Deliveries.
 const (
-	DeliveryApplied   Delivery = iota // a record names the payment: the Write says what became of the status
+	DeliveryApplied   Delivery = iota // a record names the payment: the StatusWrite says what became of the status
 	DeliveryReplayed                  // the delivery id was seen already: nothing changed
 	DeliveryUnmatched                 // no record names the payment: nothing changed
 )
@@ -262,7 +262,7 @@ RETURNING v.w`, w.ID, w.Owner, o.Status, nullTime(o.At), o.Stop, o.Wait.Millisec
 }
 
 // Webhook stores a status the upstream pushed, in the delivery's name: a
-// delivery id seen before is Replayed and changes nothing. The Write is
+// delivery id seen before is Replayed and changes nothing. The StatusWrite is
 // what became of the status (see write; Kept when Replayed or Unmatched;
 // of several records naming the payment, the most notable). A final status
 // stored ends the following; another pushes the next poll out to at least

@@ -26,7 +26,7 @@ import (
 // The attacks an adversarial pass made on the settlement rules,
 // each an ordinary sequence of requests against the upstream simulator;
 // each paid twice or answered a false "paid" before the rules became one
-// function (settlement.go).
+// function (Conclude, conclude.go).
 
 // simTokens mints the user's token at the simulator, as the token manager
 // does, and forgets it when told.

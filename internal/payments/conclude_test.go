@@ -10,7 +10,7 @@ import (
 	"github.com/fintech-bff/bff/internal/payments"
 )
 
-// One row per rule of Conclude (settlement.go), in the order
+// One row per rule of Conclude (conclude.go), in the order
 // docs/payments.md states them.
 func TestConclude(t *testing.T) {
 	t0 := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)

@@ -63,8 +63,8 @@ type evidence struct {
 }
 
 // snapshot reads the user's payments just before a send, and returns the
-// evidence to record with the mark. It is the zero Send (the send will
-// never be settled) when the list cannot be read.
+// evidence to record with the mark. It is the zero SendEvidence (the send
+// will never be settled) when the list cannot be read.
 func (s *evidence) snapshot(ctx context.Context, c proxy.Call, want Content) ledger.SendEvidence {
 	start := time.Now()
 	l, err := s.listing(ctx, c)

@@ -11,6 +11,14 @@ type MoneyResult string
 // The money results. A repeat of a key reports its ledger audit event by
 // the same word (replayed, in_progress, key_reused, outcome_unknown,
 // settled, not_made, held, approved).
+//
+// An unknown outcome is one word in Go, "unknown", whoever meets it; the
+// values keep the words docs/operations.md documents to operators:
+// MoneyUnknownToSender is `unknown` (the 502 PAYMENT_OUTCOME_UNKNOWN of the
+// request that sent the payment), MoneyUnknownToRepeat is `outcome_unknown`
+// (the same 502 to each repeat of its key, the ledger's EventUnknown). The
+// record's state is `unknown` (ledger.StateUnknown) and the owner's ending
+// `ambiguous` (ledger.EndAmbiguous: the answer was lost).
 const (
 	MoneyAnswered          MoneyResult = "answered"
 	MoneyApproved          MoneyResult = "approved"
@@ -28,7 +36,6 @@ const (
 	MoneyLedgerUnavailable MoneyResult = "ledger_unavailable"
 	MoneyNotMade           MoneyResult = "not_made"
 	MoneyNotMadeBackground MoneyResult = "not_made_background"
-	MoneyOutcomeUnknown    MoneyResult = "outcome_unknown"
 	MoneyReleased          MoneyResult = "released"
 	MoneyReleasedUnsent    MoneyResult = "released_unsent"
 	MoneyReplayed          MoneyResult = "replayed"
@@ -37,7 +44,8 @@ const (
 	MoneySettled           MoneyResult = "settled"
 	MoneySettledBackground MoneyResult = "settled_background"
 	MoneySnapshotFailed    MoneyResult = "snapshot_failed"
-	MoneyUnknown           MoneyResult = "unknown"
+	MoneyUnknownToRepeat   MoneyResult = "outcome_unknown"
+	MoneyUnknownToSender   MoneyResult = "unknown"
 )
 
 // declinedResult is the result of a hold ended without a send, by its

@@ -222,7 +222,7 @@ func (o *owner) giveBack(ending string, s sent) *problem.Problem {
 // unknown records that the outcome cannot be known now: the key is never
 // sent again, and the recoverer keeps looking.
 func (o *owner) unknown(s sent) *problem.Problem {
-	o.store(MoneyUnknown, ledger.Outcome{Ending: ledger.EndAmbiguous, UpstreamStatus: s.rep.Status}, o.path.ledger.Unknown)
+	o.store(MoneyUnknownToSender, ledger.Outcome{Ending: ledger.EndAmbiguous, UpstreamStatus: s.rep.Status}, o.path.ledger.Unknown)
 	return outcomeUnknown(s.code, s.rep.Status)
 }
 
