@@ -89,7 +89,8 @@ var ErrTrackingUnsupported = errors.New("kv: key tracking needs a single Redis (
 // false and keeps none until true. Track checks every trackCheckEvery that
 // the server still tracks for it (a reconnected or killed connection
 // stops that silently) and that its subscription answers a PING. It
-// blocks; run it in a goroutine. With a Cluster client it returns
+// blocks; run it in a goroutine. It returns once everything it started
+// has ended (the canaries' writes too), so the store may close next. With a Cluster client it returns
 // ErrTrackingUnsupported at once.
 //
 // onConfirmed is the time bound onReady is not (a half-open connection, a
@@ -107,8 +108,12 @@ func (r *Redis) Track(ctx context.Context, prefixes []string, onKey func(string)
 	t := &tracker{r: r, base: base.Options(), prefixes: prefixes, onKey: onKey, onReady: onReady, onConfirmed: onConfirmed,
 		canary: canaryPrefix + hex.EncodeToString(id[:]) + ":", sent: map[uint64]time.Time{}}
 	defer t.closeClient()
-	go t.canaries(ctx)
+	// The canaries' writes end before Track returns: the caller may
+	// close the store next.
+	var canaries sync.WaitGroup
+	canaries.Go(func() { t.canaries(ctx) })
 	t.run(ctx)
+	canaries.Wait()
 	return nil
 }
 

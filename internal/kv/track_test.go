@@ -229,3 +229,58 @@ func waitFresh(t *testing.T, c *confirmations, fresh bool) {
 		t.Fatalf("confirmed within kv.LeaseFor %t, want %t within 5s", c.fresh(), fresh)
 	}
 }
+
+// holdCanary holds the first canary write until released.
+type holdCanary struct {
+	writing, release chan struct{}
+	once             sync.Once
+}
+
+func (h *holdCanary) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *holdCanary) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *holdCanary) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); cmd.Name() == "set" && len(args) > 1 && strings.Contains(fmt.Sprint(args[1]), "track-canary:") {
+			h.once.Do(func() { close(h.writing); <-h.release })
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// Track returns only once its canary writes have: one still writing when
+// its context ends holds it, so the caller closes the store after it.
+func TestTrackWaitsForItsCanaries(t *testing.T) {
+	srv := redistest.StartServer(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	h := &holdCanary{writing: make(chan struct{}), release: make(chan struct{})}
+	c.AddHook(h)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- kv.NewRedis(c, "").Track(ctx, []string{"x"}, func(string) {}, func(bool) {}, func(time.Time) {})
+	}()
+	select {
+	case <-h.writing:
+	case <-time.After(10 * time.Second):
+		cancel()
+		t.Fatal("no canary written within 10s")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		t.Fatalf("Track returned (%v) while a canary write was still using the store", err)
+	case <-time.After(3 * kv.TrackCheckEvery): // deliberate: a Track that did not wait would have returned (its receive wakes every trackCheckEvery)
+	}
+	close(h.release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Track did not return within 10s of its canary's end")
+	}
+}
