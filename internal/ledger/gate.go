@@ -54,6 +54,9 @@ type gate struct {
 
 	log *slog.Logger
 
+	// probes is the running probe, if any: close waits for it.
+	probes sync.WaitGroup
+
 	dialled atomic.Int64 // connections dialled through it, but the probe's
 
 	// confirm is how long a probe may take before the gate shuts.
@@ -103,7 +106,7 @@ func (g *gate) failed(err error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.probing {
+	if g.probing || g.ctx.Err() != nil {
 		return
 	}
 	g.probing, g.cause = true, causeOf(err)
@@ -119,7 +122,7 @@ func (g *gate) failed(err error) {
 				slog.String("cause", g.cause), slog.Duration("probeUnansweredFor", g.confirm))
 		}
 	})
-	go g.run()
+	g.probes.Go(g.run)
 }
 
 // run probes until the database answers (or Close), then opens the gate.
@@ -171,11 +174,16 @@ type probing struct{}
 // isProbe reports whether ctx is the probe's.
 func isProbe(ctx context.Context) bool { return ctx.Value(probing{}) != nil }
 
-// close stops the probe; the gate stays as it is.
+// close stops the probe and waits for it to return; the gate stays as
+// it is. No probe starts after it (failed checks ctx under mu).
 func (g *gate) close() {
-	if g != nil {
-		g.stop()
+	if g == nil {
+		return
 	}
+	g.stop()
+	g.mu.Lock() // a failed() past its check has started its probe
+	g.mu.Unlock()
+	g.probes.Wait()
 }
 
 // causeOf names an outage's error for the log without its text (which

@@ -277,3 +277,41 @@ func TestGateProbesASilentServerWithoutPause(t *testing.T) {
 		}
 	})
 }
+
+// close returns only once the probe has: one still connecting when the
+// ledger closes holds it, so the pools close after it; and no probe
+// starts after close.
+func TestGateCloseWaitsForTheProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		probes := 0
+		g := newGate(func(ctx context.Context) error {
+			probes++
+			<-ctx.Done()
+			<-release // the probe's connection, still being made
+			return ctx.Err()
+		}, nil)
+		g.failed(os.ErrDeadlineExceeded)
+		synctest.Wait()
+		closed := make(chan struct{})
+		go func() { g.close(); close(closed) }()
+		synctest.Wait()
+		select {
+		case <-closed:
+			t.Fatal("close returned while the probe was still running")
+		default:
+		}
+		close(release)
+		synctest.Wait()
+		select {
+		case <-closed:
+		default:
+			t.Fatal("close did not return once the probe had")
+		}
+		g.failed(os.ErrDeadlineExceeded)
+		synctest.Wait()
+		if probes != 1 {
+			t.Fatalf("%d probes, want 1: none may start after close", probes)
+		}
+	})
+}
