@@ -26,7 +26,7 @@ const liveWatchInterval = "200ms"
 
 // liveWithin bounds how long a status change the simulator makes may take
 // to show on the page: a few watch intervals, the event's way through the
-// BFF, and the page's 50 ms poll (browsertest.Until).
+// BFF, and the page's poll (browsertest.Until).
 const liveWithin = 5 * time.Second
 
 // TestBrowserSeesPaymentStatusLive: a payment's status, moved at the bank

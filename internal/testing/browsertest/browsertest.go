@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/fintech-bff/bff/internal/testing/poll"
 )
 
 // Timeouts: chromium starts in about a second here and pages load in
@@ -130,25 +132,23 @@ func Get[T any](t testing.TB, tab context.Context, what string, action chromedp.
 	return v
 }
 
-// Until evaluates the JavaScript expression in tab every 50 ms until it is
-// true, failing t after Step. Unlike chromedp.Poll it outlasts navigations:
-// an evaluation that fails because its page went away is tried again on
-// the next page.
+// Until evaluates the JavaScript expression in tab (poll's few
+// milliseconds apart) until it is true, failing t after Step. Unlike
+// chromedp.Poll it outlasts navigations: an evaluation that fails because
+// its page went away is tried again on the next page.
 func Until(t testing.TB, tab context.Context, what, expr string) {
 	t.Helper()
-	deadline := time.Now().Add(Step)
 	var last error
-	for time.Now().Before(deadline) {
+	if poll.Within(Step, func() bool {
 		// One evaluation takes microseconds; one that hangs on a page
 		// being torn down is given up after a second and tried again.
 		ctx, cancel := context.WithTimeout(tab, time.Second)
+		defer cancel()
 		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("Boolean("+expr+")"))
-		cancel()
-		if err == nil && ok {
-			return
-		}
 		last = err
-		time.Sleep(50 * time.Millisecond) // the poll interval: fine enough for a person's pace
+		return err == nil && ok
+	}) {
+		return
 	}
 	lctx, cancel := context.WithTimeout(tab, 5*time.Second)
 	defer cancel()

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/fintech-bff/bff/internal/testing/poll"
 )
 
 // settle is how long the goroutines of the last test may take to end once
@@ -35,12 +37,10 @@ func Main(m *testing.M, opts ...goleak.Option) {
 // find polls goleak.Find (itself a short poll) until no goroutine is left
 // or settle has passed.
 func find(opts []goleak.Option) error {
-	deadline := time.Now().Add(settle)
-	for {
-		err := goleak.Find(opts...)
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var err error
+	poll.Within(settle, func() bool {
+		err = goleak.Find(opts...)
+		return err == nil
+	})
+	return err
 }

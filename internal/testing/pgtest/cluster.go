@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/fintech-bff/bff/internal/testing/poll"
 )
 
 // The private clusters below are for fault tests: PostgreSQL processes of
@@ -371,28 +373,32 @@ func (s *Server) start(t testing.TB) {
 
 // waitReady waits until the server answers a query.
 func (s *Server) waitReady(limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for {
+	var err error
+	exited := false
+	if poll.Within(limit, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		c, err := pgx.Connect(ctx, s.URL())
-		if err == nil {
+		defer cancel()
+		var c *pgx.Conn
+		if c, err = pgx.Connect(ctx, s.URL()); err == nil {
 			err = c.Ping(ctx)
 			_ = c.Close(ctx)
 		}
-		cancel()
 		if err == nil {
-			return nil
+			return true
 		}
 		select {
 		case <-s.exitedChan():
-			return errors.New("the postmaster exited")
+			exited = true
 		default:
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no answer within %v: %w", limit, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return exited
+	}) && !exited {
+		return nil
 	}
+	if exited {
+		return errors.New("the postmaster exited")
+	}
+	return fmt.Errorf("no answer within %v: %w", limit, err)
 }
 
 func (s *Server) exitedChan() chan struct{} {
@@ -454,9 +460,8 @@ func (s *Server) freeze() []int {
 	pm := s.cmd.Process.Pid
 	s.mu.Unlock()
 	_ = syscall.Kill(pm, syscall.SIGSTOP)
-	for deadline := time.Now().Add(time.Second); !stopped(pm) && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
+	// Bounded and not checked: the children are listed and stopped anyway.
+	poll.Within(time.Second, func() bool { return stopped(pm) })
 	kids := children(pm)
 	for _, p := range kids {
 		_ = syscall.Kill(p, syscall.SIGSTOP)
@@ -596,17 +601,13 @@ func (s *Server) WaitReplayed(limit time.Duration) {
 	if err := s.QueryRow(5*time.Second, "SELECT pg_current_wal_lsn()::text", &target); err != nil {
 		s.t.Fatalf("%s: %v", s.name, err)
 	}
-	deadline := time.Now().Add(limit)
-	for {
+	if !poll.Within(limit, func() bool {
 		var behind, standbys int
-		if err := s.queryRowArgs(5*time.Second, `SELECT count(*) FILTER (WHERE replay_lsn IS NULL OR replay_lsn < $1::pg_lsn), count(*) FROM pg_stat_replication`,
-			[]any{target}, &behind, &standbys); err == nil && standbys > 0 && behind == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("%s: the standby had not replayed up to %s within %v", s.name, target, limit)
-		}
-		time.Sleep(20 * time.Millisecond)
+		err := s.queryRowArgs(5*time.Second, `SELECT count(*) FILTER (WHERE replay_lsn IS NULL OR replay_lsn < $1::pg_lsn), count(*) FROM pg_stat_replication`,
+			[]any{target}, &behind, &standbys)
+		return err == nil && standbys > 0 && behind == 0
+	}) {
+		s.t.Fatalf("%s: the standby had not replayed up to %s within %v", s.name, target, limit)
 	}
 }
 
@@ -661,19 +662,15 @@ func (s *Server) HoldWALSenders() (release func()) {
 // sync_state want.
 func (p *Pair) waitStandby(t testing.TB, want string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var err error
+	if !poll.Within(30*time.Second, func() bool {
 		var n int
-		err := p.Primary.queryRowArgs(5*time.Second,
+		err = p.Primary.queryRowArgs(5*time.Second,
 			`SELECT count(*) FROM pg_stat_replication WHERE application_name = $1 AND state = 'streaming' AND sync_state = $2`,
 			[]any{StandbyName, want}, &n)
-		if err == nil && n == 1 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the standby is not streaming (%s) within 30 s: %v\n%s\n%s", want, err, p.Primary.logTail(20), p.Standby.logTail(20))
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err == nil && n == 1
+	}) {
+		t.Fatalf("the standby is not streaming (%s) within 30 s: %v\n%s\n%s", want, err, p.Primary.logTail(20), p.Standby.logTail(20))
 	}
 }
 

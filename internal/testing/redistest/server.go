@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fintech-bff/bff/internal/testing/poll"
 )
 
 // maxWait bounds every wait for a server, a cluster or a failover.
@@ -114,24 +116,27 @@ func (s *Server) logPath() string { return filepath.Join(s.dir, "redis.log") }
 func (s *Server) waitPing() error {
 	c := redis.NewClient(&redis.Options{Addr: s.Addr, DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
 	defer c.Close()
-	deadline := time.Now().Add(maxWait)
-	for {
+	var err error
+	exited := false
+	if poll.Within(maxWait, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return nil
+		defer cancel()
+		if err = c.Ping(ctx).Err(); err == nil {
+			return true
 		}
 		select {
 		case <-s.exited:
-			return fmt.Errorf("exited: %v", s.cmd.ProcessState)
+			exited = true
 		default:
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no PONG within %v: %v", maxWait, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return exited
+	}) && !exited {
+		return nil
 	}
+	if exited {
+		return fmt.Errorf("exited: %v", s.cmd.ProcessState)
+	}
+	return fmt.Errorf("no PONG within %v: %v", maxWait, err)
 }
 
 // Kill stops the process at once (SIGKILL: no shutdown, no last words to
@@ -227,24 +232,20 @@ func dataArgs(dir string, port int) []string {
 	}
 }
 
-// waitUntil polls cond every 20ms until it reports true, for at most
-// maxWait, and then fails t with what, cond's last error and logs.
-func waitUntil(t testing.TB, what string, logs func() string, cond func(ctx context.Context) (bool, error)) time.Duration {
+// waitUntil polls cond until it reports true, for at most maxWait, and
+// then fails t with what, cond's last error and logs.
+func waitUntil(t testing.TB, what string, logs func() string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	start := time.Now()
 	var lastErr error
-	for time.Since(start) < maxWait {
+	if !poll.Within(maxWait, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
 		ok, err := cond(ctx)
-		cancel()
-		if ok {
-			return time.Since(start)
-		}
 		lastErr = err
-		time.Sleep(20 * time.Millisecond)
+		return ok
+	}) {
+		t.Fatalf("%s: not within %v (last error: %v)\n%s", what, maxWait, lastErr, logs())
 	}
-	t.Fatalf("%s: not within %v (last error: %v)\n%s", what, maxWait, lastErr, logs())
-	return 0
 }
 
 // Cluster is a Redis Cluster of masters only (no replicas), each node a
