@@ -17,7 +17,7 @@ var noFollow = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) 
 // page GETs a consent page (an absolute URL).
 func (h *harness) page(link string) reply {
 	h.t.Helper()
-	res, err := noFollow.Get(link)
+	res, err := h.client(false).Get(link)
 	if err != nil {
 		h.t.Fatalf("GET %s: %v", link, err)
 	}
@@ -35,7 +35,7 @@ func (h *harness) decide(link, decision string) reply {
 		h.t.Fatal(err)
 	}
 	form := url.Values{"token": {u.Query().Get("token")}, "decision": {decision}}
-	res, err := noFollow.PostForm(link, form)
+	res, err := h.client(false).PostForm(link, form)
 	if err != nil {
 		h.t.Fatalf("POST %s: %v", link, err)
 	}

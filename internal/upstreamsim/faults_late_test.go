@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fintech-bff/bff/internal/testing/poll"
@@ -31,7 +32,12 @@ func (h *harness) sendAs(path, tok, reqID string, body any, timeout time.Duratio
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set("X-Request-Id", reqID)
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	tr := &http.Transport{DisableKeepAlives: true}
+	if h.tr != nil {
+		tr = h.tr.Clone()
+		tr.DisableKeepAlives = true
+	}
+	client := &http.Client{Transport: tr}
 	defer client.CloseIdleConnections()
 	res, err := client.Do(req)
 	if err != nil {
@@ -60,7 +66,8 @@ func initBody(remittance string) map[string]any {
 // TestActLateActsAfterTheClientGaveUp is the fault the history checker
 // uses to find a BFF that concludes "not made" too early: the client
 // times out with no reply, and the upstream makes the payment anyway,
-// later, as the request's.
+// later, as the request's. It runs on a synctest bubble's clock, which
+// a loaded machine does not slow: the delay is measured exactly.
 func TestActLateActsAfterTheClientGaveUp(t *testing.T) {
 	const delay = 1500 * time.Millisecond
 	tests := []struct {
@@ -72,40 +79,40 @@ func TestActLateActsAfterTheClientGaveUp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel() // each waits the delay in real time, on a simulator of its own
-			h := newHarness(t, Options{Control: true})
-			tok := h.token("alice")
-			if r := h.do("POST", "/_sim/faults", "", map[string]any{"method": "POST", "pathPrefix": tt.path, "actLate": true, "delay": delay.String(), "times": 1}); r.status != http.StatusCreated || r.json(t)["actLate"] != true {
-				t.Fatalf("POST /_sim/faults: got %d %s, want 201 with actLate", r.status, r.body)
-			}
-			sent := time.Now()
-			err := h.sendAs(tt.path, tok, "req-late-1", tt.body, 100*time.Millisecond)
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("got %v, want the client's own timeout: the upstream does not answer", err)
-			}
-			// Checked only while the delay cannot have passed: a machine
-			// slow enough to take longer proves nothing either way.
-			if _, made := paymentOf(h.sim, "alice", "req-late-1"); made && time.Since(sent) < delay {
-				t.Fatal("the payment exists when the client gives up, want it made only after the delay")
-			}
-			if n := countPath(h.sim, tt.path); n != 1 {
-				t.Errorf("got %d requests to %s in the log, want 1: the upstream took it", n, tt.path)
-			}
-			var id string
-			poll.Until(t, 10*time.Second, "the late payment", func() bool {
-				var made bool
-				id, made = paymentOf(h.sim, "alice", "req-late-1")
-				return made
+			synctest.Test(t, func(t *testing.T) {
+				h := newBubbleHarness(t, Options{Control: true})
+				tok := h.token("alice")
+				if r := h.do("POST", "/_sim/faults", "", map[string]any{"method": "POST", "pathPrefix": tt.path, "actLate": true, "delay": delay.String(), "times": 1}); r.status != http.StatusCreated || r.json(t)["actLate"] != true {
+					t.Fatalf("POST /_sim/faults: got %d %s, want 201 with actLate", r.status, r.body)
+				}
+				sent := time.Now()
+				err := h.sendAs(tt.path, tok, "req-late-1", tt.body, 100*time.Millisecond)
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("got %v, want the client's own timeout: the upstream does not answer", err)
+				}
+				synctest.Wait() // whatever acts at once has acted
+				if _, made := paymentOf(h.sim, "alice", "req-late-1"); made {
+					t.Fatalf("the payment exists when the client gives up (%s after the request), want it made only after the delay", time.Since(sent))
+				}
+				if n := countPath(h.sim, tt.path); n != 1 {
+					t.Errorf("got %d requests to %s in the log, want 1: the upstream took it", n, tt.path)
+				}
+				var id string
+				poll.Until(t, 10*time.Second, "the late payment", func() bool {
+					var made bool
+					id, made = paymentOf(h.sim, "alice", "req-late-1")
+					return made
+				})
+				if time.Since(sent) < delay {
+					t.Errorf("the payment was made %s after the request, want at least the delay %s", time.Since(sent), delay)
+				}
+				if r := h.do("GET", "/v2/payments/"+id, tok, nil); r.status != http.StatusOK {
+					t.Errorf("GET the late payment: got %d %s, want 200", r.status, r.body)
+				}
+				if n := len(h.sim.PaymentRemittances("alice")); n != 8 {
+					t.Errorf("got %d payments, want the 7 seeded and the late one", n)
+				}
 			})
-			if time.Since(sent) < delay {
-				t.Errorf("the payment was made %s after the request, want at least the delay %s", time.Since(sent), delay)
-			}
-			if r := h.do("GET", "/v2/payments/"+id, tok, nil); r.status != http.StatusOK {
-				t.Errorf("GET the late payment: got %d %s, want 200", r.status, r.body)
-			}
-			if n := len(h.sim.PaymentRemittances("alice")); n != 8 {
-				t.Errorf("got %d payments, want the 7 seeded and the late one", n)
-			}
 		})
 	}
 }
@@ -119,16 +126,18 @@ func TestActLateHangsUpOnAWaitingClient(t *testing.T) {
 		"no delay":             {Method: "POST", PathPrefix: "/v2/payments", ActLate: true}, // hangs up and acts at once
 	} {
 		t.Run(name, func(t *testing.T) {
-			h := newHarness(t, Options{})
-			tok := h.token("alice")
-			h.sim.InjectFault(f)
-			err := h.sendAs("/v2/payments", tok, "req-wait", paymentBody("Order wait"), 10*time.Second)
-			if err == nil || errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("got %v, want the connection closed without a reply", err)
-			}
-			poll.Until(t, 10*time.Second, "the late payment", func() bool {
-				_, made := paymentOf(h.sim, "alice", "req-wait")
-				return made
+			synctest.Test(t, func(t *testing.T) {
+				h := newBubbleHarness(t, Options{})
+				tok := h.token("alice")
+				h.sim.InjectFault(f)
+				err := h.sendAs("/v2/payments", tok, "req-wait", paymentBody("Order wait"), 10*time.Second)
+				if err == nil || errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("got %v, want the connection closed without a reply", err)
+				}
+				poll.Until(t, 10*time.Second, "the late payment", func() bool {
+					_, made := paymentOf(h.sim, "alice", "req-wait")
+					return made
+				})
 			})
 		})
 	}
@@ -139,34 +148,39 @@ func TestActLateHangsUpOnAWaitingClient(t *testing.T) {
 func TestActLateCancelledByCloseAndReset(t *testing.T) {
 	for _, end := range []string{"Close", "Reset"} {
 		t.Run(end, func(t *testing.T) {
-			t.Parallel() // each waits past the delay in real time, on a simulator of its own
-			h := newHarness(t, Options{})
-			tok := h.token("alice")
-			h.sim.InjectFault(Fault{PathPrefix: "/v2/payments", ActLate: true, HangUp: true, Delay: 300 * time.Millisecond})
-			if err := h.sendAs("/v2/payments", tok, "req-cancelled", paymentBody("Order cancelled"), 10*time.Second); err == nil {
-				t.Fatal("got a reply, want the connection closed")
-			}
-			if end == "Close" {
-				h.sim.Close()
-			} else {
-				h.sim.Reset()
-			}
-			// Close and Reset have waited for the act's goroutine: it can
-			// only have returned without acting. The wait outlasts the delay
-			// in case it did not.
-			if poll.Within(600*time.Millisecond, func() bool { _, made := paymentOf(h.sim, "alice", "req-cancelled"); return made }) {
-				t.Errorf("a late act acted after %s", end)
-			}
-			if end == "Close" {
-				h.sim.ClearFaults()
-				h.sim.InjectFault(Fault{PathPrefix: "/v2/payments", ActLate: true, HangUp: true})
-				if err := h.sendAs("/v2/payments", tok, "req-closed", paymentBody("Order after close"), 10*time.Second); err == nil {
-					t.Fatal("after Close: got a reply, want the connection closed")
+			synctest.Test(t, func(t *testing.T) {
+				h := newBubbleHarness(t, Options{})
+				tok := h.token("alice")
+				h.sim.InjectFault(Fault{PathPrefix: "/v2/payments", ActLate: true, HangUp: true, Delay: 300 * time.Millisecond})
+				if err := h.sendAs("/v2/payments", tok, "req-cancelled", paymentBody("Order cancelled"), 10*time.Second); err == nil {
+					t.Fatal("got a reply, want the connection closed")
 				}
-				if poll.Within(300*time.Millisecond, func() bool { _, made := paymentOf(h.sim, "alice", "req-closed"); return made }) {
-					t.Error("after Close, a late act acted")
+				if end == "Close" {
+					h.sim.Close()
+				} else {
+					h.sim.Reset()
 				}
-			}
+				// Close and Reset have waited for the act's goroutine: it can
+				// only have returned without acting. The bubble's clock runs past
+				// the delay in case it did not.
+				time.Sleep(600 * time.Millisecond)
+				synctest.Wait()
+				if _, made := paymentOf(h.sim, "alice", "req-cancelled"); made {
+					t.Errorf("a late act acted after %s", end)
+				}
+				if end == "Close" {
+					h.sim.ClearFaults()
+					h.sim.InjectFault(Fault{PathPrefix: "/v2/payments", ActLate: true, HangUp: true})
+					if err := h.sendAs("/v2/payments", tok, "req-closed", paymentBody("Order after close"), 10*time.Second); err == nil {
+						t.Fatal("after Close: got a reply, want the connection closed")
+					}
+					time.Sleep(300 * time.Millisecond)
+					synctest.Wait()
+					if _, made := paymentOf(h.sim, "alice", "req-closed"); made {
+						t.Error("after Close, a late act acted")
+					}
+				}
+			})
 		})
 	}
 }

@@ -2,11 +2,14 @@ package upstreamsim
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -17,11 +20,103 @@ var testEpoch = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 // fixedClock returns an injected clock frozen at testEpoch.
 func fixedClock() func() time.Time { return func() time.Time { return testEpoch } }
 
-// harness is a simulator behind a real HTTP server.
+// harness is a simulator behind a real HTTP server: on a loopback
+// listener (newHarness) or on an in-memory one (newBubbleHarness).
 type harness struct {
 	t   *testing.T
 	sim *Server
 	url string
+	tr  *http.Transport // the in-memory network's; nil: the loopback's
+}
+
+// newBubbleHarness is newHarness for a test in a synctest bubble: the
+// server listens on an in-memory network, so that the bubble's clock
+// moves when the test waits (a goroutine waiting on a loopback socket is
+// not durably blocked, one waiting on a net.Pipe is).
+func newBubbleHarness(t *testing.T, opts Options) *harness {
+	t.Helper()
+	if opts.Now == nil {
+		opts.Now = fixedClock()
+	}
+	sim := New(opts)
+	tr := servePipe(t, sim)
+	t.Cleanup(sim.Close) // first: no webhook goes out to a closed receiver
+	return &harness{t: t, sim: sim, url: "http://upstream.test", tr: tr}
+}
+
+// client is the harness's HTTP client; with follow false it shows
+// redirects instead of following them.
+func (h *harness) client(follow bool) *http.Client {
+	c := &http.Client{}
+	if h.tr != nil {
+		c.Transport = h.tr
+	}
+	if !follow {
+		c.CheckRedirect = noFollow.CheckRedirect
+	}
+	return c
+}
+
+// pipeListener is a net.Listener of net.Pipe connections, which its
+// dial makes.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	server, client := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
+
+// servePipe serves handler with net/http on an in-memory network until t
+// ends, and returns a transport whose every connection reaches it,
+// whatever the URL's host.
+func servePipe(t *testing.T, handler http.Handler) *http.Transport {
+	t.Helper()
+	l := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(l)
+	}()
+	tr := &http.Transport{DialContext: l.dial}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		_ = srv.Close()
+		<-served
+	})
+	return tr
 }
 
 func newHarness(t *testing.T, opts Options) *harness {
@@ -78,7 +173,7 @@ func (h *harness) do(method, path, token string, body any) reply {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := h.client(true).Do(req)
 	if err != nil {
 		h.t.Fatalf("%s %s: %v", method, path, err)
 	}

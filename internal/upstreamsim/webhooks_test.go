@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
-	"github.com/fintech-bff/bff/internal/testing/poll"
 	"github.com/fintech-bff/bff/internal/webhooks"
 )
 
@@ -23,24 +22,24 @@ type hook struct {
 	body   []byte
 }
 
-// receiver is an httptest server that answers the n-th webhook (from 1)
-// with answer(n) and hands each to the returned channel.
-func receiver(t *testing.T, answer func(n int) int) (string, <-chan hook) {
-	t.Helper()
+// receiver serves, on an in-memory network, webhooks to the returned URL,
+// answering the n-th (from 1) with answer(n) and handing each to the
+// returned channel; h's simulator posts its webhooks there.
+func (h *harness) receiver(answer func(n int) int) (string, <-chan hook) {
+	h.t.Helper()
 	got := make(chan hook, 100)
 	var n atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h.sim.hooks.client.Transport = servePipe(h.t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		got <- hook{r.Header.Clone(), b}
 		w.WriteHeader(answer(int(n.Add(1))))
 	}))
-	t.Cleanup(srv.Close)
-	return srv.URL, got
+	return "http://receiver.test/hooks", got
 }
 
 func always(status int) func(int) int { return func(int) int { return status } }
 
-// next waits (boundedly) for the next webhook.
+// next waits (boundedly, on the bubble's clock) for the next webhook.
 func next(t *testing.T, got <-chan hook) hook {
 	t.Helper()
 	select {
@@ -52,13 +51,22 @@ func next(t *testing.T, got <-chan hook) hook {
 	}
 }
 
-// none checks that no further webhook arrives within a short while.
+// quiet is how long none lets the bubble's clock run: past every retry of
+// a delivery (webhookBackoff doubling over webhookTries, 7.5 s) and its
+// timeouts, and past a settlement's timer.
+const quiet = time.Minute
+
+// none checks that no further webhook arrives, ever: it lets the
+// simulator run for quiet on the bubble's clock until every goroutine
+// waits, and finds none posted. It runs in a synctest bubble.
 func none(t *testing.T, got <-chan hook) {
 	t.Helper()
+	time.Sleep(quiet)
+	synctest.Wait()
 	select {
 	case h := <-got:
 		t.Errorf("got an extra webhook %s, want none", h.body)
-	case <-time.After(200 * time.Millisecond):
+	default:
 	}
 }
 
@@ -81,18 +89,22 @@ func verified(t *testing.T, h hook, now time.Time) (webhooks.Message, webhooks.P
 	return msg, ps
 }
 
-// hooked is a harness whose webhooks go to a receiver answering answer.
+// hooked is a harness in a synctest bubble whose webhooks go to a
+// receiver answering answer.
 func hooked(t *testing.T, opts Options, answer func(int) int) (*harness, <-chan hook) {
 	t.Helper()
-	url, got := receiver(t, answer)
-	opts.Control, opts.WebhookURL, opts.WebhookSecret = true, url, testWebhookSecret
-	return newHarness(t, opts), got
+	opts.Control, opts.WebhookURL, opts.WebhookSecret = true, "http://receiver.test/hooks", testWebhookSecret
+	h := newBubbleHarness(t, opts)
+	_, got := h.receiver(answer)
+	return h, got
 }
 
 // Every way a payment's status changes posts exactly one webhook, with the
 // status and updatedAt a read then gives, signed so the BFF's verifier
 // accepts it.
-func TestWebhookOnEveryStatusChange(t *testing.T) {
+func TestWebhookOnEveryStatusChange(t *testing.T) { synctest.Test(t, webhookOnEveryStatusChange) }
+
+func webhookOnEveryStatusChange(t *testing.T) {
 	h, got := hooked(t, Options{ProductionAccess: true}, always(http.StatusNoContent))
 	tok := h.token("alice")
 	want := func(id, status string) {
@@ -152,7 +164,9 @@ func TestWebhookOnEveryStatusChange(t *testing.T) {
 
 // A receiver that fails gets the webhook again after a pause, with the same
 // webhook-id and a fresh timestamp and signature, until it answers 2xx.
-func TestWebhookRetries(t *testing.T) {
+func TestWebhookRetries(t *testing.T) { synctest.Test(t, webhookRetries) }
+
+func webhookRetries(t *testing.T) {
 	var clock atomic.Int64 // seconds after testEpoch; the receiver moves it
 	now := func() time.Time { return testEpoch.Add(time.Duration(clock.Load()) * time.Second) }
 	h, got := hooked(t, Options{Now: now}, func(n int) int {
@@ -162,7 +176,6 @@ func TestWebhookRetries(t *testing.T) {
 		}
 		return http.StatusOK
 	})
-	h.sim.hooks.backoff = time.Millisecond // before any delivery: not racing the sender
 	id, _ := h.createPayment(h.token("alice"), paymentBody("retried"))
 	var ids, stamps []string
 	for try := range 3 {
@@ -186,9 +199,10 @@ func TestWebhookRetries(t *testing.T) {
 }
 
 // A receiver that never answers 2xx gets webhookTries tries, then no more.
-func TestWebhookGivesUp(t *testing.T) {
+func TestWebhookGivesUp(t *testing.T) { synctest.Test(t, webhookGivesUp) }
+
+func webhookGivesUp(t *testing.T) {
 	h, got := hooked(t, Options{}, always(http.StatusServiceUnavailable))
-	h.sim.hooks.backoff = time.Millisecond
 	h.createPayment(h.token("alice"), paymentBody("refused"))
 	for range webhookTries {
 		next(t, got)
@@ -202,6 +216,10 @@ func TestWebhookGivesUp(t *testing.T) {
 // An initiated payment settles at its time, and its ACSC webhook goes out,
 // with nobody reading it; a later read shows the same.
 func TestWebhookTimedSettlementWithoutRead(t *testing.T) {
+	synctest.Test(t, webhookTimedSettlementWithoutRead)
+}
+
+func webhookTimedSettlementWithoutRead(t *testing.T) {
 	h, got := hooked(t, Options{ProductionAccess: true}, always(http.StatusOK))
 	tok := h.token("alice")
 	r := h.do("POST", "/v2/pay/open-banking-init", tok, map[string]any{
@@ -229,20 +247,21 @@ func TestWebhookTimedSettlementWithoutRead(t *testing.T) {
 
 // Redeliver posts the stored webhook again byte for byte: the same body,
 // id, timestamp and signature, even after the clock moved.
-func TestWebhookRedeliver(t *testing.T) {
+func TestWebhookRedeliver(t *testing.T) { synctest.Test(t, webhookRedeliver) }
+
+func webhookRedeliver(t *testing.T) {
 	var clock atomic.Int64
 	now := func() time.Time { return testEpoch.Add(time.Duration(clock.Load()) * time.Second) }
 	h, got := hooked(t, Options{Now: now}, always(http.StatusOK))
 	h.createPayment(h.token("alice"), paymentBody("replayed"))
 	first := next(t, got)
 	msg, _ := verified(t, first, testEpoch)
-	// The receiver hands the webhook over before it answers: wait for the
-	// simulator to have recorded the answer, or the check of its attempts
-	// below races the first try's bookkeeping on a loaded machine.
-	poll.Until(t, 10*time.Second, "the first try recorded", func() bool {
-		d := h.sim.Webhooks()
-		return len(d) == 1 && d[0].Attempts == 1
-	})
+	// The receiver hands the webhook over before it answers: once every
+	// goroutine waits, the simulator has recorded the answer.
+	synctest.Wait()
+	if d := h.sim.Webhooks(); len(d) != 1 || d[0].Attempts != 1 {
+		t.Fatalf("got deliveries %+v, want one, tried once", d)
+	}
 	clock.Add(600)
 
 	r := h.do("POST", "/_sim/webhooks/"+msg.ID+"/redeliver", "", nil)
@@ -270,9 +289,11 @@ func TestWebhookRedeliver(t *testing.T) {
 
 // With no webhookUrl nothing is posted or listed; setting one at run time
 // turns webhooks on, and Reset turns them back off (the options' value).
-func TestWebhooksOffWithoutURL(t *testing.T) {
-	url, got := receiver(t, always(http.StatusOK))
-	h := newHarness(t, Options{Control: true})
+func TestWebhooksOffWithoutURL(t *testing.T) { synctest.Test(t, webhooksOffWithoutURL) }
+
+func webhooksOffWithoutURL(t *testing.T) {
+	h := newBubbleHarness(t, Options{Control: true})
+	url, got := h.receiver(always(http.StatusOK))
 	tok := h.token("alice")
 	id, _ := h.createPayment(tok, paymentBody("quiet"))
 	h.do("POST", "/_sim/payments/"+id+"/status", "", map[string]any{"status": "ACSC"})
@@ -299,22 +320,26 @@ func TestWebhooksOffWithoutURL(t *testing.T) {
 
 // Reset and Close cancel a try in flight instead of waiting for its
 // timeout, and nothing is posted after Close.
-func TestWebhookStopsOnResetAndClose(t *testing.T) {
+func TestWebhookStopsOnResetAndClose(t *testing.T) { synctest.Test(t, webhookStopsOnResetAndClose) }
+
+func webhookStopsOnResetAndClose(t *testing.T) {
+	h := newBubbleHarness(t, Options{Control: true, WebhookURL: "http://hanging.test/hooks"})
 	release := make(chan struct{})
-	hanging := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h.sim.hooks.client.Transport = servePipe(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-release:
 		}
 	}))
-	t.Cleanup(hanging.Close)
 	t.Cleanup(func() { close(release) })
-	h := newHarness(t, Options{Control: true, WebhookURL: hanging.URL})
 	tok := h.token("alice")
 	for _, stop := range []func(){h.sim.Reset, h.sim.Close} {
 		h.createPayment(tok, paymentBody("hanging"))
+		synctest.Wait() // the try hangs at the receiver
 		start := time.Now()
 		stop()
+		// On the bubble's clock, which moves only when every goroutine
+		// waits: a stop that waited for the try's timeout took it.
 		if took := time.Since(start); took > webhookTimeout/2 {
 			t.Errorf("stopping took %s, want the try cancelled at once", took)
 		}
