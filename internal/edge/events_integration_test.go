@@ -32,10 +32,12 @@ import (
 )
 
 // slowPosition delays reading a user's position: the window in which a
-// stream is registered but has no connection yet.
+// stream is registered but has no connection yet. It calls signal, when
+// set, as the window opens and as it closes.
 type slowPosition struct {
-	next events.Changes
-	d    time.Duration
+	next   events.Changes
+	d      time.Duration
+	signal func(userID string)
 }
 
 func (s slowPosition) Changes(ctx context.Context, u string, after int64) ([]payments.Change, error) {
@@ -43,6 +45,12 @@ func (s slowPosition) Changes(ctx context.Context, u string, after int64) ([]pay
 }
 
 func (s slowPosition) Position(ctx context.Context, u string) (int64, error) {
+	if s.signal != nil {
+		s.signal(u)
+		defer s.signal(u)
+	}
+	// deliberate: a slow ledger is the point, and the window must last
+	// through the pusher's heartbeat scans, which run on the wall clock.
 	time.Sleep(s.d)
 	return s.next.Position(ctx, u)
 }
@@ -110,25 +118,22 @@ func dialStream(t *testing.T, addr, token string) (net.Conn, *bufio.Reader) {
 	return c, bufio.NewReader(c)
 }
 
-// A stream signalled while it opens (its user's payments change without
-// pause, and a slow ledger keeps it between its registration and its
-// connection for 2.5 s, through heartbeat scans) opens, and nothing writes
-// to it before it has a connection (found in review: a worker wrote to a
-// nil connection and the process died).
+// A stream signalled while it opens (its user's payments change as it is
+// registered and again as its connection comes, and a slow ledger keeps
+// it between the two for 2.5 s, through heartbeat scans) opens, and
+// nothing writes to it before it has a connection (found in review: a
+// worker wrote to a nil connection and the process died).
 func TestStreamSignalledWhileOpening(t *testing.T) {
-	srv, sessions, hub := streamsServer(t, func(p events.Changes) events.Changes { return slowPosition{p, 2500 * time.Millisecond} }, nil, 2*time.Second)
+	var hub atomic.Pointer[events.Hub] // set before any stream opens
+	changed := func(userID string) { hub.Load().Changed(userID) }
+	srv, sessions, h := streamsServer(t, func(p events.Changes) events.Changes {
+		return slowPosition{next: p, d: 2500 * time.Millisecond, signal: changed}
+	}, nil, 2*time.Second)
+	hub.Store(h)
 	id, _, err := sessions.Create(context.Background(), session.New{UserID: "opening", Method: session.MethodDev})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stop atomic.Bool
-	defer stop.Store(true)
-	go func() {
-		for !stop.Load() {
-			hub.Changed("opening")
-			time.Sleep(time.Millisecond)
-		}
-	}()
 	c, r := dialStream(t, srv.Listener.Addr().String(), id)
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	line, err := r.ReadString('\n')
