@@ -42,88 +42,115 @@ func admit(r *http.Request, body []byte, c proxy.Call, t proxy.Target, route str
 	m := &moneyCall{call: c, target: t, rawQuery: r.URL.RawQuery, header: r.Header, method: r.Method}
 	m.req = ledger.Request{UserID: c.UserID, Route: route, Key: key,
 		SessionRef: c.SessionRef, ClientIP: c.ClientIP, RequestID: c.RequestID}
-	var result MoneyResult
-	if change {
-		result, p = m.readChange(r, body)
-	} else {
-		result, p = m.readPayment(r, body)
-	}
-	if p != nil {
+	if result, p := m.read(r, body, change); p != nil {
 		return nil, result, p
 	}
 	m.req.Fingerprint = fingerprint(m.method, m.target.Path, m.rawQuery, m.body)
 	return m, "", nil
 }
 
-// readPayment reads a money POST's path and body into m. The BFF sends
-// what it read: a creation's or an init's body is decoded once into the
-// model, and from here on everything (the record, the comparisons, a
-// hold, the send) uses its canonical encoding, never the client's bytes.
-func (m *moneyCall) readPayment(r *http.Request, body []byte) (MoneyResult, *problem.Problem) {
-	path, ok := canonicalPath(m.target.Path)
-	if !ok {
-		return MoneyRouteRefused, problem.New(problem.CodeRouteNotFound, "the upstream defines no money-moving endpoint at this path; nothing was sent")
-	}
-	m.target.Path, m.body = path, body
-	if p := readable(r.Header, body); p != nil {
-		return MoneyBodyRefused, p
-	}
-	m.rawFingerprint = fingerprint(r.Method, path, r.URL.RawQuery, body)
-	if path != creationPath && path != initPath {
-		return "", nil // an operator's own money route: sent as it came, never settled
-	}
-	if p := noQuery(r.URL); p != nil {
-		return MoneyBodyRefused, p
-	}
-	if p := checkMediaType(r.Header); p != nil {
-		return MoneyBodyRefused, p
-	}
-	read, p := readBody(path, body)
+// read reads a money request's path and body into m, every check in one
+// order, each refusal once: an endpoint the upstream defines, a body read
+// one way (readable), no query, JSON, then the body as the model reads it.
+// The BFF sends what it read: a creation's, an init's or a merchant's
+// body is decoded once into the model, and from here on everything (the
+// record, the comparisons, a hold, the send) uses its canonical encoding,
+// never the client's bytes. An operator's own money route is sent as it
+// came, and never settled.
+func (m *moneyCall) read(r *http.Request, body []byte, change bool) (MoneyResult, *problem.Problem) {
+	e, p := m.endpoint(change)
 	if p != nil {
-		return MoneyBodyRefused, p
-	}
-	m.body, m.content = read.Encode(), contentOf(read)
-	m.header = r.Header.Clone()
-	m.header.Set("Content-Type", "application/json")
-	if m.content.Info != nil {
-		m.creates, m.req.Content = true, m.content.Encode()
-	}
-	return "", nil
-}
-
-// readChange reads a change of a merchant into m: its action from the
-// path, and the merchant as the model reads it (none for a deletion).
-func (m *moneyCall) readChange(r *http.Request, body []byte) (MoneyResult, *problem.Problem) {
-	action, _, ok := payeeTarget(m.target.Path, r.Method)
-	if !ok {
-		return MoneyRouteRefused, problem.New(problem.CodeRouteNotFound, "the upstream defines no change of a merchant at this path; nothing was sent")
+		return MoneyRouteRefused, p
 	}
 	if p := readable(r.Header, body); p != nil {
 		return MoneyBodyRefused, p
 	}
+	m.body = body
 	m.rawFingerprint = fingerprint(r.Method, m.target.Path, r.URL.RawQuery, body)
+	if e == ownRoute {
+		return "", nil
+	}
 	if p := noQuery(r.URL); p != nil {
 		return MoneyBodyRefused, p
 	}
-	m.target.Path, m.req.Route = strings.TrimSuffix(m.target.Path, "/"), merchantsPath
-	if action == "delete" {
-		if len(bytes.TrimSpace(body)) > 0 {
-			p := problem.New(problem.CodeValidationError, "a merchant's deletion has no body; nothing was sent")
-			p.Fields = []problem.Field{{Field: "body", Message: "must be empty"}}
-			return MoneyBodyRefused, p
-		}
-	} else {
+	if e != merchantDeletion {
 		if p := checkMediaType(r.Header); p != nil {
 			return MoneyBodyRefused, p
 		}
-		var p *problem.Problem
-		if _, m.body, p = readMerchant(body); p != nil {
-			return MoneyBodyRefused, p
-		}
+	}
+	if p := m.readModel(e, body); p != nil {
+		return MoneyBodyRefused, p
 	}
 	m.header = r.Header.Clone()
 	m.header.Set("Content-Type", "application/json")
 	return "", nil
+}
+
+// endpoint is what a money request reaches.
+type endpoint int
+
+const (
+	paymentEndpoint  endpoint = iota // the creation or the open-banking init
+	ownRoute                         // an operator's own money route
+	merchantChange                   // a merchant created or changed
+	merchantDeletion                 // a merchant deleted
+)
+
+// endpoint reads m's path: the endpoint it reaches, with m's path as the
+// upstream routes it (canonicalPath), or the refusal of a path the
+// upstream does not define (404 ROUTE_NOT_FOUND, nothing claimed).
+func (m *moneyCall) endpoint(change bool) (endpoint, *problem.Problem) {
+	if change {
+		action, _, ok := payeeTarget(m.target.Path, m.method)
+		switch {
+		case !ok:
+			return 0, problem.New(problem.CodeRouteNotFound, "the upstream defines no change of a merchant at this path; nothing was sent")
+		case action == "delete":
+			return merchantDeletion, nil
+		}
+		return merchantChange, nil
+	}
+	path, ok := canonicalPath(m.target.Path)
+	if !ok {
+		return 0, problem.New(problem.CodeRouteNotFound, "the upstream defines no money-moving endpoint at this path; nothing was sent")
+	}
+	m.target.Path = path
+	if path != creationPath && path != initPath {
+		return ownRoute, nil
+	}
+	return paymentEndpoint, nil
+}
+
+// readModel reads body into m as the model reads e's body: a payment (its
+// content, when it creates one), a merchant, or a deletion's empty body.
+func (m *moneyCall) readModel(e endpoint, body []byte) *problem.Problem {
+	switch e {
+	case merchantDeletion, merchantChange:
+		m.target.Path, m.req.Route = strings.TrimSuffix(m.target.Path, "/"), merchantsPath
+	}
+	switch e {
+	case merchantDeletion:
+		if len(bytes.TrimSpace(body)) > 0 {
+			p := problem.New(problem.CodeValidationError, "a merchant's deletion has no body; nothing was sent")
+			p.Fields = []problem.Field{{Field: "body", Message: "must be empty"}}
+			return p
+		}
+		m.body = nil // sent with none
+	case merchantChange:
+		var p *problem.Problem
+		_, m.body, p = readMerchant(body)
+		return p
+	default:
+		read, p := readBody(m.target.Path, body)
+		if p != nil {
+			return p
+		}
+		m.body, m.content = read.Encode(), contentOf(read)
+		if m.content.Info != nil {
+			m.creates, m.req.Content = true, m.content.Encode()
+		}
+	}
+	return nil
 }
 
 // canonicalPath is the money endpoint a POST to path reaches, read as the
