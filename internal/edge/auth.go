@@ -81,7 +81,7 @@ func (a *authn) resolve(c echo.Context) (principal, error) {
 				return err
 			}
 		case rec.JKT != "" || scheme == schemeDPoP:
-			refused = a.dpop.refuse(c, proofOnRequest, dpop.ReasonScheme)
+			refused = a.dpop.refuse(c, dpop.UseRequest, dpop.ReasonScheme)
 			return refused
 		}
 		if p.viaCookie {

@@ -51,27 +51,23 @@ type DPoP struct {
 // be cheap and safe for concurrent use. No label carries a token, a key or
 // its thumbprint.
 type DPoPObserver interface {
-	// Proof reports a DPoP check: use is login or request; result is ok
-	// or why the proof was refused (a dpop.Reason: missing, scheme, htu,
-	// replay, ...).
-	Proof(use, result string)
+	// Proof reports a DPoP check at use (a login or a request): refused is
+	// why the proof was refused (missing, scheme, htu, replay, ...), ""
+	// when it was accepted.
+	Proof(use dpop.Use, refused dpop.Reason)
 	// NativeSession reports a session made by POST /auth/mobile/token,
 	// by binding: dpop (bound to the proof's key) or bearer (unbound).
-	NativeSession(binding string)
+	NativeSession(binding dpop.Binding)
 }
 
 type nopDPoPObserver struct{}
 
-func (nopDPoPObserver) Proof(string, string) {}
-func (nopDPoPObserver) NativeSession(string) {}
+func (nopDPoPObserver) Proof(dpop.Use, dpop.Reason) {}
+func (nopDPoPObserver) NativeSession(dpop.Binding)  {}
 
-// The uses of a proof, and the result of an accepted one, as
-// DPoPObserver.Proof names them (a refused one's is its dpop.Reason).
-const (
-	proofAtLogin   = "login"
-	proofOnRequest = "request"
-	proofOK        = "ok"
-)
+// accepted is the Reason DPoPObserver.Proof is told of an accepted proof:
+// none.
+const accepted dpop.Reason = ""
 
 // dpopDetail is the one detail of every refused proof: what was wrong
 // with it goes to the log and the metric, never to the client.
@@ -123,9 +119,9 @@ func (b *binder) challenge(errCode string) string {
 // DPOP_PROOF_INVALID with the same detail whatever it was, or 429 once its
 // address has sent more refused proofs than limits.auth_per_minute (as a
 // client guessing at the /auth endpoints would be).
-func (b *binder) refuse(c echo.Context, use string, reason dpop.Reason) error {
-	b.observe.Proof(use, string(reason))
-	b.refused.write(c.Request().Context(), slog.String("requestId", requestID(c)), slog.String("use", use), slog.String("reason", string(reason)))
+func (b *binder) refuse(c echo.Context, use dpop.Use, reason dpop.Reason) error {
+	b.observe.Proof(use, reason)
+	b.refused.write(c.Request().Context(), slog.String("requestId", requestID(c)), slog.String("use", string(use)), slog.String("reason", string(reason)))
 	if b.limits != nil {
 		if over := b.limits.allow(c, limits.KindDPoP, b.limits.auth, time.Minute,
 			"too many refused DPoP proofs from this address; retry in %d s"); over != nil {
@@ -164,18 +160,18 @@ func (b *binder) bind(c echo.Context, required bool) (string, error) {
 	case reason == dpop.ReasonMissing && !(required && b.mode == DPoPRequired):
 		return "", nil
 	case reason == dpop.ReasonMissing:
-		b.observe.Proof(proofAtLogin, string(reason))
+		b.observe.Proof(dpop.UseLogin, reason)
 		p := problem.New(problem.CodeDPoPProofInvalid, "this BFF binds native sessions to a device key: send a DPoP proof (RFC 9449) of the app's key with this request (docs/endpoints.md)")
 		p.WWWAuthenticate = b.challenge("")
 		return "", p
 	case reason != "":
-		return "", b.refuse(c, proofAtLogin, reason)
+		return "", b.refuse(c, dpop.UseLogin, reason)
 	}
 	got, err := b.verifier.Verify(r.Context(), proof, dpop.Check{Method: r.Method, URL: b.origin + r.URL.EscapedPath()})
 	if err != nil {
-		return "", b.failed(c, proofAtLogin, err)
+		return "", b.failed(c, dpop.UseLogin, err)
 	}
-	b.observe.Proof(proofAtLogin, proofOK)
+	b.observe.Proof(dpop.UseLogin, accepted)
 	return got.JKT, nil
 }
 
@@ -187,19 +183,19 @@ func (b *binder) check(c echo.Context, token, jkt string) error {
 	r := c.Request()
 	proof, reason := proofHeader(r)
 	if reason != "" {
-		return b.refuse(c, proofOnRequest, reason)
+		return b.refuse(c, dpop.UseRequest, reason)
 	}
 	if _, err := b.verifier.Verify(r.Context(), proof, dpop.Check{Method: r.Method, URL: b.origin + r.URL.EscapedPath(), Token: token, JKT: jkt}); err != nil {
-		return b.failed(c, proofOnRequest, err)
+		return b.failed(c, dpop.UseRequest, err)
 	}
-	b.observe.Proof(proofOnRequest, proofOK)
+	b.observe.Proof(dpop.UseRequest, accepted)
 	return nil
 }
 
 // failed answers a Verify error: a refused proof, or the replay store
 // failing (503, failing closed: a proof that cannot be checked for replay
 // is not accepted).
-func (b *binder) failed(c echo.Context, use string, err error) error {
+func (b *binder) failed(c echo.Context, use dpop.Use, err error) error {
 	if reason := dpop.ReasonOf(err); reason != "" {
 		return b.refuse(c, use, reason)
 	}
@@ -209,10 +205,10 @@ func (b *binder) failed(c echo.Context, use string, err error) error {
 	return problem.Wrap(problem.CodeSessionStoreUnavailable, "sessions cannot be checked right now", err)
 }
 
-// tokenType names a token login's session in its answer: DPoP when bound
-// to the proof's key, else Bearer.
+// tokenType names a token login's session in its answer, by its binding
+// (dpop.BindingOf(jkt)): DPoP when bound to the proof's key, else Bearer.
 func tokenType(jkt string) string {
-	if jkt != "" {
+	if dpop.BindingOf(jkt) == dpop.BindingDPoP {
 		return "DPoP"
 	}
 	return "Bearer"

@@ -25,8 +25,15 @@ import (
 	"github.com/fintech-bff/bff/internal/testing/syncbuf"
 )
 
-func (e *heard) Proof(use, result string)     { e.add("proof %s %s", use, result) }
-func (e *heard) NativeSession(binding string) { e.add("native %s", binding) }
+// Proof hears an accepted proof as "proof <use> ok", a refused one as
+// "proof <use> <reason>".
+func (e *heard) Proof(use dpop.Use, refused dpop.Reason) {
+	if refused == accepted {
+		refused = "ok"
+	}
+	e.add("proof %s %s", use, refused)
+}
+func (e *heard) NativeSession(binding dpop.Binding) { e.add("native %s", binding) }
 
 // publicOrigin is the BFF's public URL in these tests: proofs name it,
 // never the address the test's requests are sent to.

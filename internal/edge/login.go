@@ -17,6 +17,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fintech-bff/bff/internal/dpop"
 	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/login"
 	"github.com/fintech-bff/bff/internal/problem"
@@ -281,7 +282,7 @@ func mobileToken(d loginDeps) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		d.a.dpop.observe.NativeSession(strings.ToLower(tokenType(jkt)))
+		d.a.dpop.observe.NativeSession(dpop.BindingOf(jkt))
 		return c.JSON(http.StatusOK, struct {
 			SessionToken string `json:"sessionToken"`
 			ExpiresIn    int64  `json:"expiresIn"`

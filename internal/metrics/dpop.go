@@ -3,6 +3,8 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/fintech-bff/bff/internal/dpop"
 )
 
 // DPoP is the edge's edge.DPoPObserver: the device binding of native
@@ -28,17 +30,21 @@ func newDPoP(reg prometheus.Registerer) *DPoP {
 	}
 	// At zero from the start, so that a rate of the unbound ones reads 0,
 	// not nothing, before the first login.
-	for _, b := range []string{"dpop", "bearer"} {
-		m.sessions.WithLabelValues(b)
+	for _, b := range []dpop.Binding{dpop.BindingDPoP, dpop.BindingBearer} {
+		m.sessions.WithLabelValues(string(b))
 	}
-	for _, use := range []string{"login", "request"} {
-		m.proofs.WithLabelValues(use, "ok")
+	for _, use := range []dpop.Use{dpop.UseLogin, dpop.UseRequest} {
+		m.proofs.WithLabelValues(string(use), string(resultOK))
 	}
 	return m
 }
 
 // Proof implements edge.DPoPObserver.
-func (m *DPoP) Proof(use, result string) { m.proofs.WithLabelValues(use, result).Inc() }
+func (m *DPoP) Proof(use dpop.Use, refused dpop.Reason) {
+	m.proofs.WithLabelValues(string(use), string(proofResult(refused))).Inc()
+}
 
 // NativeSession implements edge.DPoPObserver.
-func (m *DPoP) NativeSession(binding string) { m.sessions.WithLabelValues(binding).Inc() }
+func (m *DPoP) NativeSession(binding dpop.Binding) {
+	m.sessions.WithLabelValues(string(binding)).Inc()
+}

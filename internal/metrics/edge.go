@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/login"
 	"github.com/fintech-bff/bff/internal/payments"
-	"github.com/fintech-bff/bff/internal/problem"
 	"github.com/fintech-bff/bff/internal/session"
 )
 
@@ -36,8 +34,9 @@ type Edge struct {
 }
 
 type seriesKey struct {
-	route, method string
-	status        int
+	route  string
+	method httpMethod
+	status int
 }
 
 type series struct {
@@ -75,12 +74,12 @@ func newEdge(reg prometheus.Registerer, followed, refusals *prometheus.CounterVe
 
 // Served implements edge.Observer.
 func (m *Edge) Served(route, method string, status int, took time.Duration) {
-	k := seriesKey{route, methodLabel(method), status}
+	k := seriesKey{route, methodOf(method), status}
 	v, ok := m.series.Load(k)
 	if !ok {
 		v, _ = m.series.LoadOrStore(k, &series{
-			count: m.requests.WithLabelValues(k.route, k.method, strconv.Itoa(status)),
-			dur:   m.duration.WithLabelValues(k.route, k.method),
+			count: m.requests.WithLabelValues(k.route, string(k.method), strconv.Itoa(status)),
+			dur:   m.duration.WithLabelValues(k.route, string(k.method)),
 		})
 	}
 	s := v.(*series)
@@ -91,10 +90,7 @@ func (m *Edge) Served(route, method string, status int, took time.Duration) {
 // Problem implements edge.Observer: an upstream's own error type counts
 // as UPSTREAM_OTHER, so an upstream cannot grow the label's cardinality.
 func (m *Edge) Problem(code string) {
-	if !problem.Known(code) {
-		code = "UPSTREAM_OTHER"
-	}
-	m.errors.WithLabelValues(code).Inc()
+	m.errors.WithLabelValues(string(errorCodeOf(code))).Inc()
 }
 
 // Login implements edge.Observer.
@@ -114,15 +110,4 @@ func (m *Edge) Refused(limit limits.Kind) { m.refusals.WithLabelValues(string(li
 // webhook_forged, webhook_stale, webhook_malformed and webhook_ignored.
 func (m *Edge) Webhook(result payments.FollowResult) {
 	m.followed.WithLabelValues(string(result)).Inc()
-}
-
-// methodLabel bounds the method label: the methods the BFF serves, else
-// OTHER.
-func methodLabel(m string) string {
-	switch m {
-	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
-		http.MethodDelete, http.MethodOptions:
-		return m
-	}
-	return "OTHER"
 }

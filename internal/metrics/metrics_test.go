@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/fintech-bff/bff/internal/dpop"
 	"github.com/fintech-bff/bff/internal/edge"
 	"github.com/fintech-bff/bff/internal/limits"
 	"github.com/fintech-bff/bff/internal/login"
@@ -332,13 +333,13 @@ func TestDPoP(t *testing.T) {
 		`bff_dpop_proofs_total{result="ok",use="login"}`:   0,
 		`bff_dpop_proofs_total{result="ok",use="request"}`: 0,
 	})
-	o.Proof("login", "ok")
-	o.Proof("request", "ok")
-	o.Proof("request", "ok")
-	o.Proof("request", "replay")
-	o.NativeSession("dpop")
-	o.NativeSession("bearer")
-	o.NativeSession("dpop")
+	o.Proof(dpop.UseLogin, "") // accepted
+	o.Proof(dpop.UseRequest, "")
+	o.Proof(dpop.UseRequest, "")
+	o.Proof(dpop.UseRequest, dpop.ReasonReplay)
+	o.NativeSession(dpop.BindingDPoP)
+	o.NativeSession(dpop.BindingBearer)
+	o.NativeSession(dpop.BindingDPoP)
 	wantSamples(t, reg, "bff_dpop_", map[string]float64{
 		`bff_dpop_native_sessions_total{binding="bearer"}`:     1,
 		`bff_dpop_native_sessions_total{binding="dpop"}`:       2,

@@ -52,8 +52,8 @@ func newTokens(reg prometheus.Registerer) *Tokens {
 			Help: "Background refreshes of tokens near expiry, by result (ok, error).",
 		}, []string{"result"}),
 	}
-	for _, r := range []string{"hit", "miss"} {
-		m.lookups.WithLabelValues(r)
+	for _, r := range []lookup{lookupHit, lookupMiss} {
+		m.lookups.WithLabelValues(string(r))
 	}
 	return m
 }
@@ -62,17 +62,17 @@ func newTokens(reg prometheus.Registerer) *Tokens {
 // hit of either layer their hit and that layer's.
 func (m *Tokens) CacheLookup(result tokens.Lookup) {
 	if result == tokens.LookupMiss {
-		m.lookups.WithLabelValues("miss").Inc()
+		m.lookups.WithLabelValues(string(lookupMiss)).Inc()
 		return
 	}
-	m.lookups.WithLabelValues("hit").Inc()
+	m.lookups.WithLabelValues(string(lookupHit)).Inc()
 	m.layers.WithLabelValues(string(result)).Inc()
 }
 
 // Minted implements tokens.Observer.
 func (m *Tokens) Minted(err error, took time.Duration) {
 	m.duration.Observe(took.Seconds())
-	m.mints.WithLabelValues(mintResult(err)).Inc()
+	m.mints.WithLabelValues(string(mintResult(err))).Inc()
 }
 
 // LockWait implements tokens.Observer.
@@ -82,22 +82,14 @@ func (m *Tokens) LockWait(result tokens.Wait, took time.Duration) {
 
 // Refreshed implements tokens.Observer.
 func (m *Tokens) Refreshed(err error) {
-	r := "ok"
-	if err != nil {
-		r = "error"
-	}
-	m.refreshes.WithLabelValues(r).Inc()
+	m.refreshes.WithLabelValues(string(errorResult(err))).Inc()
 }
 
 // mintResult is a mint's result label: ok, the kind of a *tokens.MintError,
 // else error.
-func mintResult(err error) string {
-	var me *tokens.MintError
-	switch {
-	case err == nil:
-		return "ok"
-	case errors.As(err, &me):
-		return me.Kind.String()
+func mintResult(err error) result {
+	if me := (*tokens.MintError)(nil); errors.As(err, &me) {
+		return result(me.Kind.String())
 	}
-	return "error"
+	return errorResult(err)
 }

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,11 +34,7 @@ func newUpstream(reg prometheus.Registerer) *Upstream {
 }
 
 // Attempted implements proxy.Observer.
-func (m *Upstream) Attempted(route string, status int, errType string, took time.Duration) {
-	s := "error" // no reply: transport failure
-	if status > 0 {
-		s = strconv.Itoa(status)
-	}
-	m.requests.WithLabelValues(route, s, errType).Inc()
+func (m *Upstream) Attempted(route string, status int, errType proxy.ErrorType, took time.Duration) {
+	m.requests.WithLabelValues(route, string(upstreamStatusOf(status)), string(errType)).Inc()
 	m.duration.WithLabelValues(route).Observe(took.Seconds())
 }

@@ -62,14 +62,36 @@ type Observer interface {
 	// on their own: route is the route template; status the upstream's, or
 	// 0 when no reply came (a transport failure; a client that went away
 	// is not reported); errType the type (or refresh status) of an error
-	// reply, a documented one or "OTHER", "" when it had none; took the
-	// time to the reply's headers.
-	Attempted(route string, status int, errType string, took time.Duration)
+	// reply, bounded; took the time to the reply's headers.
+	Attempted(route string, status int, errType ErrorType, took time.Duration)
 }
 
 type nopObserver struct{}
 
-func (nopObserver) Attempted(string, int, string, time.Duration) {}
+func (nopObserver) Attempted(string, int, ErrorType, time.Duration) {}
+
+// ErrorType is the type (or refresh status) of an upstream's error reply,
+// bounded against cardinality: one the upstream documents
+// (problem.KnownUpstreamType), ErrorTypeOther or ErrorTypeNone. It is the
+// type label of bff_upstream_requests_total.
+type ErrorType string
+
+// The error types that are not the upstream's own words.
+const (
+	ErrorTypeNone  ErrorType = ""      // no error reply, or one with no type
+	ErrorTypeOther ErrorType = "OTHER" // a type the upstream does not document
+)
+
+// errorType bounds an error body's type s ("" for none) to an ErrorType.
+func errorType(s string) ErrorType {
+	switch {
+	case s == "":
+		return ErrorTypeNone
+	case problem.KnownUpstreamType(s):
+		return ErrorType(s)
+	}
+	return ErrorTypeOther
+}
 
 // Forwarder forwards allowlisted calls. Safe for concurrent use.
 type Forwarder struct {
@@ -126,7 +148,7 @@ type callState struct {
 	upstreamStatus int
 	// upstreamType is the "type" (or refresh "status") of the last
 	// attempt's error body, bounded as in the metric; "" when it had none.
-	upstreamType string
+	upstreamType ErrorType
 	// err is how the exchange failed, when it did: set by the
 	// ReverseProxy's ErrorHandler, which writes nothing (the edge renders).
 	err *problem.Problem

@@ -25,10 +25,10 @@ type attempts struct {
 type attempt struct {
 	route  string
 	status int
-	typ    string
+	typ    proxy.ErrorType
 }
 
-func (a *attempts) Attempted(route string, status int, typ string, took time.Duration) {
+func (a *attempts) Attempted(route string, status int, typ proxy.ErrorType, took time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if took < 0 {

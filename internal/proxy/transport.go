@@ -85,11 +85,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err := t.base.RoundTrip(out)
 		if err != nil {
 			if !errors.Is(ctx.Err(), context.Canceled) { // a client that left is not an upstream failure
-				t.observe.Attempted(c.route, 0, "", time.Since(start))
+				t.observe.Attempted(c.route, 0, ErrorTypeNone, time.Since(start))
 			}
 			return nil, err
 		}
-		typ := ""
+		typ := ErrorTypeNone
 		if resp.StatusCode >= 400 {
 			typ = peekType(resp)
 		}
@@ -152,7 +152,7 @@ func (c hiddenTrace) Value(key any) any {
 }
 
 // transient reports the failures an idempotent call retries.
-func transient(status int, typ string) bool {
+func transient(status int, typ ErrorType) bool {
 	return status == http.StatusInternalServerError || status == http.StatusServiceUnavailable ||
 		(status == http.StatusBadRequest && typ == "PROVIDER_UNAVAILABLE")
 }
@@ -218,7 +218,7 @@ func discard(resp *http.Response) {
 
 // peekType reads the (small) error body to learn its type, and puts the
 // bytes back so the response can still be normalised or passed on.
-func peekType(resp *http.Response) string {
+func peekType(resp *http.Response) ErrorType {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
 	resp.Body = struct {
 		io.Reader
@@ -229,15 +229,12 @@ func peekType(resp *http.Response) string {
 		Status any `json:"status"`
 	}
 	if json.Unmarshal(b, &v) != nil {
-		return ""
+		return ErrorTypeNone
 	}
 	for _, f := range [...]any{v.Type, v.Status} {
 		if s, ok := f.(string); ok && s != "" {
-			if problem.KnownUpstreamType(s) {
-				return s
-			}
-			return "OTHER"
+			return errorType(s)
 		}
 	}
-	return ""
+	return ErrorTypeNone
 }
