@@ -1,7 +1,7 @@
--- What GET /bff/payments reads (issue 27): a user's records newest first,
--- paged by (created_at, id), and one of them by its Idempotency-Key on any
--- route. money_requests_user_recent leads with the route, so it serves
--- neither across routes.
+-- What GET /bff/payments and GET /bff/payments/{key} read (docs/endpoints.md):
+-- a user's records newest first, paged by (created_at, id), and one of them
+-- by its Idempotency-Key on any route. money_requests_user_recent leads with
+-- the route, so it serves neither across routes.
 --
 -- Built inside the migration's transaction, which holds writes to the
 -- table for as long as the build takes: seconds for a ledger of millions

@@ -1,5 +1,6 @@
 -- Payments followed after their answer, and their changes streamed to the
--- user's apps (issue 27).
+-- user's apps (GET /bff/events; docs/payments.md, "Following a payment's
+-- status").
 --
 -- payment_status is the upstream's latest known status of the row's
 -- payment, status_at the upstream's updatedAt of it: a status is stored only
