@@ -40,11 +40,20 @@ const liveWithin = 5 * time.Second
 // final, after which the BFF stops following it. The user comes back to
 // /payment-done as the bank's redirect would bring them, with the payment
 // still INIT, and the simulator then moves it to ACTC, then ACSC.
+//
+// Run against both reply profiles of the simulator: the full one, and the
+// one that sends only what the API documents (no updatedAt on a payment).
 func TestBrowserSeesPaymentStatusLive(t *testing.T) {
 	dist := buildApp(t)
+	for _, profile := range []string{upstreamsim.ProfileFull, upstreamsim.ProfileDocumented} {
+		t.Run("profile="+profile, func(t *testing.T) { browserSeesPaymentStatusLive(t, dist, profile) })
+	}
+}
+
+func browserSeesPaymentStatusLive(t *testing.T, dist, profile string) {
 	pub := freeAddr(t)
 	base := "http://" + pub
-	e := liveEnv(t, pub, dist)
+	e := liveEnv(t, pub, dist, profile)
 	tab := browsertest.Start(t)
 	shots := browsertest.NewShots(t, os.Getenv("BFF_BROWSER_SHOTS"))
 
@@ -171,9 +180,10 @@ func (h *heldStreams) release(t *testing.T) {
 }
 
 // liveEnv is browserEnv with the simulator's control API on (for its
-// POST /_sim/payments/{paymentId}/status) and the BFF following payments
-// every liveWatchInterval (payments.watch_interval).
-func liveEnv(t *testing.T, pub, dist string) *env {
+// POST /_sim/payments/{paymentId}/status), replying with profile
+// (upstreamsim.ProfileFull or ProfileDocumented), and the BFF following
+// payments every liveWatchInterval (payments.watch_interval).
+func liveEnv(t *testing.T, pub, dist, profile string) *env {
 	t.Helper()
 	base := "http://" + pub
 	e, _ := oidcEnvWith(t, options{
@@ -182,6 +192,7 @@ func liveEnv(t *testing.T, pub, dist string) *env {
 		sim: upstreamsim.Options{
 			AllowedRedirectURLs: []string{base + "/payment-done", base + "/connection-done"},
 			Control:             true,
+			ReplyProfile:        profile,
 		},
 		limitsYAML: "limits: { requests_per_second: 0, auth_per_minute: 0, refresh_interval: 15m, sessions_per_user: 0 }",
 		extraYAML:  fmt.Sprintf("static_dir: %q\npayments:\n  watch_interval: %s", dist, liveWatchInterval),

@@ -119,12 +119,20 @@ func TestStreamsMoveAtShutdown(t *testing.T) {
 // are refused and change nothing; a replayed one (the sender's retry after
 // a lost 2xx) and one of a type the BFF does not read are acknowledged
 // with 204, so that the sender neither retries nor disables the endpoint,
-// and change nothing either.
+// and change nothing either. Run against both reply profiles of the
+// simulator: the full one, and the one that sends only what the API
+// documents (no updatedAt on a payment).
 func TestStatusWebhooks(t *testing.T) {
+	for _, profile := range []string{upstreamsim.ProfileFull, upstreamsim.ProfileDocumented} {
+		t.Run("profile="+profile, func(t *testing.T) { statusWebhooks(t, profile) })
+	}
+}
+
+func statusWebhooks(t *testing.T, profile string) {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
-	e := start(t, options{sim: upstreamsim.Options{Control: true}, extraYAML: fmt.Sprintf("payments: { watch_interval: 1m, watch_max_interval: 1m, webhook_path: /webhooks/payments, webhook_secrets: [%q] }", secret)})
+	e := start(t, options{sim: upstreamsim.Options{Control: true, ReplyProfile: profile}, extraYAML: fmt.Sprintf("payments: { watch_interval: 1m, watch_max_interval: 1m, webhook_path: /webhooks/payments, webhook_secrets: [%q] }", secret)})
 	hook := e.public + "/webhooks/payments"
 	if _, err := e.sim.UpdateSettings(upstreamsim.SettingsPatch{WebhookURL: &hook, WebhookSecret: &secret}); err != nil {
 		t.Fatal(err)

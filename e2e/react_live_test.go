@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/fintech-bff/bff/internal/testing/browsertest"
+	"github.com/fintech-bff/bff/internal/upstreamsim"
 )
 
 // TestBrowserReactSeesPaymentStatusLive is TestBrowserSeesPaymentStatusLive
@@ -27,7 +28,7 @@ func TestBrowserReactSeesPaymentStatusLive(t *testing.T) {
 	dist := buildReactApp(t)
 	pub := freeAddr(t)
 	base := "http://" + pub
-	e := liveEnv(t, pub, dist)
+	e := liveEnv(t, pub, dist, upstreamsim.ProfileFull)
 	tab := browsertest.Start(t)
 	shots := browsertest.NewShots(t, os.Getenv("BFF_BROWSER_SHOTS"))
 
