@@ -26,7 +26,7 @@ import (
 type StepUps interface {
 	HeldPayment(ctx context.Context, ref string) (payments.Hold, *problem.Problem)
 	Approve(ctx context.Context, ref, userID, sessionRef string, a payments.Approval) (payments.Record, *problem.Problem)
-	DeclineHold(ctx context.Context, ref, userID, sessionRef string) (declined, failed *problem.Problem)
+	DeclineHold(ctx context.Context, ref, userID, sessionRef string) (payments.Declined, error)
 }
 
 // stepUpStart is GET /auth/step-up?payment=<ref>: the approval of a held
@@ -124,7 +124,7 @@ func stepUpCallback(c echo.Context, d loginDeps, res login.Result, err error, pr
 		}
 		outcome := login.OutcomeFailed
 		if pr, perr := d.a.resolve(c); perr == nil {
-			if _, failed := holds.DeclineHold(r.Context(), su.Ref, pr.rec.UserID, session.Handle(pr.id)); failed == nil {
+			if _, err := holds.DeclineHold(r.Context(), su.Ref, pr.rec.UserID, session.Handle(pr.id)); err == nil {
 				outcome = login.OutcomeDeclined
 			}
 		}
@@ -178,13 +178,19 @@ func stepUpToken(d loginDeps) echo.HandlerFunc {
 		}
 		if res.StepUp.Refused {
 			// The user cancelled: the payment is declined, in its session.
-			declined, failed := d.holds.DeclineHold(c.Request().Context(), res.StepUp.Ref, pr.rec.UserID, session.Handle(pr.id))
-			if failed != nil {
+			declined, err := d.holds.DeclineHold(c.Request().Context(), res.StepUp.Ref, pr.rec.UserID, session.Handle(pr.id))
+			if err != nil {
 				d.observe.Login(login.MethodStepUp, login.OutcomeFailed)
-				return failed
+				return err
 			}
 			d.observe.Login(login.MethodStepUp, login.OutcomeDeclined)
-			return declined // the refusal is this answer: 403 STEP_UP_DECLINED
+			// The decline's answer is the refusal a repeat of the payment's
+			// key now gets: 403 STEP_UP_DECLINED, written as an answer.
+			answer := declined.Answer()
+			s := state(c)
+			s.errCode = answer.Code
+			problem.Write(c.Response(), answer, s.requestID)
+			return nil
 		}
 		rec, p := d.holds.Approve(c.Request().Context(), res.StepUp.Ref, pr.rec.UserID, session.Handle(pr.id), approval(c, res))
 		d.observe.Login(login.MethodStepUp, stepUpOutcome(p))

@@ -63,11 +63,11 @@ func (h *reviewHolds) Approve(_ context.Context, ref, _, _ string, _ payments.Ap
 	return payments.Record{}, problem.New(problem.CodeNotFound, "review fake")
 }
 
-func (h *reviewHolds) DeclineHold(_ context.Context, ref, _, _ string) (*problem.Problem, *problem.Problem) {
+func (h *reviewHolds) DeclineHold(_ context.Context, ref, _, _ string) (payments.Declined, error) {
 	h.mu.Lock()
 	h.declined = append(h.declined, ref)
 	h.mu.Unlock()
-	return problem.New(problem.CodeStepUpDeclined, "declined"), nil
+	return payments.Declined{Ending: "denied"}, nil
 }
 
 // reviewIssuer is a minimal OpenID provider: discovery (with

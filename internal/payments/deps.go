@@ -123,28 +123,6 @@ func (r *refusals) retryAfter() int {
 	return 1 + rand.IntN(spread)
 }
 
-// decliner ends a hold without a send (the ledger's Decline).
-type decliner interface {
-	Decline(ctx context.Context, id int64, ending string) (bool, error)
-}
-
-// declineHold ends hold id without a send (ending says why), and reports
-// whether this call ended it: false when another approval or end won it
-// meanwhile, or the ledger failed (the hold then expires at its deadline).
-func (b base) declineHold(ctx context.Context, led decliner, id int64, ending string) bool {
-	ok, err := withLedger(context.WithoutCancel(ctx), func(ctx context.Context) (bool, error) {
-		return led.Decline(ctx, id, ending)
-	})
-	if err != nil {
-		b.log.Warn("a held payment could not be declined; it expires at its deadline", slog.String("error", err.Error()))
-		return false
-	}
-	if ok {
-		b.observe.MoneyRequest(declinedResult(ending))
-	}
-	return ok
-}
-
 // The endpoints of the upstream that payments reads or sends to.
 const (
 	// creationPath and initPath are the money endpoints the upstream

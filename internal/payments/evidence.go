@@ -24,7 +24,7 @@ import (
 // acted): the upstream's payment list now and the user's other money
 // requests in the ledger, handed to Conclude (conclude.go), where the rules
 // live (docs/payments.md, "Settling"). Storing what it concluded is here
-// too, one method for every caller.
+// too, one method (store) for every caller and every site.
 
 // EvidenceLedger is what evidence gathering needs of the ledger: the
 // user's other requests (Others), and a conclusion stored on an unknown
@@ -60,6 +60,12 @@ type evidence struct {
 	// listLag is how long the upstream's payment list may take to show a
 	// payment it made (payments.list_lag).
 	listLag time.Duration
+}
+
+// newEvidence returns the evidence gathering that reads led, for a list
+// that lags its creations by listLag.
+func newEvidence(b base, led EvidenceLedger, listLag time.Duration) *evidence {
+	return &evidence{base: b, ledger: led, listLag: listLag}
 }
 
 // snapshot reads the user's payments just before a send, and returns the
@@ -289,22 +295,51 @@ func (s *evidence) listPage(ctx context.Context, c proxy.Call, cursor string) ([
 	return page.Items, next, rep.Date, nil
 }
 
-// store stores what settling concluded of the unknown record rec, sent to
-// path: its settled answer when made, its key given back when not made.
+// site is where a conclusion is stored: where its request stands. An
+// unknown record (a repeat's, the recoverer's) is one (unknownRecord); the
+// claim its owner still holds is another (owner.go).
+type site interface {
+	// made stores the settled answer o of a payment proved made.
+	made(ctx context.Context, o ledger.Outcome) (bool, error)
+	// notMade gives the key back: the upstream proved to have made nothing.
+	notMade(ctx context.Context) (bool, error)
+}
+
+// store stores what settling concluded of a request sent to path, whose
+// last upstream status was status, at: its settled answer when made, its
+// key given back when not made. It is the one way a conclusion is stored.
 // applied is false when another request or the recoverer ended it first,
 // and for Unknown, which stores nothing.
-func (s *evidence) store(ctx context.Context, rec *ledger.Record, path string, res Result) (applied bool, err error) {
-	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
-	defer cancel()
+func (s *evidence) store(ctx context.Context, at site, path string, status int, res Result) (applied bool, err error) {
 	switch res.Conclusion {
 	case Made:
 		o := settledAnswer(path, res.Payment)
-		o.UpstreamStatus = rec.UpstreamStatus
-		return s.ledger.Settle(lctx, rec.ID, o)
+		o.UpstreamStatus = status
+		return at.made(ctx, o)
 	case NotMade:
-		return s.ledger.GiveBack(lctx, rec.ID)
+		return at.notMade(ctx)
 	}
 	return false, nil
+}
+
+// unknownRecord is an unknown record as the site of its conclusion: made
+// is Settle, not made GiveBack, each under ledgerTimeout.
+type unknownRecord struct {
+	ledger EvidenceLedger
+	id     int64
+}
+
+// unknown is the unknown record rec as the site of its conclusion.
+func (s *evidence) unknown(rec *ledger.Record) unknownRecord {
+	return unknownRecord{ledger: s.ledger, id: rec.ID}
+}
+
+func (u unknownRecord) made(ctx context.Context, o ledger.Outcome) (bool, error) {
+	return withLedger(ctx, func(ctx context.Context) (bool, error) { return u.ledger.Settle(ctx, u.id, o) })
+}
+
+func (u unknownRecord) notMade(ctx context.Context) (bool, error) {
+	return withLedger(ctx, func(ctx context.Context) (bool, error) { return u.ledger.GiveBack(ctx, u.id) })
 }
 
 // recordPath is the endpoint a settleable record was sent to, from its

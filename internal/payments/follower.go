@@ -83,6 +83,13 @@ type Follower struct {
 	instance string
 }
 
+// newFollower returns the follower that polls through led (the
+// background's) and stores pushed statuses through pushed (the request
+// path's), following by follow; instance names this process in its polls.
+func newFollower(b base, led, pushed FollowLedger, follow Follow, instance string) *Follower {
+	return &Follower{base: b, ledger: led, pushed: pushed, follow: follow, instance: instance}
+}
+
 // tick is how often an instance looks for due polls: a quarter of the
 // interval (a poll is then late by at most that), between 100 ms and 1 s.
 func (f Follow) tick() time.Duration {

@@ -13,25 +13,32 @@ import (
 // record's id, its user and the session that made it, sealed, so it names
 // nothing of the ledger and cannot be made or altered outside the BFF.
 
-// holdRefs seals and opens the references; nil when step-up is off.
+// holdRefs seals and opens the references. It is also the one place that
+// says whether payments are held at all (holding): with step-up off
+// nothing is held, no reference is shown, and none opens. The zero value
+// is step-up off.
 type holdRefs struct {
-	box *seal.Box
-	url string // the step-up endpoint as the client reaches it
+	box *seal.Box // nil: step-up is off
+	url string    // the step-up endpoint as the client reaches it
 }
+
+// holding reports whether step-up is on: payments are held for the user's
+// approval, and references are shown and opened.
+func (h holdRefs) holding() bool { return h.box != nil }
 
 // maxRefLen bounds a reference read from a URL.
 const maxRefLen = 1024
 
 // seal is the reference of hold id.
-func (h *holdRefs) seal(userID, sessionRef string, id int64) string {
+func (h holdRefs) seal(userID, sessionRef string, id int64) string {
 	b := binary.BigEndian.AppendUint64(nil, uint64(id))
 	b = append(append(append(b, userID...), 0), sessionRef...)
 	return base64.RawURLEncoding.EncodeToString(h.box.Seal(nil, b, []byte("bff step-up hold")))
 }
 
 // open reads a reference seal made.
-func (h *holdRefs) open(ref string) (id int64, userID, sessionRef string, ok bool) {
-	if len(ref) > maxRefLen {
+func (h holdRefs) open(ref string) (id int64, userID, sessionRef string, ok bool) {
+	if !h.holding() || len(ref) > maxRefLen {
 		return 0, "", "", false
 	}
 	sealed, err := base64.RawURLEncoding.Strict().DecodeString(ref)
@@ -49,8 +56,8 @@ func (h *holdRefs) open(ref string) (id int64, userID, sessionRef string, ok boo
 
 // stepUpURL is where the client sends the user to approve hold id; ""
 // when step-up is off.
-func (h *holdRefs) stepUpURL(userID, sessionRef string, id int64) string {
-	if h == nil {
+func (h holdRefs) stepUpURL(userID, sessionRef string, id int64) string {
+	if !h.holding() {
 		return ""
 	}
 	return h.url + "?payment=" + url.QueryEscape(h.seal(userID, sessionRef, id))

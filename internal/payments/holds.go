@@ -23,9 +23,10 @@ import (
 
 // Payments the user approves (docs/payments.md, "Payments the user
 // approves"): which requests are held, the step-up answer, and a hold's
-// approval or its end without a send. A hold that lapsed (past its time,
-// or held under a policy since turned off) is ended by whoever meets it:
-// the money path's repeat, or the recoverer.
+// approval or its end without a send: held, approved, declined, expired.
+// A hold that lapsed (past its time, or held under a policy since turned
+// off: lapsed) is ended by whoever meets it: the money path's repeat, a
+// step-up read, or the recoverer's loop (Holds.expire).
 //
 // A change of where money goes is held like a payment: with step-up on,
 // creating, changing or deleting a merchant (POST /v2/merchants, PUT or
@@ -43,28 +44,52 @@ type HoldLedger interface {
 	Decline(ctx context.Context, id int64, ending string) (bool, error)
 }
 
+// ExpiryLedger is what the holds' expiry needs of the ledger: every hold
+// past its deadline declined (ExpireHolds).
+type ExpiryLedger interface {
+	ExpireHolds(ctx context.Context) (int64, error)
+}
+
 var (
-	_ HoldLedger = (*ledger.Postgres)(nil)
-	_ HoldLedger = (*ledger.Memory)(nil)
+	_ HoldLedger   = (*ledger.Postgres)(nil)
+	_ HoldLedger   = (*ledger.Memory)(nil)
+	_ ExpiryLedger = (*ledger.Postgres)(nil)
+	_ ExpiryLedger = (*ledger.Memory)(nil)
 )
 
-// Holds holds the payments the policy names for the user's approval, and
-// releases each once. A nil *Holds is step-up off: it holds nothing, and
-// finds no hold to approve.
+// Holds holds the payments the policy names for the user's approval,
+// releases each once, and ends those declined or lapsed. With step-up off
+// (policy.refs.holding, the one place that is decided) it holds nothing
+// and finds no hold to approve, and still ends the holds made before it
+// was turned off. Safe for concurrent use.
 type Holds struct {
 	base
-	ledger  HoldLedger
-	policy  StepUp
-	refs    *holdRefs
-	records *Records
-	send    sender        // the money path
-	timeout time.Duration // the upstream timeout: an approved send's claim ends within it
+	ledger   HoldLedger
+	expiring ExpiryLedger // the background's: the expiry runs in the recoverer's loop
+	policy   holdPolicy
+	records  *Records
+	send     sender        // the owner of an approved hold's claim
+	timeout  time.Duration // the upstream timeout: an approved send's claim ends within it
 }
 
 // sender sends an approved hold as the owner of its claim, by the money
-// path's rules.
+// path's rules (owners).
 type sender interface {
 	sendApproved(ctx context.Context, m *moneyCall) *problem.Problem
+}
+
+var _ sender = (*owners)(nil)
+
+// newHolds returns the holds of policy (nil: step-up off), read and ended
+// through led and expired through expiring, their references refs; an
+// approved hold is sent through send within timeout, and read back from
+// records.
+func newHolds(b base, led HoldLedger, expiring ExpiryLedger, policy *StepUp, refs holdRefs, records *Records, send sender, timeout time.Duration) *Holds {
+	h := &Holds{base: b, ledger: led, expiring: expiring, policy: holdPolicy{refs: refs}, records: records, send: send, timeout: timeout}
+	if policy != nil {
+		h.policy.StepUp = *policy
+	}
+	return h
 }
 
 // StepUp is the policy of payments the user approves (payments.step_up):
@@ -103,13 +128,20 @@ type StepUp struct {
 // from the database's (the hold's time) and the BFF's.
 const approvalSkew = 5 * time.Second
 
+// holdPolicy is step-up's policy and its references: which requests are
+// held, the answer that says so, when a hold can no longer be approved,
+// and what an approval must prove. The zero value holds nothing.
+type holdPolicy struct {
+	StepUp
+	refs holdRefs
+}
+
 // wants reports whether a payment creation on route with content c needs
 // the user's approval.
-func (s *Holds) wants(route string, c Content) bool {
-	if s == nil || c.Info == nil {
+func (su holdPolicy) wants(route string, c Content) bool {
+	if !su.refs.holding() || c.Info == nil {
 		return false
 	}
-	su := s.policy
 	if len(su.Routes) > 0 && !slices.Contains(su.Routes, route) {
 		return false
 	}
@@ -124,26 +156,61 @@ func (s *Holds) wants(route string, c Content) bool {
 	return err != nil || c.Info.Amount.Minor >= min
 }
 
+// changes reports whether a call to path with method changes where
+// money goes and is held: with step-up on, a POST, PUT or DELETE under the
+// merchants.
+func (su holdPolicy) changes(path, method string) bool {
+	if !su.refs.holding() {
+		return false
+	}
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodDelete:
+	default:
+		return false
+	}
+	return path == merchantsPath || strings.HasPrefix(path, merchantsPath+"/")
+}
+
+// lapsed is the ending of an awaiting hold that can no longer be approved
+// (expired: past its time; withdrawn: held under a step-up policy since
+// turned off), or "" while it can.
+func (su holdPolicy) lapsed(rec *ledger.Record) string {
+	switch {
+	case rec.Expired:
+		return ledger.EndExpired
+	case !su.refs.holding():
+		return ledger.EndWithdrawn
+	}
+	return ""
+}
+
 // required is the answer to a held payment: 401 STEP_UP_REQUIRED
 // with the step-up URL and RFC 9470's challenge.
-func (s *Holds) required(userID, sessionRef string, id int64, until time.Time) *problem.Problem {
+func (su holdPolicy) required(userID, sessionRef string, id int64, until time.Time) *problem.Problem {
 	p := problem.New(problem.CodeStepUpRequired, "this payment needs your approval; nothing was sent. Open stepUpUrl to approve it: it is then sent once, under the same Idempotency-Key")
 	p.Ext = []problem.Member{
-		{Name: "stepUpUrl", Value: s.refs.stepUpURL(userID, sessionRef, id)},
-		{Name: "acrValues", Value: s.policy.ACRValues},
+		{Name: "stepUpUrl", Value: su.refs.stepUpURL(userID, sessionRef, id)},
+		{Name: "acrValues", Value: su.ACRValues},
 		{Name: "expiresAt", Value: until.UTC().Format(time.RFC3339)},
 	}
 	challenge := `Bearer error="insufficient_user_authentication", error_description="the payment needs your approval"`
-	if len(s.policy.ACRValues) > 0 {
-		challenge += `, acr_values="` + strings.Join(s.policy.ACRValues, " ") + `"`
+	if len(su.ACRValues) > 0 {
+		challenge += `, acr_values="` + strings.Join(su.ACRValues, " ") + `"`
 	}
-	if s.policy.MaxAge > 0 {
-		secs := int64(s.policy.MaxAge / time.Second)
+	if su.MaxAge > 0 {
+		secs := int64(su.MaxAge / time.Second)
 		p.Ext = append(p.Ext, problem.Member{Name: "maxAge", Value: secs})
 		challenge += ", max_age=" + strconv.FormatInt(secs, 10)
 	}
 	p.WWWAuthenticate = challenge
 	return p
+}
+
+// newlyHeld is the answer to a request claimed for the user's approval
+// (claim), reported as held.
+func (s *Holds) newlyHeld(m *moneyCall, claim *ledger.Claim) *problem.Problem {
+	s.observe.MoneyRequest(MoneyHeld)
+	return s.policy.required(m.req.UserID, m.req.SessionRef, claim.ID, claim.ClaimedAt.Add(s.policy.HoldFor))
 }
 
 // declined is the answer for a hold that ended without a send.
@@ -177,6 +244,16 @@ type Hold struct {
 	Expires   time.Time
 }
 
+// Declined is a hold ended without a send; Ending says why
+// (ledger.EndDenied, EndMismatch, EndExpired, EndWithdrawn).
+type Declined struct {
+	Ending string
+}
+
+// Answer is the refusal a repeat of the payment's key gets from now on: 403
+// STEP_UP_DECLINED, saying why.
+func (d Declined) Answer() *problem.Problem { return declined(d.Ending) }
+
 // HeldPayment opens a step-up reference: the payment it names, still
 // waiting for its approval.
 func (s *Holds) HeldPayment(ctx context.Context, ref string) (Hold, *problem.Problem) {
@@ -184,8 +261,8 @@ func (s *Holds) HeldPayment(ctx context.Context, ref string) (Hold, *problem.Pro
 	if p != nil {
 		return Hold{}, p
 	}
-	if p := s.stillHeld(ctx, rec); p != nil {
-		return Hold{}, p
+	if d, p := s.standing(ctx, rec); p != nil || d != nil {
+		return Hold{}, answerOf(d, p)
 	}
 	details, p := s.heldDetails(ctx, rec, "")
 	if p != nil {
@@ -197,41 +274,38 @@ func (s *Holds) HeldPayment(ctx context.Context, ref string) (Hold, *problem.Pro
 
 // DeclineHold ends the hold ref names without a send, for the session
 // sessionRef of userID that made it: the user cancelled at the provider,
-// or the provider refused. When the payment is declined (now, or before),
-// declined is the refusal a repeat of its key now gets (403
-// STEP_UP_DECLINED) and failed is nil; otherwise declined is nil and failed
-// says why it was not (another session's, approved meanwhile, the ledger).
-func (s *Holds) DeclineHold(ctx context.Context, ref, userID, sessionRef string) (declined, failed *problem.Problem) {
+// or the provider refused. It returns the decline when the payment is
+// declined (now, or before), else the error that says why it was not
+// (another session's, approved meanwhile, the ledger): a *problem.Problem.
+func (s *Holds) DeclineHold(ctx context.Context, ref, userID, sessionRef string) (Declined, error) {
 	rec, p := s.heldRecord(ctx, ref)
 	if p != nil {
-		return nil, p
+		return Declined{}, p
 	}
 	if rec.UserID != userID || rec.SessionRef != sessionRef {
-		return nil, problem.New(problem.CodeNotFound, "no payment of this session waits for an approval under this reference")
+		return Declined{}, problem.New(problem.CodeNotFound, "no payment of this session waits for an approval under this reference")
 	}
-	p = s.stillHeld(ctx, rec)
-	if p == nil {
-		p = s.declineOrSay(ctx, rec.ID, ledger.EndDenied)
+	d, p := s.standing(ctx, rec)
+	if p == nil && d == nil {
+		d, p = s.declineOrSay(ctx, rec.ID, ledger.EndDenied)
 	}
-	if p.Code == problem.CodeStepUpDeclined {
-		return p, nil
+	if p != nil {
+		return Declined{}, p
 	}
-	return nil, p
+	return *d, nil
 }
 
 // heldRecord reads the record a reference names.
 func (s *Holds) heldRecord(ctx context.Context, ref string) (*ledger.Record, *problem.Problem) {
-	if s == nil {
+	if !s.policy.refs.holding() {
 		return nil, problem.New(problem.CodeNotFound, "payments are not held for approval here")
 	}
 	notFound := problem.New(problem.CodeNotFound, "no payment waits for an approval under this reference")
-	id, userID, sessionRef, ok := s.refs.open(ref)
+	id, userID, sessionRef, ok := s.policy.refs.open(ref)
 	if !ok {
 		return nil, notFound
 	}
-	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
-	rec, err := s.ledger.Record(lctx, id)
-	cancel()
+	rec, err := withLedger(ctx, func(ctx context.Context) (*ledger.Record, error) { return s.ledger.Record(ctx, id) })
 	switch {
 	case errors.Is(err, ledger.ErrNoRecord):
 		return nil, notFound
@@ -244,44 +318,82 @@ func (s *Holds) heldRecord(ctx context.Context, ref string) (*ledger.Record, *pr
 	return rec, nil
 }
 
-// stillHeld is nil when rec waits for its approval, else the answer that
-// says what became of it (a hold past its time is declined here).
-func (s *Holds) stillHeld(ctx context.Context, rec *ledger.Record) *problem.Problem {
+// standing says what became of the hold rec: nil and nil while it waits
+// for its approval, its decline when it was declined (a hold past its time
+// is declined here), else the answer that says what it became.
+func (s *Holds) standing(ctx context.Context, rec *ledger.Record) (*Declined, *problem.Problem) {
 	switch {
 	case rec.State == ledger.StateAwaiting && rec.Expired:
 		return s.declineOrSay(ctx, rec.ID, ledger.EndExpired)
 	case rec.State == ledger.StateAwaiting:
-		return nil
+		return nil, nil
 	case rec.State == ledger.StateDeclined:
-		return declined(rec.Ending)
+		return &Declined{Ending: rec.Ending}, nil
 	}
-	return problem.New(problem.CodeNotFound, "this payment no longer waits for an approval: it was approved already; read its outcome in GET /bff/payments")
+	return nil, problem.New(problem.CodeNotFound, "this payment no longer waits for an approval: it was approved already; read its outcome in GET /bff/payments")
 }
 
-// decline ends hold id without a send, and reports whether it did: false
-// when another approval or end won it meanwhile (or the ledger failed).
+// answerOf is the answer to a hold that no longer waits: its refusal when
+// declined, else p.
+func answerOf(d *Declined, p *problem.Problem) *problem.Problem {
+	if p == nil && d != nil {
+		return d.Answer()
+	}
+	return p
+}
+
+// decline ends hold id without a send (ending says why), and reports
+// whether this call ended it: false when another approval or end won it
+// meanwhile, or the ledger failed (the hold then expires at its deadline).
 func (s *Holds) decline(ctx context.Context, id int64, ending string) bool {
-	return s.declineHold(ctx, s.ledger, id, ending)
+	ok, err := withLedger(context.WithoutCancel(ctx), func(ctx context.Context) (bool, error) {
+		return s.ledger.Decline(ctx, id, ending)
+	})
+	if err != nil {
+		s.log.Warn("a held payment could not be declined; it expires at its deadline", slog.String("error", err.Error()))
+		return false
+	}
+	if ok {
+		s.observe.MoneyRequest(declinedResult(ending))
+	}
+	return ok
 }
 
-// declineOrSay declines hold id, and answers what is true afterwards: the
-// refusal when this decline ended it, else what became of it meanwhile.
-func (s *Holds) declineOrSay(ctx context.Context, id int64, ending string) *problem.Problem {
+// declineOrSay declines hold id, and says what is true afterwards: its
+// decline when this call or another ended it so, else the answer that
+// says what became of it meanwhile.
+func (s *Holds) declineOrSay(ctx context.Context, id int64, ending string) (*Declined, *problem.Problem) {
 	if s.decline(ctx, id, ending) {
-		return declined(ending)
+		return &Declined{Ending: ending}, nil
 	}
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
-	rec, err := s.ledger.Record(lctx, id)
-	cancel()
+	rec, err := withLedger(context.WithoutCancel(ctx), func(ctx context.Context) (*ledger.Record, error) { return s.ledger.Record(ctx, id) })
 	switch {
 	case err != nil:
-		return s.ledgerFailed("", err)
+		return nil, s.ledgerFailed("", err)
 	case rec.State == ledger.StateDeclined:
-		return declined(rec.Ending)
+		return &Declined{Ending: rec.Ending}, nil
 	case rec.State == ledger.StateAwaiting:
-		return problem.New(problem.CodeLedgerUnavailable, "this payment's approval could not be recorded right now; it was not sent and still waits")
+		return nil, problem.New(problem.CodeLedgerUnavailable, "this payment's approval could not be recorded right now; it was not sent and still waits")
 	}
-	return problem.New(problem.CodeNotFound, "this payment no longer waits for an approval: it was approved meanwhile; read its outcome in GET /bff/payments")
+	return nil, problem.New(problem.CodeNotFound, "this payment no longer waits for an approval: it was approved meanwhile; read its outcome in GET /bff/payments")
+}
+
+// expire declines the holds that ran out, so their users' lists and
+// streams say so without a read (the recoverer's loop runs it). A hold
+// read past its time is declined by its reader anyway (standing, a
+// repeat), so a few seconds late does no harm. Holds expire also after
+// step-up was turned off: none can be approved any more (a held change of
+// a merchant is not read again by a repeat, which is forwarded unheld
+// then).
+func (s *Holds) expire(ctx context.Context) {
+	n, err := withLedger(ctx, s.expiring.ExpireHolds)
+	if err != nil {
+		s.log.Warn("the recoverer could not expire held payments", slog.String("error", err.Error()))
+		return
+	}
+	for range n {
+		s.observe.MoneyRequest(declinedResult(ledger.EndExpired))
+	}
 }
 
 // Approval is what the identity provider proved when the user approved.
@@ -325,10 +437,10 @@ func (s *Holds) Approve(ctx context.Context, ref, userID, sessionRef string, a A
 		// hold stays for its own session.
 		return Record{}, problem.New(problem.CodeNotFound, "no payment of this session waits for an approval under this reference")
 	}
-	if p := s.stillHeld(ctx, rec); p != nil {
-		return Record{}, p
+	if d, p := s.standing(ctx, rec); p != nil || d != nil {
+		return Record{}, answerOf(d, p)
 	}
-	why, rebind := s.mismatch(ctx, rec, a)
+	why, rebind := s.policy.mismatch(ctx, s.up, rec, a)
 	if rebind != nil {
 		// The merchant's account changed after the user was shown it: the
 		// payment is not sent to an account the user did not approve, and
@@ -340,7 +452,7 @@ func (s *Holds) Approve(ctx context.Context, ref, userID, sessionRef string, a A
 	if why != "" {
 		s.log.Warn("a payment approval did not match its held payment; the payment is declined and not sent",
 			slog.String("requestId", a.RequestID), slog.String("reason", why))
-		return Record{}, s.declineOrSay(ctx, rec.ID, ledger.EndMismatch)
+		return Record{}, answerOf(s.declineOrSay(ctx, rec.ID, ledger.EndMismatch))
 	}
 	var held heldRequest
 	if json.Unmarshal(rec.Held, &held) != nil {
@@ -394,15 +506,15 @@ func (s *Holds) release(bg context.Context, rec *ledger.Record, held heldRequest
 // mismatch says why an approval does not release rec ("" when it does),
 // or, when the approval matches the held payment but for a merchant's
 // account that changed since it was shown, the answer that holds it again.
-func (s *Holds) mismatch(ctx context.Context, rec *ledger.Record, a Approval) (string, *problem.Problem) {
+func (su holdPolicy) mismatch(ctx context.Context, up Upstream, rec *ledger.Record, a Approval) (string, *problem.Problem) {
 	now := time.Now()
-	if s.policy.Now != nil {
-		now = s.policy.Now()
+	if su.Now != nil {
+		now = su.Now()
 	}
 	switch {
 	case a.UserID != rec.UserID:
 		return "the approval is another user's", nil
-	case !slices.Contains(s.policy.ACRValues, a.ACR) && len(s.policy.ACRValues) > 0:
+	case !slices.Contains(su.ACRValues, a.ACR) && len(su.ACRValues) > 0:
 		return "the authentication's class (acr) is not one the policy accepts", nil
 	case a.AuthTime.IsZero():
 		return "the approval carries no auth_time", nil
@@ -410,7 +522,7 @@ func (s *Holds) mismatch(ctx context.Context, rec *ledger.Record, a Approval) (s
 		return "the authentication happened before the payment was held", nil
 	case a.AuthTime.After(now.Add(approvalSkew)):
 		return "the authentication's time is in the future", nil
-	case s.policy.MaxAge > 0 && now.Sub(a.AuthTime) > s.policy.MaxAge+approvalSkew:
+	case su.MaxAge > 0 && now.Sub(a.AuthTime) > su.MaxAge+approvalSkew:
 		return "the authentication is older than max_age", nil
 	}
 	if mutant.Is(mutant.ApprovalContentUnchecked) {
@@ -427,7 +539,7 @@ func (s *Holds) mismatch(ctx context.Context, rec *ledger.Record, a Approval) (s
 	if !ok {
 		return "the held payment has no content to compare", nil
 	}
-	pe, p := payeeOf(ctx, s.up, rec.UserID, a.RequestID, c)
+	pe, p := payeeOf(ctx, up, rec.UserID, a.RequestID, c)
 	if p != nil {
 		return "", p // the payee cannot be checked now: nothing is sent, the hold stays
 	}
@@ -438,25 +550,10 @@ func (s *Holds) mismatch(ctx context.Context, rec *ledger.Record, a Approval) (s
 		return "", nil
 	case ok && pe != nil && sameDetail(repointed(got, want, c), want):
 		p := problem.New(problem.CodeStepUpRequired, "the merchant's account changed after this payment's approval was shown; it was not sent, and waits for an approval that shows the account it would now go to")
-		p.Ext = []problem.Member{{Name: "stepUpUrl", Value: s.refs.stepUpURL(rec.UserID, rec.SessionRef, rec.ID)}}
+		p.Ext = []problem.Member{{Name: "stepUpUrl", Value: su.refs.stepUpURL(rec.UserID, rec.SessionRef, rec.ID)}}
 		return "", p
 	}
 	return "the granted authorization_details are not the held payment's", nil
-}
-
-// changes reports whether a call to path with method changes where
-// money goes and is held: with step-up on, a POST, PUT or DELETE under the
-// merchants.
-func (s *Holds) changes(path, method string) bool {
-	if s == nil {
-		return false
-	}
-	switch method {
-	case http.MethodPost, http.MethodPut, http.MethodDelete:
-	default:
-		return false
-	}
-	return path == merchantsPath || strings.HasPrefix(path, merchantsPath+"/")
 }
 
 // heldDetails is the authorization_details of a held record: its payment

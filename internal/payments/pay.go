@@ -26,7 +26,7 @@ func (s *MoneyPath) serve(w http.ResponseWriter, r *http.Request, c proxy.Call, 
 		s.observe.MoneyRequest(refused)
 		return labels{}, p
 	}
-	if change || s.holds.wants(route, m.content) {
+	if change || s.holds.policy.wants(route, m.content) {
 		m.req.Held = m.heldForm()
 	}
 	// The payment is detached from the client: a mobile app that loses its
@@ -51,17 +51,8 @@ func (s *MoneyPath) claimed(ctx, bg context.Context, w http.ResponseWriter, m *m
 		return (&repeat{path: s, ctx: ctx, bg: bg, w: w, m: m}).answer(rec)
 	case m.req.Held != nil:
 		s.observe.MoneyRequest(MoneyHeld)
-		return labels{}, s.holds.required(m.req.UserID, m.req.SessionRef, claim.ID, claim.ClaimedAt.Add(s.holds.policy.HoldFor))
+		return labels{}, s.holds.newlyHeld(m, claim)
 	}
 	m.claim = claim
-	return (&owner{path: s, ctx: ctx, bg: bg, w: w, m: m}).run()
-}
-
-// sendApproved sends an approved hold, whose claim m holds, as its owner
-// (the sender of Holds): the answer is stored, never written to a client.
-func (s *MoneyPath) sendApproved(bg context.Context, m *moneyCall) *problem.Problem {
-	ctx, cancel := context.WithTimeout(bg, s.timeout)
-	defer cancel()
-	_, p := (&owner{path: s, ctx: ctx, bg: bg, w: &recorder{header: http.Header{}}, m: m}).run()
-	return p
+	return s.owners.run(ctx, bg, w, m)
 }

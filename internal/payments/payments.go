@@ -14,8 +14,11 @@
 // answer a repeat), the recoverer (Recoverer: the background settler), the
 // follower (Follower: polls and webhooks), the records (Records: list,
 // get, changes, position), their receipts (Receipts) and the holds
-// (Holds: held, approve, decline; nil when step-up is off). Evidence gathering is shared by the money path
-// and the recoverer. Service puts them together for the edge.
+// (Holds: held, approve, decline, expire; with step-up off it holds
+// nothing, decided in one place, holdRefs.holding). Each part's
+// constructor takes only its slice of the ledger, and no part is changed
+// after it is built. Evidence gathering is shared by the money path and
+// the recoverer. Service puts them together for the edge.
 //
 // Each file depends only on files before it in this order (checked by
 // TestFileOrder):
@@ -27,13 +30,13 @@
 //	replay.go     a stored answer, kept and written again
 //	details.go    the RFC 9396 details an approval binds, and a held request
 //	admit.go      admission: a money request read once, or refused
-//	evidence.go   evidence gathering, and a conclusion stored
-//	holdrefs.go   the sealed references of holds
+//	evidence.go   evidence gathering, and a conclusion stored (one method)
+//	owner.go      the owner's send, one phase per class of end
+//	holdrefs.go   the sealed references of holds, and whether step-up is on
 //	records.go    the user's records
 //	receipt.go    a finished request's signed receipt
-//	holds.go      payments the user approves
+//	holds.go      payments the user approves: held, approved, declined, expired
 //	money.go      the money path's state and its ledger calls
-//	owner.go      the owner's send, one phase per class of end
 //	repeat.go     a repeat, one transition per ledger state
 //	pay.go        a request led through: admitted, claimed, held, sent or repeated
 //	recoverer.go  the background settler
@@ -66,6 +69,7 @@ type Ledger interface {
 	FollowLedger
 	RecordLedger
 	HoldLedger
+	ExpiryLedger
 	ReceiptLedger
 }
 
@@ -134,7 +138,7 @@ type Service struct {
 	recoverer *Recoverer
 	follower  *Follower
 	records   *Records
-	holds     *Holds    // nil also when step-up is off
+	holds     *Holds    // with step-up off, it holds nothing (holdRefs.holding)
 	receipts  *Receipts // nil also without receipt keys
 }
 
@@ -156,25 +160,22 @@ func New(o Options) *Service {
 		key = make([]byte, 32)
 		_, _ = rand.Read(key)
 	}
-	ev := &evidence{base: b, ledger: o.Ledger, listLag: o.ListLag}
-	s.records = &Records{ledger: o.Ledger, cursors: derive(key, "bff payment cursors", o.DecryptionKeys)}
-	s.money = &MoneyPath{base: b, ledger: o.Ledger, evidence: ev, timeout: o.Timeout}
-	if o.ReceiptKeys != nil {
-		s.receipts = &Receipts{ledger: o.Ledger, keys: o.ReceiptKeys, issuer: o.Issuer, now: time.Now}
-	}
-	if o.StepUp != nil {
-		refs := &holdRefs{box: derive(key, "bff step-up holds", o.DecryptionKeys), url: o.StepUp.URL}
-		s.records.refs = refs
-		s.holds = &Holds{base: b, ledger: o.Ledger, policy: *o.StepUp, refs: refs, records: s.records,
-			send: s.money, timeout: o.Timeout}
-		s.money.holds = s.holds
-	}
 	bg := o.Background
 	if bg == nil {
 		bg = o.Ledger
 	}
-	s.recoverer = &Recoverer{base: b, ledger: bg, evidence: &evidence{base: b, ledger: bg, listLag: o.ListLag}, pace: defaultPace}
-	s.follower = &Follower{base: b, ledger: bg, pushed: o.Ledger, follow: o.Follow, instance: o.Instance}
+	refs := holdRefs{}
+	if o.StepUp != nil {
+		refs = holdRefs{box: derive(key, "bff step-up holds", o.DecryptionKeys), url: o.StepUp.URL}
+	}
+	ev := newEvidence(b, o.Ledger, o.ListLag)
+	owners := newOwners(b, o.Ledger, ev, o.Timeout)
+	s.records = newRecords(o.Ledger, derive(key, "bff payment cursors", o.DecryptionKeys), refs)
+	s.receipts = newReceipts(o.Ledger, o.ReceiptKeys, o.Issuer)
+	s.holds = newHolds(b, o.Ledger, bg, o.StepUp, refs, s.records, owners, o.Timeout)
+	s.money = newMoneyPath(b, o.Ledger, ev, owners, s.holds, o.Timeout)
+	s.recoverer = newRecoverer(b, bg, newEvidence(b, bg, o.ListLag), s.holds)
+	s.follower = newFollower(b, bg, o.Ledger, o.Follow, o.Instance)
 	return s
 }
 
@@ -203,7 +204,7 @@ func moneyRoutes(prefixes []string) *proxy.Routes {
 // on, a change of a merchant.
 func (s *Service) Handles(t proxy.Target, method string) bool {
 	switch {
-	case s.holds.changes(t.Path, method):
+	case s.holds != nil && s.holds.policy.changes(t.Path, method):
 		return true
 	case method != http.MethodPost:
 		return false
@@ -228,7 +229,7 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request, c proxy.Call, t 
 	default:
 		route, _ := s.routes.Under(t.Path)
 		var out labels
-		out, p = s.money.serve(w, r, c, t, route, s.holds.changes(t.Path, r.Method))
+		out, p = s.money.serve(w, r, c, t, route, s.holds.policy.changes(t.Path, r.Method))
 		res.UpstreamStatus, res.Code = out.upstreamStatus, out.replayedCode
 	}
 	if p != nil {
@@ -313,16 +314,31 @@ func (s *Service) Position(ctx context.Context, userID string) (int64, error) {
 
 // HeldPayment opens a step-up reference (Holds.HeldPayment).
 func (s *Service) HeldPayment(ctx context.Context, ref string) (Hold, *problem.Problem) {
+	if s.holds == nil {
+		return Hold{}, notHeld()
+	}
 	return s.holds.HeldPayment(ctx, ref)
 }
 
 // Approve releases the hold ref names, when the approval matches it
 // (Holds.Approve).
 func (s *Service) Approve(ctx context.Context, ref, userID, sessionRef string, a Approval) (Record, *problem.Problem) {
+	if s.holds == nil {
+		return Record{}, notHeld()
+	}
 	return s.holds.Approve(ctx, ref, userID, sessionRef, a)
 }
 
 // DeclineHold ends the hold ref names without a send (Holds.DeclineHold).
-func (s *Service) DeclineHold(ctx context.Context, ref, userID, sessionRef string) (declined, failed *problem.Problem) {
+func (s *Service) DeclineHold(ctx context.Context, ref, userID, sessionRef string) (Declined, error) {
+	if s.holds == nil {
+		return Declined{}, notHeld()
+	}
 	return s.holds.DeclineHold(ctx, ref, userID, sessionRef)
+}
+
+// notHeld is the answer to a step-up reference without a ledger: nothing
+// is held here.
+func notHeld() *problem.Problem {
+	return problem.New(problem.CodeNotFound, "payments are not held for approval here")
 }

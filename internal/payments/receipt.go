@@ -23,6 +23,15 @@ type Receipts struct {
 	now    func() time.Time
 }
 
+// newReceipts returns the receipts of led's records, signed with keys in
+// issuer's name; nil (no receipts) when keys is nil.
+func newReceipts(led ReceiptLedger, keys *signing.Keys, issuer string) *Receipts {
+	if keys == nil {
+		return nil
+	}
+	return &Receipts{ledger: led, keys: keys, issuer: issuer, now: time.Now}
+}
+
 // ReceiptLedger is the ledger's part receipts read.
 type ReceiptLedger interface {
 	Facts(ctx context.Context, userID, key string) (ledger.Facts, bool, error)

@@ -84,7 +84,13 @@ func (r Record) ForSession(handle string) Record {
 type Records struct {
 	ledger  RecordLedger
 	cursors *seal.Box
-	refs    *holdRefs // nil when step-up is off
+	refs    holdRefs // a hold's step-up URL, shown to its session
+}
+
+// newRecords returns the records read from led, their cursors sealed with
+// cursors.
+func newRecords(led RecordLedger, cursors *seal.Box, refs holdRefs) *Records {
+	return &Records{ledger: led, cursors: cursors, refs: refs}
 }
 
 // Page is one page of a user's records, newest first. NextCursor is empty

@@ -16,15 +16,14 @@ import (
 // its owner never marked the send, else unknown), and each unknown outcome
 // is looked for in the upstream's payment list as soon as, and as long as,
 // the evidence may allow; a repeat of the key then replays what was found.
-// It also ends the holds that ran out.
+// Its loop also runs the holds' expiry (Holds.expire).
 
 // RecoveryLedger is what the recoverer needs of the ledger besides the
-// evidence: the records due a look (Due), a claim past its deadline ended
-// (Abandon), and the holds that ran out ended (ExpireHolds).
+// evidence: the records due a look (Due), and a claim past its deadline
+// ended (Abandon).
 type RecoveryLedger interface {
 	Due(ctx context.Context, limit int, lease, maxLease, giveUp time.Duration) ([]*ledger.Record, error)
 	Abandon(ctx context.Context, id int64) (ledger.State, error)
-	ExpireHolds(ctx context.Context) (int64, error)
 }
 
 var (
@@ -37,7 +36,14 @@ type Recoverer struct {
 	base
 	ledger   RecoveryLedger
 	evidence *evidence
+	holds    *Holds // their expiry
 	pace     recoveryPace
+}
+
+// newRecoverer returns the recoverer that leases through led, settles
+// with ev and expires holds' holds, at the default pace.
+func newRecoverer(b base, led RecoveryLedger, ev *evidence, holds *Holds) *Recoverer {
+	return &Recoverer{base: b, ledger: led, evidence: ev, holds: holds, pace: defaultPace}
 }
 
 // recoveryPace is how the recoverer paces itself.
@@ -67,15 +73,9 @@ func (s *Recoverer) Run(ctx context.Context) {
 		case <-t.C:
 		}
 		s.settleDue(ctx)
-		// A hold read past its time is declined by its reader anyway
-		// (stillHeld, a repeat); this only makes lists and streams say so
-		// without a read, which a few seconds late does not harm. Holds
-		// expire also after step-up was turned off: none can be approved
-		// any more (a held change of a merchant is not read again by a
-		// repeat, which is forwarded unheld then).
 		if time.Since(expired) >= expireEvery {
 			expired = time.Now()
-			s.expireHolds(ctx)
+			s.holds.expire(ctx)
 		}
 	}
 }
@@ -125,7 +125,7 @@ func (s *Recoverer) settleRecord(ctx context.Context, rec *ledger.Record) {
 	// claimed it, so the upstream's log ties its look-ups to the payment.
 	c := proxy.Call{UserID: rec.UserID, RequestID: rec.RequestID + "-settle-" + strconv.FormatInt(rec.ID, 10)}
 	res := s.evidence.settle(ctx, c, subjectOf(rec))
-	applied, err := s.evidence.store(ctx, rec, recordPath(rec), res)
+	applied, err := s.evidence.store(ctx, s.evidence.unknown(rec), recordPath(rec), rec.UpstreamStatus, res)
 	if err != nil {
 		s.log.Warn("the recoverer could not store a settled outcome", slog.String("error", err.Error()))
 		return
@@ -140,17 +140,4 @@ func (s *Recoverer) settleRecord(ctx context.Context, rec *ledger.Record) {
 	}
 	s.observe.MoneyRequest(MoneyNotMadeBackground)
 	s.log.Info("an unknown payment outcome was proved not made; its key is given back", slog.String("requestId", rec.RequestID))
-}
-
-// expireHolds declines the holds that ran out, so their users' lists and
-// streams say so without a repeat.
-func (s *Recoverer) expireHolds(ctx context.Context) {
-	n, err := withLedger(ctx, s.ledger.ExpireHolds)
-	if err != nil {
-		s.log.Warn("the recoverer could not expire held payments", slog.String("error", err.Error()))
-		return
-	}
-	for range n {
-		s.observe.MoneyRequest(declinedResult(ledger.EndExpired))
-	}
 }

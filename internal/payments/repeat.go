@@ -50,45 +50,69 @@ func (r *repeat) answer(rec *ledger.Record) (labels, *problem.Problem) {
 	return labels{}, r.path.ledgerFailed(r.m.call.RequestID, errors.New("a repeated payment's record kept changing under it"))
 }
 
-// at is the transition from rec's state.
+// at is the transition from rec's state: one named transition each.
 func (r *repeat) at(rec *ledger.Record) step {
 	switch {
 	case !r.m.sameRequest(rec):
-		r.event(rec, ledger.EventReused)
-		return answered(labels{}, problem.New(problem.CodeIdempotencyKeyReused, "this Idempotency-Key was used for a different request"))
-	case rec.State == ledger.StateAwaiting && (rec.Expired || r.path.holds == nil):
+		return r.reused(rec)
+	case rec.State == ledger.StateAwaiting && r.path.holds.policy.lapsed(rec) != "":
 		return r.lapsedHold(rec)
 	case rec.State == ledger.StateAwaiting:
-		r.event(rec, ledger.EventHeld)
-		return answered(labels{}, r.path.holds.required(rec.UserID, rec.SessionRef, rec.ID, rec.Deadline))
+		return r.awaiting(rec)
 	case rec.State == ledger.StateDeclined:
-		r.event(rec, ledger.EventReplayed)
-		return answered(labels{replayedCode: problem.CodeStepUpDeclined}, declined(rec.Ending))
+		return r.wasDeclined(rec)
 	case rec.State == ledger.StateDone:
-		r.event(rec, ledger.EventReplayed)
-		return answered(labels{replayedCode: replay(r.w, rec.Response)}, nil)
+		return r.done(rec)
 	case rec.State == ledger.StateInFlight && rec.Expired:
 		return r.ownerGone(rec)
+	case rec.State == ledger.StateInFlight:
+		return r.inFlight(rec)
 	case rec.State == ledger.StateReleased:
 		return r.claimAgain()
-	case rec.State == ledger.StateInFlight:
-		r.event(rec, ledger.EventInProgress)
-		p := problem.New(problem.CodeIdempotencyInProgress, "a request with this Idempotency-Key is still being processed; retry shortly")
-		p.RetryAfter = "1"
-		return answered(labels{}, p)
 	}
 	return r.settleUnknown(rec)
 }
 
-// lapsedHold: a hold past its time, or held under a step-up policy since
-// turned off (no approval can come), is declined, never sent. When another
-// request ended it meanwhile, read what it became.
+// reused: the key was claimed by another request (another body, path or
+// query): refused, never sent.
+func (r *repeat) reused(rec *ledger.Record) step {
+	r.event(rec, ledger.EventReused)
+	return answered(labels{}, problem.New(problem.CodeIdempotencyKeyReused, "this Idempotency-Key was used for a different request"))
+}
+
+// awaiting: held for the user's approval, not sent; the answer says where
+// to approve it.
+func (r *repeat) awaiting(rec *ledger.Record) step {
+	r.event(rec, ledger.EventHeld)
+	return answered(labels{}, r.path.holds.policy.required(rec.UserID, rec.SessionRef, rec.ID, rec.Deadline))
+}
+
+// wasDeclined: held and never approved, so never sent; its refusal replayed.
+func (r *repeat) wasDeclined(rec *ledger.Record) step {
+	r.event(rec, ledger.EventReplayed)
+	return answered(labels{replayedCode: problem.CodeStepUpDeclined}, declined(rec.Ending))
+}
+
+// done: the stored answer, replayed.
+func (r *repeat) done(rec *ledger.Record) step {
+	r.event(rec, ledger.EventReplayed)
+	return answered(labels{replayedCode: replay(r.w, rec.Response)}, nil)
+}
+
+// inFlight: its owner is still at work, within its deadline: retry shortly.
+func (r *repeat) inFlight(rec *ledger.Record) step {
+	r.event(rec, ledger.EventInProgress)
+	p := problem.New(problem.CodeIdempotencyInProgress, "a request with this Idempotency-Key is still being processed; retry shortly")
+	p.RetryAfter = "1"
+	return answered(labels{}, p)
+}
+
+// lapsedHold: a hold that can no longer be approved (Holds.lapsed) is
+// declined, never sent. When another request ended it meanwhile, read
+// what it became.
 func (r *repeat) lapsedHold(rec *ledger.Record) step {
-	ending := ledger.EndExpired
-	if !rec.Expired {
-		ending = ledger.EndWithdrawn
-	}
-	if r.path.declineLapsed(r.bg, rec.ID, ending) {
+	ending := r.path.holds.policy.lapsed(rec)
+	if r.path.holds.decline(r.bg, rec.ID, ending) {
 		r.event(rec, ledger.EventReplayed)
 		return answered(labels{replayedCode: problem.CodeStepUpDeclined}, declined(ending))
 	}
@@ -119,14 +143,15 @@ func (r *repeat) ownerGone(rec *ledger.Record) step {
 // answer, not made gives the key back and runs it here, and unknown stays
 // unknown.
 func (r *repeat) settleUnknown(rec *ledger.Record) step {
-	res := r.path.evidence.settle(r.bg, r.m.call, subjectOf(rec))
-	applied, err := r.path.evidence.store(r.bg, rec, r.m.target.Path, res)
+	ev := r.path.evidence
+	res := ev.settle(r.bg, r.m.call, subjectOf(rec))
+	applied, err := ev.store(r.bg, ev.unknown(rec), r.m.target.Path, rec.UpstreamStatus, res)
 	switch {
 	case err != nil:
 		return answered(labels{}, r.path.ledgerFailed(r.m.call.RequestID, err))
 	case res.Conclusion == Unknown:
 		r.event(rec, ledger.EventUnknown)
-		return answered(labels{}, outcomeUnknown("", rec.UpstreamStatus))
+		return answered(labels{}, unknownAnswer("", rec.UpstreamStatus))
 	case res.Conclusion == NotMade && applied:
 		r.event(rec, ledger.EventNotMade)
 	case res.Conclusion == Made && applied:
@@ -148,11 +173,10 @@ func (r *repeat) claimAgain() step {
 		return answered(labels{}, r.path.ledgerFailed(m.call.RequestID, err))
 	case claim != nil && m.req.Held != nil:
 		// Claimed again for the user's approval: held, not sent.
-		r.path.observe.MoneyRequest(MoneyHeld)
-		return answered(labels{}, r.path.holds.required(m.req.UserID, m.req.SessionRef, claim.ID, claim.ClaimedAt.Add(r.path.holds.policy.HoldFor)))
+		return answered(labels{}, r.path.holds.newlyHeld(m, claim))
 	case claim != nil:
 		m.claim = claim
-		return answered((&owner{path: r.path, ctx: r.ctx, bg: r.bg, w: r.w, m: m}).run())
+		return answered(r.path.owners.run(r.ctx, r.bg, r.w, m))
 	}
 	return step{next: next}
 }

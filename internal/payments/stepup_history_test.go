@@ -223,15 +223,15 @@ func (h *holdHistory) cancel(k *holdKey, asThief bool) {
 	if asThief {
 		session = "thief" // another session cannot cancel it
 	}
-	declined, failed := h.svc().DeclineHold(context.Background(), ref, "alice", session)
-	p := failed
-	if declined != nil {
-		p = declined
+	declined, err := h.svc().DeclineHold(context.Background(), ref, "alice", session)
+	if err == nil {
+		h.note("cancel %s: declined %s", k.key, declined.Ending)
+	} else {
+		h.note("cancel %s: %v", k.key, err)
 	}
-	h.note("cancel %s: %v", k.key, p)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if declined != nil && !k.matched {
+	if err == nil && !k.matched {
 		k.ended = true
 	}
 }

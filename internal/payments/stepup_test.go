@@ -208,8 +208,8 @@ func TestStepUpCancelledAndExpiredNeverSend(t *testing.T) {
 	ctx := context.Background()
 	f := stepUpFixture(t)
 	ref := heldRef(t, f.pay(t, bigPayment, "cancelled"))
-	if p, failed := f.svc.DeclineHold(ctx, ref, "alice", "handle"); failed != nil || p == nil || p.Code != problem.CodeStepUpDeclined {
-		t.Fatalf("DeclineHold: got %v, %v", p, failed)
+	if d, err := f.svc.DeclineHold(ctx, ref, "alice", "handle"); err != nil || d.Ending != ledger.EndDenied || d.Answer().Code != problem.CodeStepUpDeclined {
+		t.Fatalf("DeclineHold: got %+v, %v; want declined (denied), no error", d, err)
 	}
 	w := f.pay(t, bigPayment, "cancelled")
 	if p := decodeProblem(t, w); w.Code != http.StatusForbidden || p.Code != problem.CodeStepUpDeclined || !strings.Contains(p.Detail, "new Idempotency-Key") {
