@@ -978,7 +978,9 @@ func (h *mhHistory) retry(u *mhUser, rng *rand.Rand, k *mhKey, a *mhAttempt) {
 			return
 		}
 		if a.code == problem.CodeIdempotencyInProgress {
-			time.Sleep(30 * time.Millisecond) // its Retry-After, shortened
+			// deliberate: its Retry-After, shortened: a client's pause while
+			// the first request's owner is at the upstream, in real time.
+			time.Sleep(30 * time.Millisecond)
 		}
 		a = h.repeat(u, rng, k)
 	}
@@ -1263,6 +1265,8 @@ func (h *mhHistory) quiesce(rng *rand.Rand, end time.Time) {
 	if late {
 		// A late act lands at most mhLateMax after its request was taken,
 		// which was before the history ended: a bounded wait.
+		// deliberate: the simulator's late acts run on real timers
+		// (upstreamsim's ActLate), not on a clock this test can move.
 		time.Sleep(time.Until(end.Add(mhLateMax + 300*time.Millisecond)))
 	}
 	if h.v.told > 0 && h.v.lag > 0 {
@@ -1343,7 +1347,7 @@ func (h *mhHistory) lateOther(rng *rand.Rand) {
 	}
 	h.place(u, "hangBefore", 0) // A's
 	if d := rec.Deadline.Sub(h.clock.now()); d >= 0 {
-		time.Sleep(d + time.Millisecond) // A's claim comes after B's deadline
+		h.clock.pass(d + time.Millisecond) // A's claim comes after B's deadline, on the ledger's clock
 	}
 	a := h.createWith(u, rng, "create", name, c, -1)
 	// The rule decides only when A's snapshot left B's payment out: a
