@@ -180,8 +180,8 @@ func (g *gate) close() {
 	if g == nil {
 		return
 	}
+	g.mu.Lock() // failed() checks ctx under mu: none starts a probe after this
 	g.stop()
-	g.mu.Lock() // a failed() past its check has started its probe
 	g.mu.Unlock()
 	g.probes.Wait()
 }
