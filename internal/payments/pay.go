@@ -50,7 +50,6 @@ func (s *MoneyPath) claimed(ctx, bg context.Context, w http.ResponseWriter, m *m
 	case rec != nil:
 		return (&repeat{path: s, ctx: ctx, bg: bg, w: w, m: m}).answer(rec)
 	case m.req.Held != nil:
-		s.observe.MoneyRequest(MoneyHeld)
 		return labels{}, s.holds.newlyHeld(m, claim)
 	}
 	m.claim = claim

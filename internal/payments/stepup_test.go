@@ -3,6 +3,7 @@ package payments_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -292,4 +293,21 @@ func TestStepUpApprovedButRefusedBeforeActing(t *testing.T) {
 		t.Fatalf("the upstream made %d payments, want none", n)
 	}
 	heldRef(t, f.pay(t, bigPayment, "refused-1")) // held again: a new approval is needed
+}
+
+// A payment held for the user's approval is reported "held" once, and
+// each repeat that finds it waiting once more (bff_money_requests_total
+// compares held with approved and declined).
+func TestNewHoldIsObservedOnce(t *testing.T) {
+	f := stepUpFixture(t)
+	heldRef(t, f.pay(t, bigPayment, "held-once"))
+	money, _ := f.events.get()
+	if want := map[string]int{"held": 1}; !maps.Equal(money, want) {
+		t.Fatalf("after one held payment the Observer heard %v, want %v", money, want)
+	}
+	heldRef(t, f.pay(t, bigPayment, "held-once"))
+	money, _ = f.events.get()
+	if want := map[string]int{"held": 2}; !maps.Equal(money, want) {
+		t.Fatalf("after the held payment and one repeat the Observer heard %v, want %v", money, want)
+	}
 }
