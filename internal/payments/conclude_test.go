@@ -11,13 +11,34 @@ import (
 )
 
 // One row per rule of Conclude (conclude.go), in the order
-// docs/payments.md states them.
+// docs/payments.md states them (concludeCases).
 func TestConclude(t *testing.T) {
+	for _, tc := range concludeCases(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			got := payments.Conclude(tc.e)
+			if got.Conclusion != tc.want {
+				t.Fatalf("got %v (%s), want %v", got.Conclusion, got.Reason, tc.want)
+			}
+			if got.Conclusion == payments.Made && got.Payment.ID != "P" {
+				t.Fatalf("made: got payment %q, want P", got.Payment.ID)
+			}
+		})
+	}
+}
+
+// concludeCase is evidence and the conclusion it must lead to.
+type concludeCase struct {
+	name string
+	e    payments.Evidence
+	want payments.Conclusion
+}
+
+// concludeCases are TestConclude's rows: a payment made ("P") is the
+// one Made must name.
+func concludeCases(t *testing.T) []concludeCase {
 	t0 := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
 	req := content(t, `{"paymentInformation":{"amount":"12.50","currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"}}}`)
-	listed := func(id string, at time.Time, info string) payments.Listed {
-		return listedAs(id, at, info)
-	}
+	listed := listedAs
 	same := `{"amount":12.5,"currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"}}`
 	snap := ledger.SendEvidence{Snapshot: true, SeenBefore: []string{"OLD"}, SeenFrom: t0.Add(-2 * time.Second), WindowEnd: t0.Add(30 * time.Second)}
 	old := listed("OLD", t0.Add(-time.Hour), same)
@@ -25,11 +46,7 @@ func TestConclude(t *testing.T) {
 	whole := func(ps ...payments.Listed) payments.Listing { return payments.Listing{Payments: ps, Whole: true} }
 	otherContent := []byte(`{"paymentInformation":{"amount":"12.50","currency":"EUR","creditorAccount":{"iban":"DE89370400440532013000"}}}`)
 
-	for _, tc := range []struct {
-		name string
-		e    payments.Evidence
-		want payments.Conclusion
-	}{
+	return []concludeCase{
 		// Made.
 		{"one fresh equal payment inside the window is made", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(mine, old)}, payments.Made},
 		{"made needs no quiet: an answer lost in flight can be proved", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(mine), Quiet: false}, payments.Made},
@@ -85,16 +102,6 @@ func TestConclude(t *testing.T) {
 		{"outside the window", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(listed("P", t0.Add(time.Hour), same))}, payments.Unknown},
 		{"no window (no Date)", payments.Evidence{Request: req, Snapshot: ledger.SendEvidence{Snapshot: true}, Listing: whole(mine)}, payments.Unknown},
 		{"no createdAt", payments.Evidence{Request: req, Snapshot: snap, Listing: whole(listed("P", time.Time{}, same))}, payments.Unknown},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := payments.Conclude(tc.e)
-			if got.Conclusion != tc.want {
-				t.Fatalf("got %v (%s), want %v", got.Conclusion, got.Reason, tc.want)
-			}
-			if got.Conclusion == payments.Made && got.Payment.ID != "P" {
-				t.Fatalf("made: got payment %q, want P", got.Payment.ID)
-			}
-		})
 	}
 }
 

@@ -182,6 +182,9 @@ func (f *moneyFixture) pay(t *testing.T, body, key string) *httptest.ResponseRec
 	return f.post(t, "/v2/payments", body, key)
 }
 
+// A money request's key: required and well formed, a repeat replayed and
+// another body refused, a refusal giving the key back, and an answer lost
+// after the upstream acted settled, never sent again.
 func TestMoneyMovingRequests(t *testing.T) {
 	t.Run("a payment without a key is refused before the upstream", func(t *testing.T) {
 		f := newMoneyFixture(t, nil)
@@ -249,6 +252,12 @@ func TestMoneyMovingRequests(t *testing.T) {
 		})
 	}
 
+}
+
+// A money request whose outcome nobody can settle, the upstream's own
+// failure, and a ledger that does not answer: each answered as the
+// contract says, and nothing sent twice.
+func TestMoneyMovingRequestsUnsettled(t *testing.T) {
 	t.Run("an outcome nobody can settle is PAYMENT_OUTCOME_UNKNOWN and never sent again", func(t *testing.T) {
 		f := newMoneyFixture(t, nil)
 		f.bank.refuse.Store("hangup") // reached the upstream, which made nothing: nothing can tell

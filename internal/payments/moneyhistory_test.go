@@ -495,8 +495,18 @@ func runMoneyHistory(t *testing.T, seed uint64, ops int, v mhVariant) *mhHistory
 		go func() { defer settlers.Done(); svc.Run(ctx) }()
 	}
 
-	// The solo user gets a fifth of the operations, the others share the
-	// rest by client.
+	h.runClients(seed, ops)
+	end := time.Now()
+	stop()
+	settlers.Wait()
+	h.quiesce(rng, end)
+	h.check()
+	return h
+}
+
+// runClients runs the users' clients to the end of their operations: the
+// solo user gets a fifth of them, the others share the rest by client.
+func (h *mhHistory) runClients(seed uint64, ops int) {
 	soloOps := max(ops/5, 12)
 	others := 0
 	for _, u := range h.users {
@@ -521,12 +531,6 @@ func runMoneyHistory(t *testing.T, seed uint64, ops int, v mhVariant) *mhHistory
 		}
 	}
 	clients.Wait()
-	end := time.Now()
-	stop()
-	settlers.Wait()
-	h.quiesce(rng, end)
-	h.check()
-	return h
 }
 
 // upstream is the simulator as the instances reach it: a trailing slash
@@ -1522,118 +1526,142 @@ func (h *mhHistory) check() {
 	keys := slices.Clone(h.keys)
 	sent := h.sent
 	h.mu.Unlock()
-
-	// (g) and (d), by attempt.
 	for _, a := range attempts {
-		if a.failed != "" {
-			h.violate(a.key, "the BFF failed %s: %s", a.reqID, a.failed)
+		h.checkAttempt(a, recs, sent)
+	}
+	for _, k := range keys {
+		h.checkKey(k, recs[[2]string{k.route, k.key}], origins[k.user], listed[k.user])
+	}
+	h.checkUnknownShare()
+}
+
+// checkAttempt holds one attempt to (g) and (d).
+func (h *mhHistory) checkAttempt(a *mhAttempt, recs map[[2]string]*ledger.Record, sent map[string]bool) {
+	if a.failed != "" {
+		h.violate(a.key, "the BFF failed %s: %s", a.reqID, a.failed)
+	}
+	if !a.accepted {
+		if recs[[2]string{"/v2/payments", a.key}] != nil || recs[[2]string{"/v2/pay", a.key}] != nil {
+			h.violate(a.key, "(g) a refused body was recorded in the ledger: %s", a.body)
 		}
-		if !a.accepted {
-			if recs[[2]string{"/v2/payments", a.key}] != nil || recs[[2]string{"/v2/pay", a.key}] != nil {
-				h.violate(a.key, "(g) a refused body was recorded in the ledger: %s", a.body)
-			}
-			if sent[a.reqID] {
-				h.violate(a.key, "(g) a refused body was sent upstream: %s", a.body)
-			}
-			continue
+		if sent[a.reqID] {
+			h.violate(a.key, "(g) a refused body was sent upstream: %s", a.body)
 		}
-		switch a.code {
-		case problem.CodeRouteNotFound, problem.CodeValidationError, problem.CodeBadRequest, problem.CodeIdempotencyKeyReused:
-			h.violate(a.key, "(d) a body the model accepts was refused %d %s (%s %s)", a.status, a.code, a.path, a.body)
-			continue
-		}
-		// An answer that took the whole timeout is the machine's (a big
-		// user's snapshot under -race on loaded cores), not a refusal.
-		slow := a.end.Sub(a.start) >= mhTimeout
-		if a.first && a.faultFree && a.status/100 != 2 && !slow {
-			h.violate(a.key, "(d) the first attempt of a key no fault could reach was answered %d %s", a.status, a.code)
+		return
+	}
+	switch a.code {
+	case problem.CodeRouteNotFound, problem.CodeValidationError, problem.CodeBadRequest, problem.CodeIdempotencyKeyReused:
+		h.violate(a.key, "(d) a body the model accepts was refused %d %s (%s %s)", a.status, a.code, a.path, a.body)
+		return
+	}
+	// An answer that took the whole timeout is the machine's (a big
+	// user's snapshot under -race on loaded cores), not a refusal.
+	slow := a.end.Sub(a.start) >= mhTimeout
+	if a.first && a.faultFree && a.status/100 != 2 && !slow {
+		h.violate(a.key, "(d) the first attempt of a key no fault could reach was answered %d %s", a.status, a.code)
+	}
+}
+
+// checkKey holds one key to (a), (b), (c) and (e); rec is its ledger
+// record (nil: never claimed).
+func (h *mhHistory) checkKey(k *mhKey, rec *ledger.Record, origins map[string]string, listed map[string]*mhListed) {
+	own := h.own(k, origins)
+	if len(own) > 1 {
+		h.violate(k.key, "(a) the key made %d payments: %v", len(own), own)
+	}
+	named := map[string]string{} // payment id -> who named it
+	for _, a := range k.attempts {
+		if a.named != "" && a.status/100 == 2 {
+			named[a.named] = "the answer to " + a.reqID
 		}
 	}
-
-	// (a), (b), (c), (e), (f), by key.
-	for _, k := range keys {
-		u := k.user
-		rec := recs[[2]string{k.route, k.key}]
-		own := h.own(k, origins[u])
-		if len(own) > 1 {
-			h.violate(k.key, "(a) the key made %d payments: %v", len(own), own)
-		}
-		named := map[string]string{} // payment id -> who named it
-		for _, a := range k.attempts {
-			if a.named != "" && a.status/100 == 2 {
-				named[a.named] = "the answer to " + a.reqID
-			}
-		}
-		if rec != nil && rec.State == ledger.StateDone && rec.PaymentID != "" {
-			named[rec.PaymentID] = "the ledger's record"
-		}
-		if len(named) > 1 {
-			h.violate(k.key, "(b) the key's answers and record name several payments: %v", named)
-		}
-		if !k.creates() {
-			if len(own) > 0 {
-				h.violate(k.key, "(b) an init of the existing payment %s made %v", k.wantID, own)
-			}
-			for id, by := range named {
-				if id != k.wantID {
-					h.violate(k.key, "(b) %s names %s, the init started %s", by, id, k.wantID)
-				}
-			}
-			continue
+	if rec != nil && rec.State == ledger.StateDone && rec.PaymentID != "" {
+		named[rec.PaymentID] = "the ledger's record"
+	}
+	if len(named) > 1 {
+		h.violate(k.key, "(b) the key's answers and record name several payments: %v", named)
+	}
+	if !k.creates() {
+		if len(own) > 0 {
+			h.violate(k.key, "(b) an init of the existing payment %s made %v", k.wantID, own)
 		}
 		for id, by := range named {
-			switch {
-			case len(own) > 0 && id != own[0]:
-				if origins[u][id] == "" && h.hiddenWhenSettled(k, own[0]) && h.assumption(k, rec, id, listed[u]) == "" {
-					// The key's own payment came after the list read that
-					// settled it (a late act), or within the lag before:
-					// as far as settling could see the key had made none,
-					// and the bank's payment was the one equal to it in
-					// its window.
-					h.mu.Lock()
-					h.assumed = append(h.assumed, k.key+" -> "+id+" (its own "+own[0]+" came later)")
-					h.mu.Unlock()
-					continue
-				}
-				h.violate(k.key, "(b) %s names %s, the key made %s\n      named: %s\n      own:   %s\n      record: %s",
-					by, id, own[0], h.describe(u, id, origins[u], listed[u]), h.describe(u, own[0], origins[u], listed[u]), mhRecord(rec))
-			case len(own) > 0:
-			case origins[u][id] != "":
-				h.violate(k.key, "(b) %s names %s, which request %s made, the key made none", by, id, origins[u][id])
-			default:
-				if why := h.assumption(k, rec, id, listed[u]); why != "" {
-					h.violate(k.key, "(b) %s names %s, made at the bank, and the key made none: %s", by, id, why)
-				} else {
-					h.mu.Lock()
-					h.assumed = append(h.assumed, k.key+" -> "+id)
-					h.mu.Unlock()
-				}
+			if id != k.wantID {
+				h.violate(k.key, "(b) %s names %s, the init started %s", by, id, k.wantID)
 			}
 		}
-		if rec == nil {
-			continue // never claimed (every attempt refused before its claim)
-		}
-		h.mu.Lock()
-		h.creating++
-		if rec.State == ledger.StateUnknown {
-			h.unknown++
-		}
-		h.mu.Unlock()
-		if rec.State == ledger.StateReleased && len(own) > 0 {
-			h.violate(k.key, "(c) the ledger gave the key back (%s), yet it made %v", rec.Ending, own)
-		}
-		if rec.State == ledger.StateDone && rec.PaymentID == "" && len(own) > 0 {
-			h.violate(k.key, "(c) the ledger ended the key answered %d without a payment, yet it made %v", rec.UpstreamStatus, own)
-		}
-		if len(own) == 0 && h.provablyNotMade(k, rec, origins[u], listed[u]) {
+		return
+	}
+	for id, by := range named {
+		h.checkNamed(k, rec, own, id, by, origins, listed)
+	}
+	if rec == nil {
+		return // never claimed (every attempt refused before its claim)
+	}
+	h.checkRecord(k, rec, own, origins, listed)
+}
+
+// checkNamed holds to (b) a creating key's answer or record (by) naming
+// the payment id, the key having made own.
+func (h *mhHistory) checkNamed(k *mhKey, rec *ledger.Record, own []string, id, by string, origins map[string]string, listed map[string]*mhListed) {
+	u := k.user
+	switch {
+	case len(own) > 0 && id != own[0]:
+		if origins[id] == "" && h.hiddenWhenSettled(k, own[0]) && h.assumption(k, rec, id, listed) == "" {
+			// The key's own payment came after the list read that
+			// settled it (a late act), or within the lag before:
+			// as far as settling could see the key had made none,
+			// and the bank's payment was the one equal to it in
+			// its window.
 			h.mu.Lock()
-			h.eChecked++
+			h.assumed = append(h.assumed, k.key+" -> "+id+" (its own "+own[0]+" came later)")
 			h.mu.Unlock()
-			if rec.State == ledger.StateUnknown {
-				h.violate(k.key, "(e) the key made nothing, every payment similar to it existed before its claim, and it was left unknown")
-			}
+			return
+		}
+		h.violate(k.key, "(b) %s names %s, the key made %s\n      named: %s\n      own:   %s\n      record: %s",
+			by, id, own[0], h.describe(u, id, origins, listed), h.describe(u, own[0], origins, listed), mhRecord(rec))
+	case len(own) > 0:
+	case origins[id] != "":
+		h.violate(k.key, "(b) %s names %s, which request %s made, the key made none", by, id, origins[id])
+	default:
+		if why := h.assumption(k, rec, id, listed); why != "" {
+			h.violate(k.key, "(b) %s names %s, made at the bank, and the key made none: %s", by, id, why)
+		} else {
+			h.mu.Lock()
+			h.assumed = append(h.assumed, k.key+" -> "+id)
+			h.mu.Unlock()
 		}
 	}
+}
+
+// checkRecord holds a creating key's ledger record to (c) and (e), and
+// counts it for (f).
+func (h *mhHistory) checkRecord(k *mhKey, rec *ledger.Record, own []string, origins map[string]string, listed map[string]*mhListed) {
+	h.mu.Lock()
+	h.creating++
+	if rec.State == ledger.StateUnknown {
+		h.unknown++
+	}
+	h.mu.Unlock()
+	if rec.State == ledger.StateReleased && len(own) > 0 {
+		h.violate(k.key, "(c) the ledger gave the key back (%s), yet it made %v", rec.Ending, own)
+	}
+	if rec.State == ledger.StateDone && rec.PaymentID == "" && len(own) > 0 {
+		h.violate(k.key, "(c) the ledger ended the key answered %d without a payment, yet it made %v", rec.UpstreamStatus, own)
+	}
+	if len(own) == 0 && h.provablyNotMade(k, rec, origins, listed) {
+		h.mu.Lock()
+		h.eChecked++
+		h.mu.Unlock()
+		if rec.State == ledger.StateUnknown {
+			h.violate(k.key, "(e) the key made nothing, every payment similar to it existed before its claim, and it was left unknown")
+		}
+	}
+}
+
+// checkUnknownShare holds the history to (f): the share of creating keys
+// left unknown is bounded.
+func (h *mhHistory) checkUnknownShare() {
 	h.mu.Lock()
 	frac := 0.0
 	if h.creating > 0 {

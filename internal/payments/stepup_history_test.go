@@ -332,43 +332,21 @@ func runHoldHistory(t *testing.T, seed uint64, ops int, run holdRun) *holdHistor
 				MaxAge: 5 * time.Minute, HoldFor: 10 * time.Minute, URL: "https://app.example/auth/step-up", Now: clock.now}}))
 	}
 	h := &holdHistory{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), f: f, svcs: svcs, clock: clock}
-	amounts := []string{"50.00", "150.00", "1000.00"}
-	for i := range 8 {
-		h.keys = append(h.keys, &holdKey{key: fmt.Sprintf("k%d-%d", seed%1000, i), session: []string{"s1", "s2"}[i%2],
-			amount: amounts[h.rng.IntN(len(amounts))]})
+	for range 8 {
+		h.newKey()
 	}
 	faults := []string{"", "", "", "hangup", "500", "401", "slow"}
-	newKey := func() *holdKey {
-		i := len(h.keys)
-		k := &holdKey{key: fmt.Sprintf("k%d-%d", seed%1000, i), session: []string{"s1", "s2"}[i%2], amount: amounts[h.rng.IntN(len(amounts))]}
-		h.keys = append(h.keys, k)
-		return k
-	}
-	// open picks a key held now more often than not: approvals and
-	// cancels of live holds are where the races are.
-	open := func() *holdKey {
-		var live []*holdKey
-		for _, k := range h.keys {
-			if k.ref != "" && !k.ended && k.paid == "" {
-				live = append(live, k)
-			}
-		}
-		if len(live) > 0 && h.rng.IntN(4) > 0 {
-			return live[h.rng.IntN(len(live))]
-		}
-		return h.keys[h.rng.IntN(len(h.keys))]
-	}
 	for done := 0; done < ops; {
 		// A batch of one to four operations at once.
 		n := 1 + h.rng.IntN(4)
 		var wg sync.WaitGroup
 		for range n {
 			h.mu.Lock()
-			k := open()
+			k := h.open()
 			var op func()
 			switch r := h.rng.IntN(100); {
 			case r < 20:
-				nk := newKey()
+				nk := h.newKey()
 				op = func() { h.pay(nk) }
 			case r < 35:
 				op = func() { h.pay(k) }
@@ -399,6 +377,34 @@ func runHoldHistory(t *testing.T, seed uint64, ops int, run holdRun) *holdHistor
 	}
 	h.check()
 	return h
+}
+
+// holdAmounts are the amounts a history's keys pay: under, over and far
+// over the threshold (EUR 100.00).
+var holdAmounts = []string{"50.00", "150.00", "1000.00"}
+
+// newKey adds a key to the history, of the next session and a random
+// amount; h.mu is held (or the history not started).
+func (h *holdHistory) newKey() *holdKey {
+	i := len(h.keys)
+	k := &holdKey{key: fmt.Sprintf("k%d-%d", h.seed%1000, i), session: []string{"s1", "s2"}[i%2], amount: holdAmounts[h.rng.IntN(len(holdAmounts))]}
+	h.keys = append(h.keys, k)
+	return k
+}
+
+// open picks a key held now more often than not: approvals and cancels
+// of live holds are where the races are; h.mu is held.
+func (h *holdHistory) open() *holdKey {
+	var live []*holdKey
+	for _, k := range h.keys {
+		if k.ref != "" && !k.ended && k.paid == "" {
+			live = append(live, k)
+		}
+	}
+	if len(live) > 0 && h.rng.IntN(4) > 0 {
+		return live[h.rng.IntN(len(live))]
+	}
+	return h.keys[h.rng.IntN(len(h.keys))]
 }
 
 func TestHoldHistories(t *testing.T) {
