@@ -96,7 +96,9 @@ func startMakeRun(t *testing.T, env ...string) *makeRun {
 			<-exited
 		}
 	})
-	eventually(t, 90*time.Second, func() error { // 90 s: the app's npm ci on a first run
+	// 150 s: the app's npm ci on a first run, or (AUTH=oidc) three
+	// attempts of 25 s at the OpenID provider's start.
+	eventually(t, 150*time.Second, func() error {
 		select {
 		case <-exited:
 			t.Fatalf("make run's script exited:\n%s", m.out.String())

@@ -179,23 +179,35 @@ if [ "$RUN_AUTH" != dev ]; then
   ]
 }
 JSON
-  NODE_ENV="test" node "$OP_DIR/provider.mjs" "$run_dir/provider.json" &
-  op=$!
-  pids+=("$op")
-
   # The BFF reads the provider's discovery document at start: wait for it.
+  # Node starts the provider in about a second; on a loaded machine a start
+  # has been seen to stall past 40 s, so each attempt gets 25 s and a
+  # stalled one is stopped and started again, three attempts in all (as the
+  # e2e tests' own harness does).
   discovery="$OP_ISSUER/.well-known/openid-configuration"
   up=""
-  for _ in $(seq 100); do
-    if ! kill -0 "$op" 2>/dev/null; then
-      echo "make run: the OpenID provider ($OP_DIR/provider.mjs) exited; its output is above" >&2
-      exit 1
-    fi
-    if node -e 'fetch(process.argv[1], { signal: AbortSignal.timeout(2000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "$discovery"; then
-      up=1
-      break
-    fi
-    sleep 0.2
+  for attempt in 1 2 3; do
+    NODE_ENV="test" node "$OP_DIR/provider.mjs" "$run_dir/provider.json" &
+    op=$!
+    pids+=("$op")
+    deadline=$((SECONDS + 25))
+    while [ "$SECONDS" -lt "$deadline" ]; do
+      if ! kill -0 "$op" 2>/dev/null; then
+        echo "make run: the OpenID provider ($OP_DIR/provider.mjs) exited; its output is above" >&2
+        exit 1
+      fi
+      # A connect first (no process), the document once the port is open.
+      if (exec 3<>"/dev/tcp/127.0.0.1/$OP_PORT") 2>/dev/null &&
+        node -e 'fetch(process.argv[1], { signal: AbortSignal.timeout(2000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "$discovery"; then
+        up=1
+        break
+      fi
+      sleep 0.2
+    done
+    [ -n "$up" ] && break
+    echo "make run: the OpenID provider did not answer at $discovery within 25 s (attempt $attempt of 3); starting it again" >&2
+    kill "$op" 2>/dev/null || true
+    wait "$op" 2>/dev/null || true
   done
   if [ -z "$up" ]; then
     echo "make run: the OpenID provider did not answer at $discovery" >&2
