@@ -36,10 +36,16 @@ func freePorts(t *testing.T) int {
 		ln.Close()
 		return true
 	}
+	// The ports after it are never handed to another test either.
+	reserve := func(p int) bool {
+		_, taken := handedOut.LoadOrStore(p, true)
+		return !taken
+	}
 	for range 50 {
 		_, port, _ := net.SplitHostPort(freeAddr(t))
 		p, _ := strconv.Atoi(port)
-		if p != 8080 && p+1010 < 65536 && free(p+1) && free(p+2) && free(p+1010) {
+		if p != 8080 && p+1010 < 65536 && reserve(p+1) && reserve(p+2) && reserve(p+1010) &&
+			free(p+1) && free(p+2) && free(p+1010) {
 			return p
 		}
 	}
