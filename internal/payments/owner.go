@@ -22,7 +22,7 @@ import (
 
 // upstreamFailure are the types of the upstream's own 500 (docs/errors.md,
 // "Codes passed on from the upstream"; docs/payments.md).
-var upstreamFailure = map[string]bool{"INTERNAL_ERROR": true, "INTERNAL_SERVER_ERROR": true}
+var upstreamFailure = map[proxy.ErrorType]bool{"INTERNAL_ERROR": true, "INTERNAL_SERVER_ERROR": true}
 
 // refusedBeforeActing are the upstream's typed answers that say it did not
 // act on the request (the provider down, a lock, the caller not verified

@@ -49,8 +49,8 @@ type Reply struct {
 	// Body is not the whole of it.
 	Incomplete bool
 	// Type is the upstream error body's type (or refresh status), bounded
-	// as in the metrics; "" when there was none.
-	Type string
+	// as in the metrics; ErrorTypeNone when there was none.
+	Type ErrorType
 }
 
 // Answered reports whether the upstream's whole answer is in the reply.
@@ -87,11 +87,11 @@ func (f *Forwarder) Exchange(ctx context.Context, x Exchange) (Reply, *problem.P
 		// An answer came back (a status seen), or the request left and
 		// was not proven unwritten: it may have reached the upstream.
 		sent := st.upstreamStatus > 0 || (!notSent(err) && (st.written == nil || st.written.Load()))
-		return Reply{Status: st.upstreamStatus, Sent: sent, Incomplete: st.upstreamStatus > 0, Type: string(st.upstreamType)},
+		return Reply{Status: st.upstreamStatus, Sent: sent, Incomplete: st.upstreamStatus > 0, Type: st.upstreamType},
 			f.classify(ctx, err)
 	}
 	defer resp.Body.Close()
-	rep := Reply{Status: resp.StatusCode, Sent: true, Type: string(st.upstreamType)}
+	rep := Reply{Status: resp.StatusCode, Sent: true, Type: st.upstreamType}
 	if d, err := http.ParseTime(resp.Header.Get("Date")); err == nil {
 		rep.Date = d
 	}
