@@ -59,14 +59,7 @@ func TestFAPI2InTheBrowser(t *testing.T) {
 	if amount := browsertest.Get(t, tab, "the provider's amount", chromedp.TextContent(chromedp.ID("op-payment-amount"))); amount != "987.65 ILS" {
 		t.Fatalf("the provider shows %q, want the pushed payment's 987.65 ILS", amount)
 	}
-	browsertest.Do(t, tab, "approving at the provider",
-		chromedp.SendKeys(chromedp.ID("op-otp"), "246810"),
-		chromedp.Click(chromedp.ID("op-approve")))
-	browsertest.Until(t, tab, "the app showing the payment sent",
-		`document.querySelector('#step-up-approved[data-state="done"]') !== null`)
-	if n := paymentPosts(e.sim); n != 1 {
-		t.Fatalf("the upstream got %d creations after the approval, want exactly 1", n)
-	}
+	approveAtTheProvider(t, tab, e)
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -4,9 +4,6 @@ package e2e
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -173,7 +170,7 @@ func mustB64(t *testing.T, s string) []byte {
 // kid.
 func TestReceiptKeyRotation(t *testing.T) {
 	t.Parallel()
-	k1, k2 := receiptKey(t), receiptKey(t)
+	k1, k2 := mustECKey(t), mustECKey(t)
 	dir := t.TempDir()
 	before, after := filepath.Join(dir, "before.json"), filepath.Join(dir, "after.json")
 	writeJWKS(t, before, jose.JSONWebKey{Key: k1, KeyID: "r1"})
@@ -202,15 +199,6 @@ func TestReceiptKeyRotation(t *testing.T) {
 	if code, out := verifyOffline(t, jwks, old); code != 0 {
 		t.Fatalf("verify-receipt on the old receipt: %d\n%s", code, out)
 	}
-}
-
-func receiptKey(t *testing.T) *ecdsa.PrivateKey {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
 }
 
 func writeJWKS(t *testing.T, path string, keys ...jose.JSONWebKey) {

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -88,14 +89,7 @@ func TestStepUpInTheExampleApps(t *testing.T) {
 			if payee := browsertest.Get(t, tab, "the provider's payee", chromedp.TextContent(chromedp.ID("op-payment-payee"))); payee != "Dana Levi" {
 				t.Fatalf("the provider shows the payee %q, want the form's %q", payee, "Dana Levi")
 			}
-			browsertest.Do(t, tab, "approving at the provider",
-				chromedp.SendKeys(chromedp.ID("op-otp"), "246810"),
-				chromedp.Click(chromedp.ID("op-approve")))
-			browsertest.Until(t, tab, "the app showing the payment sent",
-				`document.querySelector('#step-up-approved[data-state="done"]') !== null`)
-			if n := paymentPosts(e.sim); n != 1 {
-				t.Fatalf("the upstream got %d creations after the approval, want exactly 1", n)
-			}
+			approveAtTheProvider(t, tab, e)
 			paymentID := browsertest.Get(t, tab, "the payment's id", chromedp.Evaluate[string](fmt.Sprintf(
 				`fetch("/bff/payments/" + encodeURIComponent(%s), {credentials: "include"}).then((r) => r.json()).then((r) => r.paymentId || "")`,
 				jsString(key)), chromedp.EvalAwaitPromise))
@@ -117,5 +111,20 @@ func TestStepUpInTheExampleApps(t *testing.T) {
 				t.Fatalf("a cancelled payment reached the upstream (%d creations in all, want 1)", n)
 			}
 		})
+	}
+}
+
+// approveAtTheProvider approves the held payment on the provider's page
+// open in tab (its one-time code), waits for the app to show it sent, and
+// requires that the upstream got exactly one creation.
+func approveAtTheProvider(t *testing.T, tab context.Context, e *env) {
+	t.Helper()
+	browsertest.Do(t, tab, "approving at the provider",
+		chromedp.SendKeys(chromedp.ID("op-otp"), "246810"),
+		chromedp.Click(chromedp.ID("op-approve")))
+	browsertest.Until(t, tab, "the app showing the payment sent",
+		`document.querySelector('#step-up-approved[data-state="done"]') !== null`)
+	if n := paymentPosts(e.sim); n != 1 {
+		t.Fatalf("the upstream got %d creations after the approval, want exactly 1", n)
 	}
 }
